@@ -1,0 +1,98 @@
+# iostrata: `make` builds bin/iostrata (static, x86_64); `make run`, `make test`, `make bench`.
+# Quiet by default; V=1 shows every command.
+
+ARCH      := x86
+CLANG     ?= clang-19
+BPFTOOL   ?= $(shell command -v bpftool 2>/dev/null || echo /usr/sbin/bpftool)
+CC        ?= cc
+PYTHON    ?= /usr/bin/python3
+BUILD     := build
+BIN       := bin
+
+CFLAGS    ?= -O2 -g
+CFLAGS    += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Werror=implicit-function-declaration
+CPPFLAGS  += -I$(BUILD) -Ibpf -Iuser -D_GNU_SOURCE
+LDFLAGS   += -static
+LDLIBS    += -lbpf -lelf -lz
+BPFCFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf \
+             -Wall -Wno-unused-function
+
+ifeq ($(V),1)
+Q =
+msg =
+else
+Q = @
+msg = @printf '  %-9s %s\n' "$(1)" "$(2)";
+endif
+
+BPF_SRCS  := $(wildcard bpf/*.bpf.c)
+SKELS     := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
+USER_SRCS := $(wildcard user/*.c)
+USER_OBJS := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS))
+TEST_BINS := $(BIN)/test_hist
+
+.PHONY: all deps run test test-unit test-root bench vmlinux clean
+.DELETE_ON_ERROR:
+.SECONDARY:
+
+all: $(BIN)/iostrata $(TEST_BINS)
+
+# Installs missing Debian packages as root; otherwise names them and stops.
+deps:
+	$(Q)scripts/deps.sh
+
+$(BUILD)/.deps-ok: scripts/deps.sh | $(BUILD)
+	$(Q)scripts/deps.sh
+	$(Q)touch $@
+
+$(BUILD) $(BUILD)/user $(BUILD)/bpf $(BIN):
+	$(Q)mkdir -p $@
+
+# BPF: compile, link (bpftool gen object strips DWARF and checks BTF), then a skeleton.
+$(BUILD)/bpf/%.tmp.o: bpf/%.bpf.c $(BUILD)/.deps-ok | $(BUILD)/bpf
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPFCFLAGS) -MMD -MP -MF $(@:.o=.d) -c $< -o $@
+
+$(BUILD)/bpf/%.bpf.o: $(BUILD)/bpf/%.tmp.o
+	$(call msg,GEN-OBJ,$@)
+	$(Q)$(BPFTOOL) gen object $@ $<
+
+$(BUILD)/%.skel.h: $(BUILD)/bpf/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf > $@
+
+# User space: every object waits for the skeletons; dep files track headers from there on.
+$(BUILD)/user/%.o: user/%.c $(SKELS) $(BUILD)/.deps-ok | $(BUILD)/user
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BIN)/iostrata: $(USER_OBJS) | $(BIN)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(BIN)/test_hist: tests/unit/test_hist.c bpf/hist.h user/histfmt.c user/histfmt.h $(BUILD)/.deps-ok | $(BIN)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) tests/unit/test_hist.c user/histfmt.c -lm -o $@
+
+-include $(wildcard $(BUILD)/bpf/*.d $(BUILD)/user/*.d)
+
+# Trace this host, every available layer, until Ctrl-C (or RUN_ARGS, e.g. RUN_ARGS="--duration 10").
+RUN_ARGS ?=
+run: all
+	$(BIN)/iostrata $(RUN_ARGS)
+
+# Unit tests need no root; the live-kernel tests skip, with the reason, when not run as root.
+test: all
+	$(PYTHON) -m pytest -ra tests
+
+test-unit: all
+	$(PYTHON) -m pytest -ra tests -m "not root"
+
+bench: all
+	bench/block.sh
+
+vmlinux:
+	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux/vmlinux.h
+
+clean:
+	rm -rf $(BUILD) $(BIN)

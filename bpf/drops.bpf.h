@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+#ifndef IOSTRATA_DROPS_BPF_H
+#define IOSTRATA_DROPS_BPF_H
+
+#include "iostrata.h"
+
+/* Per-CPU counters of what could not be recorded (enum drop_reason); the loader sums them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, DROP_NREASONS);
+	__type(key, __u32);
+	__type(value, __u64);
+} drops SEC(".maps");
+
+static __always_inline void drop(__u32 reason)
+{
+	__u64 *n = bpf_map_lookup_elem(&drops, &reason);
+
+	if (n)
+		__sync_fetch_and_add(n, 1);	/* a program in IRQ context may nest */
+}
+
+#endif /* IOSTRATA_DROPS_BPF_H */

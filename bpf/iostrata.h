@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The contract between iostrata's BPF programs and its loader: map keys, map values and the
+ * counters of everything the programs could not record. Both sides include this file.
+ */
+#ifndef IOSTRATA_H
+#define IOSTRATA_H
+
+#include "hist.h"
+
+/* Block layer stages, in the order a request lives them. */
+enum block_stage {
+	BLOCK_WAIT,	/* request allocated -> issued to the driver */
+	BLOCK_DEVICE,	/* issued -> completed */
+	BLOCK_TOTAL,	/* first bio queued -> request completed */
+	BLOCK_NSTAGES,
+};
+
+/*
+ * One histogram set per (generation, disk, op, flags). The loader flips `gen` each interval and
+ * drains the generation it just retired, so each interval's min/max are exact.
+ */
+struct block_key {
+	__u32 dev;	/* kernel dev_t of the whole disk (major << 20 | minor); 0 when not per disk */
+	__u32 flags;	/* request flag bits (cmd_flags >> 8) & flags_mask; 0 unless per flags */
+	__u16 op;	/* REQ_OP_* as this kernel numbers it; BLOCK_OP_ANY unless per op */
+	__u16 gen;	/* 0 or 1 */
+	__u32 pad;
+};
+
+#define BLOCK_OP_ANY	0xffff
+
+struct block_hists {
+	struct hist stage[BLOCK_NSTAGES];
+};
+
+/*
+ * In-flight table: an open-addressed array keyed by bio or request pointer. An array slot update
+ * costs a few ns where a BPF hash update costs ~75 ns, which is what keeps the block layer's
+ * per-I/O cost low. Entries left behind (a bio that never reached a request we saw) are reclaimed
+ * when the pointer is reused or once older than INFLIGHT_STALE_NS; each reclaim is counted.
+ */
+struct inflight {
+	__u64 key;	/* bio or request pointer; 0 = free */
+	__u64 ts;	/* bpf_ktime_get_ns() at queue/issue; 0 while a claim is being filled in */
+	__u32 tgid;	/* process that queued the bio (bios only) */
+	__u32 pad;
+};
+
+#define INFLIGHT_PROBES		4
+#define INFLIGHT_SLOTS_DEFAULT	(1u << 17)
+#define INFLIGHT_STALE_NS	(120ULL * 1000000000ULL)
+#define BIO_WALK_MAX		8	/* bios per request whose queue time is looked up */
+
+/* Everything a program saw and could not record; shown in every interval as `drops`. */
+enum drop_reason {
+	DROP_INFLIGHT_FULL,	/* in-flight table probes all busy: a bio/request went untracked */
+	DROP_INFLIGHT_STALE,	/* an entry older than INFLIGHT_STALE_NS was reclaimed */
+	DROP_INFLIGHT_REUSED,	/* a pointer was queued again while its old entry was still there */
+	DROP_HIST_FULL,		/* no room for a new histogram key: a completion was not counted */
+	DROP_NREASONS,
+};
+
+#endif /* IOSTRATA_H */

@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Unit tests of the shared bucket scheme (bpf/hist.h) and the user-side percentile rule
+ * (user/histfmt.c). No root needed. Prints one line per failed check and a closing
+ * "N passed, N failed" line; exits non-zero on any failure.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "histfmt.h"
+
+static int passed, failed;
+
+#define CHECK(cond, ...) do {						\
+	if (cond) {							\
+		passed++;						\
+	} else {							\
+		failed++;						\
+		printf("FAIL %s:%d: ", __FILE__, __LINE__);		\
+		printf(__VA_ARGS__);					\
+		printf("\n");						\
+	}								\
+} while (0)
+
+static uint64_t rng = 0x2545F4914F6CDD1DULL;
+static uint64_t xorshift(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+/* A value's bucket must hold it, and its midpoint must be within the documented bound. */
+static double worst_err;
+static uint64_t worst_v;
+static int check_value(uint64_t v)
+{
+	uint32_t i = hist_index(v);
+	double err;
+
+	if (i >= HIST_NSLOTS || v < hist_lo(i) || (i < HIST_OVERFLOW && v >= hist_hi(i))) {
+		printf("FAIL value %" PRIu64 " -> slot %u [%" PRIu64 ", %" PRIu64 ")\n",
+		       v, i, (uint64_t)hist_lo(i), (uint64_t)hist_hi(i));
+		return 0;
+	}
+	if (v && i < HIST_OVERFLOW) {
+		uint64_t m = hist_mid(i);
+
+		err = (m > v ? (double)(m - v) : (double)(v - m)) / (double)v;
+		if (err > worst_err) {
+			worst_err = err;
+			worst_v = v;
+		}
+	}
+	return 1;
+}
+
+static void test_buckets(void)
+{
+	uint64_t v, bad = 0, n = 0;
+	uint32_t i;
+	int b;
+
+	/* the slots tile [0, 2^36) without gaps or overlaps, and 2^36.. is the overflow */
+	CHECK(hist_lo(0) == 0, "slot 0 starts at 0");
+	for (i = 0; i + 1 < HIST_NSLOTS; i++)
+		if (hist_hi(i) != hist_lo(i + 1))
+			bad++;
+	CHECK(bad == 0, "%" PRIu64 " slots do not end where the next starts", bad);
+	CHECK(hist_lo(HIST_OVERFLOW) == 1ULL << HIST_MAX_LOG2, "overflow starts at 2^36");
+	CHECK(HIST_NSLOTS == 529, "529 slots (got %u)", HIST_NSLOTS);
+
+	/* exhaustive below 2^22, then every octave's edges and random values up to 2^64 */
+	bad = 0;
+	for (v = 0; v < (1u << 22); v++, n++)
+		bad += !check_value(v);
+	for (b = 22; b < 64; b++) {
+		uint64_t base = 1ULL << b, k;
+
+		for (k = 0; k < 64; k++, n += 3) {
+			bad += !check_value(base + k);
+			bad += !check_value(base - 1 - k);
+			bad += !check_value(base + (xorshift() & (base - 1)));
+		}
+	}
+	bad += !check_value(UINT64_MAX);
+	CHECK(bad == 0, "%" PRIu64 " of %" PRIu64 " values outside their bucket", bad, n);
+	CHECK(worst_err <= 0.032, "worst relative error %.4f%% at %" PRIu64 " exceeds 3.2%%",
+	      worst_err * 100, worst_v);
+	printf("bucket sweep: %" PRIu64 " values, worst-case relative error %.4f%% (at %" PRIu64
+	       " ns), bound %.4f%%\n", n + 1, worst_err * 100, worst_v, HIST_MAX_REL_ERR_PPM / 1e4);
+
+	/* monotonic: a larger value never lands in an earlier slot */
+	bad = 0;
+	for (v = 1; v < (1u << 20); v++)
+		if (hist_index(v) < hist_index(v - 1))
+			bad++;
+	CHECK(bad == 0, "index not monotonic in %" PRIu64 " places", bad);
+
+	/* msb cascade against the compiler's clz */
+	bad = 0;
+	for (b = 0; b < 100000; b++) {
+		v = xorshift() >> (xorshift() & 63);
+		if (v && hist_msb(v) != 63u - (uint32_t)__builtin_clzll(v))
+			bad++;
+	}
+	CHECK(bad == 0, "msb cascade disagrees with clz %" PRIu64 " times", bad);
+}
+
+static void add(struct hist *h, uint64_t v, uint64_t times)
+{
+	if (!times)
+		return;
+	if (!h->count || v < h->min_ns)
+		h->min_ns = v;
+	if (v > h->max_ns)
+		h->max_ns = v;
+	h->count += times;
+	h->sum_ns += v * times;
+	h->slots[hist_index(v)] += times;
+}
+
+static uint64_t pct(const struct hist *h, uint32_t ppm)
+{
+	uint64_t v = UINT64_MAX;
+
+	hist_percentile(h, ppm, &v);
+	return v;
+}
+
+static void test_percentiles(void)
+{
+	struct hist *h = calloc(1, sizeof(*h)), *a = calloc(1, sizeof(*a));
+	uint64_t v;
+	int i;
+
+	CHECK(!hist_percentile(h, 500000, &v), "empty histogram has no percentile");
+
+	/* 90 x 10 ns, 9 x 1000 ns, 1 x 100000 ns */
+	add(h, 10, 90);
+	add(h, 1000, 9);
+	add(h, 100000, 1);
+	CHECK(pct(h, 500000) == 10, "p50 = 10 (got %" PRIu64 ")", pct(h, 500000));
+	CHECK(pct(h, 900000) == 10, "p90: rank 90 is still the 10 ns bucket (got %" PRIu64 ")",
+	      pct(h, 900000));
+	/* rank 91..99 fall in 1000's bucket [992, 1024): midpoint 1008 */
+	CHECK(pct(h, 990000) == 1008, "p99 = 1008 (got %" PRIu64 ")", pct(h, 990000));
+	/* rank ceil(99.9) = 100: 100000's bucket [98304, 102400) midpoint 100352, clamped to max */
+	CHECK(pct(h, 999000) == 100000, "p99.9 clamped to max (got %" PRIu64 ")", pct(h, 999000));
+	CHECK(pct(h, 1000000) == 100000, "p100 = max");
+	CHECK(pct(h, 1) == 10, "p0.0001 = first value");
+
+	/* one value: every percentile is that value exactly (clamped to min = max) */
+	memset(h, 0, sizeof(*h));
+	add(h, 123456789, 1);
+	CHECK(pct(h, 500000) == 123456789 && pct(h, 999000) == 123456789,
+	      "single value reported exactly");
+
+	/* uniform 1..1000 ns: p50 near 500, p99 near 990, within the bucket error */
+	memset(h, 0, sizeof(*h));
+	for (i = 1; i <= 1000; i++)
+		add(h, i, 1);
+	v = pct(h, 500000);
+	CHECK(v >= 500 * 0.968 && v <= 500 * 1.032, "uniform p50 ~500 (got %" PRIu64 ")", v);
+	v = pct(h, 990000);
+	CHECK(v >= 990 * 0.968 && v <= 990 * 1.032, "uniform p99 ~990 (got %" PRIu64 ")", v);
+
+	/* rank boundary: 2 values, p50 is rank 1 (the smaller), p50.0001 is rank 2 */
+	memset(h, 0, sizeof(*h));
+	add(h, 5, 1);
+	add(h, 7, 1);
+	CHECK(pct(h, 500000) == 5, "p50 of {5,7} = 5");
+	CHECK(pct(h, 500001) == 7, "p50.0001 of {5,7} = 7");
+
+	/* overflow bucket reports the exact max */
+	memset(h, 0, sizeof(*h));
+	add(h, 100ULL << 30, 1);
+	CHECK(pct(h, 500000) == 100ULL << 30, "overflow value reported as max");
+
+	/* merge keeps exact min/max/count/sum, ignoring empty inputs' zero min */
+	memset(h, 0, sizeof(*h));
+	add(a, 50, 2);
+	add(a, 70, 1);
+	hist_merge(h, a);
+	memset(a, 0, sizeof(*a));
+	hist_merge(h, a);
+	memset(a, 0, sizeof(*a));
+	add(a, 20, 1);
+	a->unmeasured = 3;
+	hist_merge(h, a);
+	CHECK(h->count == 4 && h->sum_ns == 190 && h->min_ns == 20 && h->max_ns == 70 &&
+	      h->unmeasured == 3, "merge: count %" PRIu64 " sum %" PRIu64 " min %" PRIu64
+	      " max %" PRIu64, (uint64_t)h->count, (uint64_t)h->sum_ns,
+	      (uint64_t)h->min_ns, (uint64_t)h->max_ns);
+	free(h);
+	free(a);
+}
+
+static void test_fold(void)
+{
+	struct hist *h = calloc(1, sizeof(*h));
+	struct hist_row rows[HIST_MAX_ROWS];
+	uint64_t total = 0;
+	size_t n, i;
+
+	add(h, 3, 4);		/* row [2, 4) */
+	add(h, 1500, 2);	/* row [1024, 2048) */
+	add(h, 1ULL << 40, 1);	/* overflow row */
+	n = hist_fold(h, rows, HIST_MAX_ROWS);
+	for (i = 0; i < n; i++)
+		total += rows[i].count;
+	CHECK(total == 7, "folded rows keep every count (got %" PRIu64 ")", total);
+	CHECK(n > 0 && rows[0].lo == 2 && rows[0].hi == 4 && rows[0].count == 4,
+	      "first row is [2,4) x4");
+	CHECK(n > 0 && rows[n - 1].hi == UINT64_MAX && rows[n - 1].count == 1,
+	      "last row is the overflow");
+	free(h);
+}
+
+int main(void)
+{
+	test_buckets();
+	test_percentiles();
+	test_fold();
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stdio.h>
+#include <string.h>
+#include "histfmt.h"
+
+void hist_merge(struct hist *dst, const struct hist *src)
+{
+	uint32_t i;
+
+	if (src->count) {
+		if (!dst->count || src->min_ns < dst->min_ns)
+			dst->min_ns = src->min_ns;
+		if (src->max_ns > dst->max_ns)
+			dst->max_ns = src->max_ns;
+	}
+	dst->count += src->count;
+	dst->sum_ns += src->sum_ns;
+	dst->unmeasured += src->unmeasured;
+	for (i = 0; i < HIST_NSLOTS; i++)
+		dst->slots[i] += src->slots[i];
+}
+
+uint64_t hist_mid(uint32_t i)
+{
+	uint64_t lo = hist_lo(i), hi = hist_hi(i);
+
+	if (i >= HIST_OVERFLOW)
+		return lo;
+	return lo + (hi - lo) / 2;
+}
+
+bool hist_percentile(const struct hist *h, uint32_t p_ppm, uint64_t *out_ns)
+{
+	unsigned __int128 rank;
+	uint64_t total = 0, cum = 0, v;
+	uint32_t i;
+
+	for (i = 0; i < HIST_NSLOTS; i++)
+		total += h->slots[i];
+	if (!total)
+		return false;
+	rank = ((unsigned __int128)total * p_ppm + 999999) / 1000000;
+	if (rank < 1)
+		rank = 1;
+	for (i = 0; i < HIST_NSLOTS; i++) {
+		cum += h->slots[i];
+		if (cum >= rank)
+			break;
+	}
+	if (i >= HIST_OVERFLOW)
+		v = h->max_ns;		/* open-ended bucket: the exact max is the best bound */
+	else
+		v = hist_mid(i);
+	if (h->count) {
+		if (v < h->min_ns)
+			v = h->min_ns;
+		if (v > h->max_ns)
+			v = h->max_ns;
+	}
+	*out_ns = v;
+	return true;
+}
+
+/* Row r covers [2^(r-1), 2^r) for r >= 1, row 0 covers [0, 1); the last row is the overflow. */
+static size_t row_of(uint32_t slot)
+{
+	uint64_t lo = hist_lo(slot);
+	size_t r = 0;
+
+	if (slot >= HIST_OVERFLOW)
+		return HIST_MAX_LOG2 + 1;
+	while (lo) {
+		lo >>= 1;
+		r++;
+	}
+	return r;
+}
+
+size_t hist_fold(const struct hist *h, struct hist_row *rows, size_t max_rows)
+{
+	uint64_t counts[HIST_MAX_ROWS] = { 0 };
+	size_t first = HIST_MAX_ROWS, last = 0, r, n = 0;
+	uint32_t i;
+
+	for (i = 0; i < HIST_NSLOTS; i++) {
+		if (!h->slots[i])
+			continue;
+		r = row_of(i);
+		counts[r] += h->slots[i];
+		if (r < first)
+			first = r;
+		if (r > last)
+			last = r;
+	}
+	if (first == HIST_MAX_ROWS)
+		return 0;
+	for (r = first; r <= last && n < max_rows; r++, n++) {
+		rows[n].lo = r ? 1ULL << (r - 1) : 0;
+		rows[n].hi = r == HIST_MAX_LOG2 + 1 ? UINT64_MAX : (r ? 1ULL << r : 1);
+		rows[n].count = counts[r];
+	}
+	return n;
+}
+
+char *fmt_ns(char *buf, size_t len, uint64_t ns, bool in_ms)
+{
+	double v = (double)ns;
+
+	if (in_ms)
+		snprintf(buf, len, "%.3fms", v / 1e6);
+	else if (ns < 1000)
+		snprintf(buf, len, "%lluns", (unsigned long long)ns);
+	else if (ns < 1000000)
+		snprintf(buf, len, "%.*fus", v < 1e4 ? 2 : v < 1e5 ? 1 : 0, v / 1e3);
+	else if (ns < 1000000000)
+		snprintf(buf, len, "%.*fms", v < 1e7 ? 2 : v < 1e8 ? 1 : 0, v / 1e6);
+	else
+		snprintf(buf, len, "%.2fs", v / 1e9);
+	return buf;
+}

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* User-side histogram arithmetic: merging per-CPU copies, percentiles, folded display rows. */
+#ifndef IOSTRATA_HISTFMT_H
+#define IOSTRATA_HISTFMT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "hist.h"
+
+/* dst += src, keeping min/max exact. */
+void hist_merge(struct hist *dst, const struct hist *src);
+
+/*
+ * The p-th quantile, p in parts per million (p50 = 500000, p99.9 = 999000). Rule (fio's): the
+ * first bucket whose cumulative count reaches ceil(p * N) holds it; it is reported at the
+ * bucket's midpoint, clamped into the exact [min, max]. Returns false when the histogram is empty.
+ */
+bool hist_percentile(const struct hist *h, uint32_t p_ppm, uint64_t *out_ns);
+
+/* The reported value of slot i: its midpoint (the exact value for 1-ns slots). */
+uint64_t hist_mid(uint32_t i);
+
+/* Display rows: fine slots folded into power-of-two rows [lo, hi). */
+struct hist_row {
+	uint64_t lo, hi;	/* hi == UINT64_MAX: open-ended */
+	uint64_t count;
+};
+/* Fills rows[] (from the first to the last non-empty row); returns the number of rows. */
+size_t hist_fold(const struct hist *h, struct hist_row *rows, size_t max_rows);
+#define HIST_MAX_ROWS	(HIST_MAX_LOG2 + 2)
+
+/* "850ns", "12.3us", "4.56ms", "1.23s"; in_ms forces milliseconds. Returns buf. */
+char *fmt_ns(char *buf, size_t len, uint64_t ns, bool in_ms);
+
+#endif
