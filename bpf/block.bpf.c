@@ -211,20 +211,45 @@ static __always_inline int on_rq_complete(struct request *rq, unsigned int nr_by
 }
 
 /*
- * Twins: the same handler under tp_btf (BTF-typed arguments, cheapest) and raw_tp (for kernels
- * whose tp_btf attach fails). Arguments are read as the u64 array both program types receive.
+ * In-flight keys and hashes need pointers as plain integers. raw_tp arguments already are;
+ * tp_btf arguments are typed pointers, on which the verifier forbids arithmetic except
+ * pointer - pointer (for privileged programs). So subtract a fixed anchor's address and add
+ * back that address, learnt once as an integer.
  */
+static char anchor;
+__u64 anchor_addr;
+
+static __always_inline __u64 btf_ptr_u64(const void *p)
+{
+	const void *a = &anchor;
+	__u64 d;
+
+	if (!anchor_addr)
+		bpf_probe_read_kernel(&anchor_addr, sizeof(anchor_addr), &a);
+	d = (__u64)p - (__u64)&anchor;
+	barrier_var(d);
+	return d + anchor_addr;
+}
+
+/*
+ * Twins: the same handler under tp_btf (BTF-typed arguments) and raw_tp (for kernels whose
+ * tp_btf attach fails). `body` is a macro taking the accessor of argument i as an integer.
+ */
+#define BTF_ARG(i)	btf_ptr_u64((const void *)ctx[i])
+#define RAW_ARG(i)	(ctx[i])
 #define TWIN(event, body)						\
 SEC("tp_btf/" #event)							\
-int tp_btf_##event(__u64 *ctx) { body; }				\
+int tp_btf_##event(__u64 *ctx) { body(BTF_ARG); }			\
 SEC("raw_tp/" #event)							\
-int raw_tp_##event(__u64 *ctx) { body; }
+int raw_tp_##event(__u64 *ctx) { body(RAW_ARG); }
 
-TWIN(block_bio_queue,
-     return on_bio_queue((struct bio *)(bio_queue_arg ? ctx[1] : ctx[0])))
-TWIN(block_split,
-     return on_split((struct bio *)(split_arg ? ctx[1] : ctx[0])))
-TWIN(block_rq_issue,
-     return on_rq_issue((struct request *)(rq_issue_arg ? ctx[1] : ctx[0])))
-TWIN(block_rq_complete,
-     return on_rq_complete((struct request *)ctx[0], (unsigned int)ctx[2]))
+#define BIO_QUEUE(A)	return on_bio_queue((struct bio *)(bio_queue_arg ? A(1) : A(0)))
+#define SPLIT(A)	return on_split((struct bio *)(split_arg ? A(1) : A(0)))
+#define RQ_ISSUE(A)	return on_rq_issue((struct request *)(rq_issue_arg ? A(1) : A(0)))
+/* nr_bytes is a plain integer in both program types */
+#define RQ_COMPLETE(A)	return on_rq_complete((struct request *)A(0), (unsigned int)ctx[2])
+
+TWIN(block_bio_queue, BIO_QUEUE)
+TWIN(block_split, SPLIT)
+TWIN(block_rq_issue, RQ_ISSUE)
+TWIN(block_rq_complete, RQ_COMPLETE)

@@ -1,0 +1,502 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The block layer's loader: probe the tracepoints, open -> configure -> load -> attach, then
+ * drain one histogram generation per interval.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "block.skel.h"
+#include "common.h"
+#include "layer.h"
+
+struct block_layer {
+	struct block_bpf *skel;
+	struct bpf_link *links[MAX_EVENTS];
+	struct bpf_program *progs[MAX_EVENTS];	/* the attached twin of each event */
+	int ncpus;
+	void *vals;			/* per-CPU lookup buffer */
+	uint64_t prev_drops[DROP_NREASONS];
+	uint64_t prev_misses;
+};
+
+/* The events, in the order a request meets them; `nargs` is today's prototype. */
+static const struct {
+	const char *tp;
+	int nargs;
+	int required;
+	const char *role;
+} events[] = {
+	{ "block_bio_queue",   1, 0, "bio queued: starts total; -p/-c filters" },
+	{ "block_split",       2, 0, "bio split: the split part inherits the queue time" },
+	{ "block_rq_issue",    1, 0, "request issued to the driver: ends wait, starts device" },
+	{ "block_rq_complete", 3, 1, "request completed: ends every stage" },
+};
+#define NEVENTS (int)(sizeof(events) / sizeof(events[0]))
+enum { EV_BIO_QUEUE, EV_SPLIT, EV_RQ_ISSUE, EV_RQ_COMPLETE };
+
+static const char *const drop_names[DROP_NREASONS] = {
+	[DROP_INFLIGHT_FULL] = "inflight_full",
+	[DROP_INFLIGHT_STALE] = "inflight_stale",
+	[DROP_INFLIGHT_REUSED] = "inflight_reused",
+	[DROP_HIST_FULL] = "hist_full",
+};
+
+static const char *const stage_names[BLOCK_NSTAGES] = {
+	[BLOCK_WAIT] = "wait", [BLOCK_DEVICE] = "device", [BLOCK_TOTAL] = "total",
+};
+
+/* Fill in which events BTF offers and how each would attach (before any load). */
+static void probe_events(struct layer_report *rep, bool tp_btf)
+{
+	int i, n;
+
+	rep->nevents = NEVENTS;
+	for (i = 0; i < NEVENTS; i++) {
+		struct event_status *e = &rep->events[i];
+
+		memset(e, 0, sizeof(*e));
+		e->event = events[i].tp;
+		e->role = events[i].role;
+		e->required = events[i].required;
+		n = tp_nargs(events[i].tp);
+		e->nargs = n;
+		if (n < 0) {
+			snprintf(e->why, sizeof(e->why), "%s",
+				 tp_forced_missing(e->event) ? "forced missing by --fail-probe"
+				 : "tracepoint not in this kernel's BTF");
+			continue;
+		}
+		/* older prototypes carried a request_queue before the pointer we read (v5.11) */
+		e->arg = n > events[i].nargs ? 1 : 0;
+		if (n < events[i].nargs || n > events[i].nargs + 1) {
+			snprintf(e->why, sizeof(e->why), "unknown prototype (%d arguments)", n);
+			continue;
+		}
+		e->method = tp_btf ? "tp_btf" : "raw_tp";
+	}
+}
+
+static void describe_stages(struct layer_report *rep)
+{
+	const struct event_status *ev = rep->events;
+	const char *q = ev[EV_BIO_QUEUE].method, *is = ev[EV_RQ_ISSUE].method;
+	const char *c = ev[EV_RQ_COMPLETE].method;
+	struct stage_status *s;
+
+	rep->nstages = 3;
+	s = &rep->stages[0];
+	*s = (struct stage_status){ .layer = "block", .stage = "wait",
+				    .from = "request allocated (rq->start_time_ns)",
+				    .to = "block_rq_issue" };
+	s->available = c != NULL;
+	if (!c)
+		snprintf(s->how, sizeof(s->how), "unavailable: block_rq_complete: %s",
+			 ev[EV_RQ_COMPLETE].why);
+	else
+		snprintf(s->how, sizeof(s->how), "kernel's rq->start_time_ns -> %s, read at "
+			 "block_rq_complete [%s]; unmeasured where the kernel keeps no start time",
+			 is ? "block_rq_issue" : "rq->io_start_time_ns", c);
+	s = &rep->stages[1];
+	*s = (struct stage_status){ .layer = "block", .stage = "device",
+				    .from = "block_rq_issue", .to = "block_rq_complete" };
+	s->available = c != NULL;
+	if (!c)
+		snprintf(s->how, sizeof(s->how), "unavailable: block_rq_complete: %s",
+			 ev[EV_RQ_COMPLETE].why);
+	else if (is)
+		snprintf(s->how, sizeof(s->how), "block_rq_issue [%s] -> block_rq_complete [%s]",
+			 is, c);
+	else
+		snprintf(s->how, sizeof(s->how), "kernel's rq->io_start_time_ns -> "
+			 "block_rq_complete [%s] (block_rq_issue: %s; unmeasured where block "
+			 "statistics are off)", c, ev[EV_RQ_ISSUE].why);
+	s = &rep->stages[2];
+	*s = (struct stage_status){ .layer = "block", .stage = "total",
+				    .from = "block_bio_queue", .to = "block_rq_complete" };
+	s->available = c && q;
+	if (!s->available)
+		snprintf(s->how, sizeof(s->how), "unavailable: %s: %s",
+			 q ? "block_rq_complete" : "block_bio_queue",
+			 q ? ev[EV_RQ_COMPLETE].why : ev[EV_BIO_QUEUE].why);
+	else
+		snprintf(s->how, sizeof(s->how), "block_bio_queue [%s] -> block_rq_complete [%s]%s",
+			 q, c, ev[EV_SPLIT].method ? "" : " (split bios unmeasured: no block_split)");
+}
+
+void block_report_static(struct layer_report *rep)
+{
+	memset(rep, 0, sizeof(*rep));
+	probe_events(rep, true);
+	describe_stages(rep);
+}
+
+static struct bpf_program *prog_of(struct block_bpf *skel, const char *method, const char *tp)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "%s_%s", method, tp);
+	return bpf_object__find_program_by_name(skel->obj, name);
+}
+
+static int count_disks(void)
+{
+	struct dirent *de;
+	DIR *d = opendir("/sys/block");
+	int n = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+static uint64_t fdinfo_memlock(int fd)
+{
+	char path[64], line[256];
+	unsigned long long v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "memlock: %llu", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+static void report_maps(struct block_layer *b, struct layer_report *rep)
+{
+	struct bpf_map *maps[] = { b->skel->maps.inflight, b->skel->maps.block_hists,
+				   b->skel->maps.block_zero, b->skel->maps.drops };
+	size_t val = sizeof(struct block_hists);
+	unsigned int i;
+
+	rep->nmaps = 0;
+	for (i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
+		struct map_mem *m = &rep->maps[rep->nmaps++];
+
+		snprintf(m->name, sizeof(m->name), "%s", bpf_map__name(maps[i]));
+		m->bytes = fdinfo_memlock(bpf_map__fd(maps[i]));
+		m->note[0] = '\0';
+		if (maps[i] == b->skel->maps.inflight)
+			snprintf(m->note, sizeof(m->note), "%u slots x %zu B",
+				 bpf_map__max_entries(maps[i]), sizeof(struct inflight));
+		else if (maps[i] == b->skel->maps.block_hists)
+			snprintf(m->note, sizeof(m->note),
+				 "allocated on use: %zu B x %d CPUs per key, up to %u keys",
+				 val, b->ncpus, bpf_map__max_entries(maps[i]));
+	}
+}
+
+static int configure(struct block_layer *b, struct layer_report *rep)
+{
+	struct block_bpf *skel = b->skel;
+	uint32_t keys = 1;
+	int i;
+
+	skel->rodata->filter_dev = opts.dev;
+	skel->rodata->filter_tgid = (uint32_t)opts.tgid;
+	skel->rodata->filter_cgroup = opts.cgroup != NULL;
+	skel->rodata->per_disk = opts.per_disk;
+	skel->rodata->per_op = opts.per_op;
+	skel->rodata->flags_mask = opts.per_op ? req_flags_mask() : 0;
+	skel->rodata->bio_queue_arg = rep->events[EV_BIO_QUEUE].arg;
+	skel->rodata->split_arg = rep->events[EV_SPLIT].arg;
+	skel->rodata->rq_issue_arg = rep->events[EV_RQ_ISSUE].arg;
+	skel->rodata->inflight_mask = opts.inflight_slots - 1;
+	if (bpf_map__set_max_entries(skel->maps.inflight, opts.inflight_slots))
+		return -1;
+	/* two generations x disks x (op, flags) combinations, with room for hot-plugged disks */
+	if (opts.per_disk)
+		keys *= (uint32_t)count_disks() + 16;
+	if (opts.per_op)
+		keys *= 64;
+	if (keys > 8192)
+		keys = 8192;
+	if (bpf_map__set_max_entries(skel->maps.block_hists, 2 * keys))
+		return -1;
+
+	for (i = 0; i < NEVENTS; i++) {
+		const char *m = rep->events[i].method;
+
+		bpf_program__set_autoload(prog_of(skel, "tp_btf", events[i].tp),
+					  m && !strcmp(m, "tp_btf"));
+		bpf_program__set_autoload(prog_of(skel, "raw_tp", events[i].tp),
+					  m && !strcmp(m, "raw_tp"));
+	}
+	return 0;
+}
+
+static int check_required(const struct layer_report *rep)
+{
+	const struct event_status *ev = rep->events;
+	int i;
+
+	for (i = 0; i < rep->nevents; i++) {
+		if (ev[i].required && !ev[i].method) {
+			errorf("required tracepoint block:%s unavailable (%s)", ev[i].event,
+			       ev[i].why);
+			return -1;
+		}
+	}
+	if ((opts.tgid || opts.cgroup) && !ev[EV_BIO_QUEUE].method) {
+		errorf("-%c needs tracepoint block:block_bio_queue, unavailable (%s)",
+		       opts.tgid ? 'p' : 'c', ev[EV_BIO_QUEUE].why);
+		return -1;
+	}
+	return 0;
+}
+
+int block_start(struct block_layer **out, struct layer_report *rep)
+{
+	struct block_layer *b;
+	int attempt, err = 0, i, cg_fd;
+	uint32_t zero = 0;
+
+	*out = NULL;
+	if (!vmlinux_btf()) {
+		errorf("kernel BTF not found (/sys/kernel/btf/vmlinux): this kernel needs "
+		       "CONFIG_DEBUG_INFO_BTF");
+		return -1;
+	}
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	b->ncpus = libbpf_num_possible_cpus();
+	if (b->ncpus <= 0) {
+		errorf("cannot count possible CPUs");
+		free(b);
+		return -1;
+	}
+	b->vals = calloc((size_t)b->ncpus, sizeof(struct block_hists));
+	if (!b->vals) {
+		free(b);
+		return -ENOMEM;
+	}
+
+	/* tp_btf first; if the kernel refuses it, the raw_tp twins of the same handlers */
+	for (attempt = 0; attempt < 2; attempt++) {
+		memset(rep, 0, sizeof(*rep));
+		probe_events(rep, attempt == 0 && !opts.force_raw_tp);
+		if (check_required(rep)) {
+			err = -1;
+			goto fail;
+		}
+		b->skel = block_bpf__open();
+		if (!b->skel) {
+			errorf("cannot open the block layer's BPF object: %s", strerror(errno));
+			err = -1;
+			goto fail;
+		}
+		if (configure(b, rep)) {
+			errorf("cannot size the block layer's maps: %s", strerror(errno));
+			err = -1;
+			goto fail;
+		}
+		err = block_bpf__load(b->skel);
+		if (!err)
+			break;
+		vlog("block: loading %s programs failed: %s", attempt ? "raw_tp" : "tp_btf",
+		     strerror(-err));
+		block_bpf__destroy(b->skel);
+		b->skel = NULL;
+	}
+	if (err) {
+		errorf("cannot load the block layer's BPF programs: %s (-v shows the verifier log)",
+		       strerror(-err));
+		goto fail;
+	}
+
+	if (opts.cgroup) {
+		cg_fd = open(opts.cgroup, O_RDONLY | O_DIRECTORY);
+		if (cg_fd < 0 || bpf_map__update_elem(b->skel->maps.cgroup_filter, &zero,
+						      sizeof(zero), &cg_fd, sizeof(cg_fd), 0)) {
+			errorf("-c %s: not a cgroup v2 directory", opts.cgroup);
+			if (cg_fd >= 0)
+				close(cg_fd);
+			err = -1;
+			goto fail;
+		}
+		close(cg_fd);
+	}
+
+	for (i = 0; i < NEVENTS; i++) {
+		struct event_status *e = &rep->events[i];
+		struct bpf_program *p;
+
+		if (!e->method)
+			continue;
+		p = prog_of(b->skel, e->method, e->event);
+		b->progs[i] = p;
+		b->links[i] = bpf_program__attach(p);
+		if (!b->links[i]) {
+			err = -errno;
+			snprintf(e->why, sizeof(e->why), "%s attach failed: %s", e->method,
+				 strerror(-err));
+			e->method = NULL;
+			vlog("block: %s: %s", e->event, e->why);
+			if (check_required(rep))
+				goto fail;
+		} else {
+			vlog("block: %s attached by %s (pointer argument %d of %d)", e->event,
+			     e->method, e->arg, e->nargs);
+		}
+	}
+	err = 0;
+	describe_stages(rep);
+	report_maps(b, rep);
+	rep->loaded = true;
+	*out = b;
+	return 0;
+fail:
+	block_stop(b);
+	return err ? err : -1;
+}
+
+void block_stop(struct block_layer *b)
+{
+	int i;
+
+	if (!b)
+		return;
+	for (i = 0; i < MAX_EVENTS; i++)
+		bpf_link__destroy(b->links[i]);
+	block_bpf__destroy(b->skel);
+	free(b->vals);
+	free(b);
+}
+
+static void key_labels(const struct block_key *k, struct rec *r)
+{
+	if (opts.per_disk) {
+		if (k->dev)
+			disk_name(k->dev, r->disk, sizeof(r->disk));
+		else
+			snprintf(r->disk, sizeof(r->disk), "(none)");
+	}
+	if (k->op != BLOCK_OP_ANY)
+		op_name(k->op, r->op, sizeof(r->op));
+	if (k->flags)
+		req_flags_str(k->flags, r->flags, sizeof(r->flags));
+}
+
+static int drain_generation(struct block_layer *b, uint32_t g, struct interval *iv)
+{
+	int fd = bpf_map__fd(b->skel->maps.block_hists);
+	struct block_key *keys = NULL, k, *prev = NULL;
+	size_t nkeys = 0, cap = 0, i;
+	const size_t vsz = sizeof(struct block_hists);
+	int cpu, s, err = 0;
+
+	/* collect first: deleting while walking would restart the walk */
+	while (!bpf_map_get_next_key(fd, prev, &k)) {
+		if (nkeys == cap) {
+			struct block_key *n = realloc(keys, (cap = cap ? cap * 2 : 64) * sizeof(k));
+
+			if (!n) {
+				free(keys);
+				return -ENOMEM;
+			}
+			keys = n;
+		}
+		keys[nkeys++] = k;
+		prev = &keys[nkeys - 1];
+	}
+	for (i = 0; i < nkeys; i++) {
+		struct rec *r[BLOCK_NSTAGES];
+
+		if (keys[i].gen != g)
+			continue;
+		if (bpf_map_lookup_elem(fd, &keys[i], b->vals))
+			continue;
+		for (s = 0; s < BLOCK_NSTAGES; s++) {
+			r[s] = recs_add(&iv->recs);
+			if (!r[s]) {
+				err = -ENOMEM;
+				goto out;
+			}
+			r[s]->layer = "block";
+			r[s]->stage = stage_names[s];
+			r[s]->stage_order = s;
+			key_labels(&keys[i], r[s]);
+		}
+		for (cpu = 0; cpu < b->ncpus; cpu++) {
+			const struct block_hists *v = (const void *)((char *)b->vals + cpu * vsz);
+
+			for (s = 0; s < BLOCK_NSTAGES; s++)
+				hist_merge(&r[s]->h, &v->stage[s]);
+		}
+		bpf_map_delete_elem(fd, &keys[i]);
+	}
+out:
+	free(keys);
+	return err;
+}
+
+static uint64_t recursion_misses(struct block_layer *b)
+{
+	struct bpf_prog_info info;
+	uint32_t len;
+	uint64_t n = 0;
+	int i;
+
+	for (i = 0; i < MAX_EVENTS; i++) {
+		if (!b->links[i])
+			continue;
+		memset(&info, 0, sizeof(info));
+		len = sizeof(info);
+		if (!bpf_obj_get_info_by_fd(bpf_program__fd(b->progs[i]), &info, &len))
+			n += info.recursion_misses;
+	}
+	return n;
+}
+
+int block_collect(struct block_layer *b, struct interval *iv)
+{
+	uint64_t *pc = calloc((size_t)b->ncpus, sizeof(uint64_t)), sum, misses;
+	struct timespec grace = { 0, 5 * 1000 * 1000 };
+	uint32_t old = b->skel->bss->gen & 1, r;
+	int cpu, err;
+
+	if (!pc)
+		return -ENOMEM;
+	/*
+	 * Retire the current generation. Tracing programs run to completion in microseconds
+	 * with migration disabled, so after the grace period nothing still writes the old one;
+	 * a write that were to land later would only be reported one interval late.
+	 */
+	__atomic_store_n(&b->skel->bss->gen, old ^ 1, __ATOMIC_SEQ_CST);
+	nanosleep(&grace, NULL);
+	err = drain_generation(b, old, iv);
+
+	for (r = 0; r < DROP_NREASONS && iv->ndrops < MAX_DROPS; r++) {
+		sum = 0;
+		if (!bpf_map_lookup_elem(bpf_map__fd(b->skel->maps.drops), &r, pc))
+			for (cpu = 0; cpu < b->ncpus; cpu++)
+				sum += pc[cpu];
+		iv->drops[iv->ndrops].name = drop_names[r];
+		iv->drops[iv->ndrops++].n = sum - b->prev_drops[r];
+		b->prev_drops[r] = sum;
+	}
+	misses = recursion_misses(b);
+	if (iv->ndrops < MAX_DROPS) {
+		iv->drops[iv->ndrops].name = "prog_recursion";
+		iv->drops[iv->ndrops++].n = misses - b->prev_misses;
+	}
+	b->prev_misses = misses;
+	free(pc);
+	return err;
+}

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Options and diagnostics shared by iostrata's user-space files. */
+#ifndef IOSTRATA_COMMON_H
+#define IOSTRATA_COMMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define MAX_FAIL_TPS 8
+
+struct opts {
+	bool json;		/* -j: NDJSON on stdout, errors as JSON on stderr */
+	bool per_disk;		/* -D */
+	bool per_op;		/* -F */
+	bool ms;		/* -m */
+	bool timestamps;	/* -T */
+	int verbose;		/* -v */
+	double interval_s;	/* [interval] */
+	long count;		/* [count], 0 = unlimited */
+	double duration_s;	/* --duration, 0 = unlimited */
+	const char *disk;	/* -d */
+	uint32_t dev;		/* -d resolved (kernel dev_t) */
+	pid_t tgid;		/* -p resolved to its process */
+	const char *cgroup;	/* -c */
+	uint32_t inflight_slots;	/* --inflight */
+	const char *fail_tp[MAX_FAIL_TPS];	/* --fail-probe: act as if the kernel lacked it */
+	int nfail_tp;
+	bool force_raw_tp;	/* --force-raw-tp: testing: the raw_tp twins only */
+};
+
+extern struct opts opts;
+
+/* One line on stderr: "iostrata: error: ..." or {"type":"error","message":...} under -j. */
+void errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Diagnostics shown under -v only. */
+void vlog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Which tracepoints the kernel offers, from BTF (user/sysinfo.c). */
+struct btf;
+struct btf *vmlinux_btf(void);
+/* Number of arguments of tracepoint `tp` (without the hidden context), -1 when absent. */
+int tp_nargs(const char *tp);
+bool tp_forced_missing(const char *tp);
+
+/* REQ_OP_* and request-flag names as this kernel numbers them. */
+const char *op_name(unsigned int op, char *buf, size_t len);
+uint32_t req_flags_mask(void);
+const char *req_flags_str(uint32_t flags, char *buf, size_t len);
+
+/* Disks: name <-> kernel dev_t (major << 20 | minor). */
+int disk_resolve(const char *name, uint32_t *dev);
+const char *disk_name(uint32_t dev, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * What a layer hands to the output: histograms with a layer, a stage and labels, and the
+ * attach report `features` prints. Later layers (io_uring, aio, syscalls) produce the same.
+ */
+#ifndef IOSTRATA_LAYER_H
+#define IOSTRATA_LAYER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "histfmt.h"
+#include "iostrata.h"
+
+struct rec {
+	const char *layer;
+	const char *stage;
+	int stage_order;
+	char disk[32];		/* labels; "" = not a label of this record */
+	char op[24];
+	char flags[96];
+	struct hist h;
+};
+
+struct recs {
+	struct rec *v;
+	size_t n, cap;
+};
+
+struct rec *recs_add(struct recs *r);
+void recs_sort(struct recs *r);
+void recs_clear(struct recs *r);
+
+/* One named counter of events that could not be recorded. */
+struct drop_count {
+	const char *name;
+	uint64_t n;
+};
+#define MAX_DROPS 16
+
+struct interval {
+	uint64_t ts_ns;		/* end of the interval, Unix time */
+	uint64_t interval_ns;	/* measured length */
+	struct recs recs;
+	struct drop_count drops[MAX_DROPS];
+	int ndrops;
+};
+
+/* How one tracepoint attaches here, or why it cannot. */
+struct event_status {
+	const char *event;	/* tracepoint name */
+	const char *role;
+	const char *method;	/* "tp_btf", "raw_tp", or NULL when unavailable */
+	char why[160];		/* reason when unavailable */
+	int nargs;
+	int arg;		/* index of the pointer argument */
+	int required;
+};
+
+struct stage_status {
+	const char *layer, *stage;
+	const char *from, *to;	/* bounding events, as the docs name them */
+	int available;
+	char how[400];		/* attach methods, or the reason it is unavailable */
+};
+
+struct map_mem {
+	char name[32];
+	uint64_t bytes;		/* kernel's memlock figure (fdinfo), or our estimate */
+	char note[96];
+};
+
+#define MAX_EVENTS 8
+#define MAX_STAGES 8
+#define MAX_MAPS 8
+
+struct layer_report {
+	struct event_status events[MAX_EVENTS];
+	int nevents;
+	struct stage_status stages[MAX_STAGES];
+	int nstages;
+	struct map_mem maps[MAX_MAPS];
+	int nmaps;
+	bool loaded;		/* programs were loaded and attached to verify the report */
+};
+
+/* The block layer (user/block.c). */
+struct block_layer;
+int block_start(struct block_layer **out, struct layer_report *rep);
+int block_collect(struct block_layer *b, struct interval *iv);
+void block_stop(struct block_layer *b);
+/* Without attaching: what BTF says about the block layer's events and stages. */
+void block_report_static(struct layer_report *rep);
+
+#endif

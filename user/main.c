@@ -1,0 +1,414 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * iostrata: I/O latency, layer by layer.
+ *
+ * One lifecycle: parse -> check privileges -> open/configure/load/attach each layer -> drain
+ * one interval at a time -> print -> detach on every exit path.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/capability.h>
+#include <sys/syscall.h>
+#include <bpf/libbpf.h>
+#include "common.h"
+#include "json.h"
+#include "layer.h"
+#include "output.h"
+
+#define IOSTRATA_VERSION "0.1.0"
+
+struct opts opts = {
+	.interval_s = 1.0,
+	.inflight_slots = INFLIGHT_SLOTS_DEFAULT,
+};
+
+static volatile sig_atomic_t exiting;
+
+static void on_signal(int sig)
+{
+	exiting = 1;
+}
+
+static void vmsg(FILE *f, const char *fmt, va_list ap)
+{
+	char msg[512];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (opts.json) {
+		struct jw w;
+
+		jw_init(&w);
+		jw_obj(&w, NULL);
+		jw_str(&w, "type", "error");
+		jw_str(&w, "message", msg);
+		jw_end_obj(&w);
+		jw_flush_line(&w, f);
+		jw_free(&w);
+	} else {
+		fprintf(f, "iostrata: error: %s\n", msg);
+	}
+}
+
+void errorf(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg(stderr, fmt, ap);
+	va_end(ap);
+}
+
+void vlog(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!opts.verbose)
+		return;
+	va_start(ap, fmt);
+	fprintf(stderr, "iostrata: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+}
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (opts.verbose < (level == LIBBPF_DEBUG ? 2 : 1))
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+static const char usage[] =
+"Usage: iostrata [OPTIONS] [INTERVAL [COUNT]]\n"
+"       iostrata features [-j] [-v]\n"
+"\n"
+"Per-layer I/O latency histograms, built in the kernel. Prints every INTERVAL\n"
+"seconds (default 1) until Ctrl-C, COUNT intervals, or --duration.\n"
+"\n"
+"  -d, --disk=DISK       only this disk (vda, /dev/nvme0n1)\n"
+"  -p, --pid=PID         only I/O queued by this process\n"
+"  -c, --cgroup=PATH     only I/O queued from this cgroup v2 or below it\n"
+"  -D, --per-disk        a histogram set per disk\n"
+"  -F, --per-op          a histogram set per operation and request flags\n"
+"  -m, --milliseconds    show latencies in milliseconds\n"
+"  -T, --timestamp       print the time with each interval\n"
+"  -j, --json            one NDJSON record per interval on stdout\n"
+"      --duration=SEC    stop after SEC seconds\n"
+"      --inflight=N      in-flight table slots, a power of two (default 131072)\n"
+"      --fail-probe=TP   testing: act as if the kernel lacked tracepoint TP\n"
+"      --force-raw-tp    testing: attach the raw_tp twins, not tp_btf\n"
+"  -v, --verbose         show probing and libbpf diagnostics (-vv: more)\n"
+"  -h, --help            show this help\n"
+"  -V, --version         show the version\n"
+"\n"
+"Examples:\n"
+"  iostrata                          all layers, whole host, every second\n"
+"  iostrata -D -F 5 3                per disk and op, three 5-second intervals\n"
+"  iostrata -d vda -j --duration 10  NDJSON for vda, stop after 10 s\n"
+"  iostrata features                 what this kernel supports\n";
+
+enum { OPT_DURATION = 256, OPT_INFLIGHT, OPT_FAIL_PROBE, OPT_FORCE_RAW_TP };
+
+static const struct option long_opts[] = {
+	{ "disk", required_argument, NULL, 'd' },
+	{ "pid", required_argument, NULL, 'p' },
+	{ "cgroup", required_argument, NULL, 'c' },
+	{ "per-disk", no_argument, NULL, 'D' },
+	{ "per-op", no_argument, NULL, 'F' },
+	{ "milliseconds", no_argument, NULL, 'm' },
+	{ "timestamp", no_argument, NULL, 'T' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "duration", required_argument, NULL, OPT_DURATION },
+	{ "inflight", required_argument, NULL, OPT_INFLIGHT },
+	{ "fail-probe", required_argument, NULL, OPT_FAIL_PROBE },
+	{ "force-raw-tp", no_argument, NULL, OPT_FORCE_RAW_TP },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ 0 },
+};
+
+static int parse_seconds(const char *what, const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(v) || v <= 0 || v > 31536000) {
+		errorf("bad %s '%s': expected a positive number of seconds", what, s);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static int parse_long(const char *what, const char *s, long min, long max, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max) {
+		errorf("bad %s '%s': expected an integer from %ld to %ld", what, s, min, max);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+/* -p takes a pid or tid; the filter matches the process (tgid) it belongs to. */
+static int resolve_pid(const char *s)
+{
+	char path[64], line[256];
+	long pid, tgid = -1;
+	FILE *f;
+
+	if (parse_long("pid", s, 1, INT_MAX, &pid))
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%ld/status", pid);
+	f = fopen(path, "r");
+	if (!f) {
+		errorf("no such process: %ld", pid);
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Tgid: %ld", &tgid) == 1)
+			break;
+	fclose(f);
+	opts.tgid = (pid_t)(tgid > 0 ? tgid : pid);
+	return 0;
+}
+
+/* 0 ok, 1 exit 0 (help/version), -1 usage error */
+static int parse_args(int argc, char **argv, bool features)
+{
+	const char *optstr = features ? "jvhV" : "d:p:c:DFmTjvhV";
+	const char *pid_arg = NULL;
+	long v;
+	int c;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, optstr, long_opts, NULL)) != -1) {
+		switch (c) {
+		case 'd': opts.disk = optarg; break;
+		case 'p': pid_arg = optarg; break;
+		case 'c': opts.cgroup = optarg; break;
+		case 'D': opts.per_disk = true; break;
+		case 'F': opts.per_op = true; break;
+		case 'm': opts.ms = true; break;
+		case 'T': opts.timestamps = true; break;
+		case 'j': opts.json = true; break;
+		case 'v': opts.verbose++; break;
+		case OPT_DURATION:
+			if (features) {
+				errorf("features takes no --duration");
+				return -1;
+			}
+			if (parse_seconds("duration", optarg, &opts.duration_s))
+				return -1;
+			break;
+		case OPT_INFLIGHT:
+			if (parse_long("--inflight", optarg, 1024, 1 << 24, &v))
+				return -1;
+			if (v & (v - 1)) {
+				errorf("bad --inflight '%s': expected a power of two", optarg);
+				return -1;
+			}
+			opts.inflight_slots = (uint32_t)v;
+			break;
+		case OPT_FAIL_PROBE:
+			if (opts.nfail_tp == MAX_FAIL_TPS) {
+				errorf("too many --fail-probe options");
+				return -1;
+			}
+			opts.fail_tp[opts.nfail_tp++] = optarg;
+			break;
+		case OPT_FORCE_RAW_TP:
+			opts.force_raw_tp = true;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 1;
+		case 'V':
+			printf("iostrata %s\n", IOSTRATA_VERSION);
+			return 1;
+		case ':':
+			errorf("option '%s' needs an argument", argv[optind - 1]);
+			return -1;
+		default:
+			if (optopt && optopt < 256)
+				errorf("unknown option '-%c' (see --help)", optopt);
+			else
+				errorf("unknown option '%s' (see --help)", argv[optind - 1]);
+			return -1;
+		}
+	}
+	if (features) {
+		if (optind < argc) {
+			errorf("features takes no argument '%s'", argv[optind]);
+			return -1;
+		}
+		return 0;
+	}
+	if (optind < argc && parse_seconds("interval", argv[optind++], &opts.interval_s))
+		return -1;
+	if (optind < argc) {
+		if (parse_long("count", argv[optind++], 1, LONG_MAX, &v))
+			return -1;
+		opts.count = v;
+	}
+	if (optind < argc) {
+		errorf("unexpected argument '%s' (see --help)", argv[optind]);
+		return -1;
+	}
+	if (opts.disk && disk_resolve(opts.disk, &opts.dev))
+		return -1;
+	if (pid_arg && resolve_pid(pid_arg))
+		return -1;
+	if (opts.cgroup && access(opts.cgroup, F_OK)) {
+		errorf("-c %s: %s", opts.cgroup, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Root, or the capabilities loading and attaching tracing programs takes. */
+static bool privileged(void)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2] = { 0 };
+	uint64_t eff;
+
+	if (geteuid() == 0)
+		return true;
+	if (syscall(SYS_capget, &h, d))
+		return false;
+	eff = ((uint64_t)d[1].effective << 32) | d[0].effective;
+	return (eff & (1ULL << CAP_SYS_ADMIN)) ||
+	       ((eff & (1ULL << 39 /* CAP_BPF */)) && (eff & (1ULL << 38 /* CAP_PERFMON */)));
+}
+
+static uint64_t now_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static int cmd_features(void)
+{
+	struct layer_report rep;
+	struct block_layer *b = NULL;
+	bool verified = false;
+	int err;
+
+	if (privileged()) {
+		err = block_start(&b, &rep);
+		if (err)
+			return 1;
+		verified = true;
+		block_stop(b);	/* detach before printing: nothing stays attached */
+	} else {
+		block_report_static(&rep);
+	}
+	return features_print(&rep, verified, stdout) ? 1 : 0;
+}
+
+static int emit(struct interval *iv)
+{
+	recs_sort(&iv->recs);
+	if (opts.json)
+		return output_json(iv, stdout);
+	output_text(iv, stdout);
+	return ferror(stdout) ? -1 : 0;
+}
+
+static int cmd_trace(void)
+{
+	struct block_layer *block = NULL;
+	struct layer_report rep;
+	struct interval iv;
+	struct timespec deadline;
+	uint64_t start, last, end = 0, next, t;
+	long n = 0;
+	int err, rc = 0;
+
+	if (block_start(&block, &rep))
+		return 1;
+	vlog("tracing; interval %.3fs, count %ld, duration %.3fs", opts.interval_s, opts.count,
+	     opts.duration_s);
+
+	start = last = now_ns(CLOCK_MONOTONIC);
+	if (opts.duration_s)
+		end = start + (uint64_t)(opts.duration_s * 1e9);
+	next = start;
+	while (!exiting) {
+		next += (uint64_t)(opts.interval_s * 1e9);
+		if (end && next > end)
+			next = end;
+		deadline.tv_sec = (time_t)(next / 1000000000ULL);
+		deadline.tv_nsec = (long)(next % 1000000000ULL);
+		while (!exiting &&
+		       clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &deadline, NULL) == EINTR)
+			;
+		/* the final interval is printed too, when a signal cut it short */
+		memset(&iv, 0, sizeof(iv));
+		t = now_ns(CLOCK_MONOTONIC);
+		err = block_collect(block, &iv);
+		iv.interval_ns = t - last;
+		iv.ts_ns = now_ns(CLOCK_REALTIME);
+		last = t;
+		if (err) {
+			errorf("reading the block layer's histograms: %s", strerror(-err));
+			rc = 1;
+		} else if (emit(&iv)) {
+			rc = errno == EPIPE ? 0 : 1;	/* a closed pipe is a reader's way to stop */
+			recs_clear(&iv.recs);
+			break;
+		}
+		recs_clear(&iv.recs);
+		if (rc || (opts.count && ++n >= opts.count) || (end && t >= end))
+			break;
+	}
+	block_stop(block);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	bool features = argc > 1 && !strcmp(argv[1], "features");
+	int r;
+
+	/* -j is known before parsing so that parse errors are JSON too */
+	for (r = 1; r < argc; r++)
+		if (!strcmp(argv[r], "-j") || !strcmp(argv[r], "--json"))
+			opts.json = true;
+
+	r = parse_args(argc - features, argv + features, features);
+	if (r)
+		return r > 0 ? 0 : 2;
+	libbpf_set_print(libbpf_print);
+	if (!privileged()) {
+		if (features)
+			return cmd_features();
+		errorf("must be run as root (loading BPF needs CAP_BPF and CAP_PERFMON)");
+		return 1;
+	}
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	return features ? cmd_features() : cmd_trace();
+}

@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Rendering an interval: the terminal summary and histograms, or one NDJSON record. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "common.h"
+#include "json.h"
+#include "layer.h"
+#include "output.h"
+
+struct rec *recs_add(struct recs *r)
+{
+	if (r->n == r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 16;
+		struct rec *v = realloc(r->v, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		r->v = v;
+		r->cap = cap;
+	}
+	memset(&r->v[r->n], 0, sizeof(r->v[0]));
+	return &r->v[r->n++];
+}
+
+void recs_clear(struct recs *r)
+{
+	free(r->v);
+	memset(r, 0, sizeof(*r));
+}
+
+static int rec_cmp(const void *a, const void *b)
+{
+	const struct rec *x = a, *y = b;
+	int c;
+
+	if ((c = strcmp(x->layer, y->layer)))
+		return c;
+	if ((c = strcmp(x->disk, y->disk)))
+		return c;
+	if ((c = strcmp(x->op, y->op)))
+		return c;
+	if ((c = strcmp(x->flags, y->flags)))
+		return c;
+	return x->stage_order - y->stage_order;
+}
+
+void recs_sort(struct recs *r)
+{
+	if (r->n)
+		qsort(r->v, r->n, sizeof(r->v[0]), rec_cmp);
+}
+
+static const uint32_t pcts[] = { 500000, 900000, 990000, 999000 };
+static const char *const pct_keys[] = { "p50_ns", "p90_ns", "p99_ns", "p999_ns" };
+
+static void labels_text(const struct rec *r, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s%s%s%s", r->disk, *r->disk && *r->op ? " " : "", r->op,
+		 *r->flags ? " " : "", r->flags);
+	if (!*buf)
+		snprintf(buf, len, "all");
+}
+
+static const char *fmt_v(char *buf, size_t len, uint64_t ns)
+{
+	return fmt_ns(buf, len, ns, opts.ms);
+}
+
+static void print_summary(const struct interval *iv, FILE *f)
+{
+	char lab[160], v[5][24];
+	size_t i;
+	int j;
+
+	fprintf(f, "%-6s %-7s %-16s %9s %8s %8s %8s %8s %8s\n", "LAYER", "STAGE", "LABELS",
+		"COUNT", "P50", "P90", "P99", "P99.9", "MAX");
+	for (i = 0; i < iv->recs.n; i++) {
+		const struct rec *r = &iv->recs.v[i];
+		uint64_t p;
+
+		labels_text(r, lab, sizeof(lab));
+		if (!r->h.count) {
+			fprintf(f, "%-6s %-7s %-16s %9s %8s %8s %8s %8s %8s\n", r->layer, r->stage,
+				lab, "0", "-", "-", "-", "-", "-");
+			continue;
+		}
+		for (j = 0; j < 4; j++) {
+			hist_percentile(&r->h, pcts[j], &p);
+			fmt_v(v[j], sizeof(v[j]), p);
+		}
+		fmt_v(v[4], sizeof(v[4]), r->h.max_ns);
+		fprintf(f, "%-6s %-7s %-16s %9" PRIu64 " %8s %8s %8s %8s %8s\n", r->layer,
+			r->stage, lab, (uint64_t)r->h.count, v[0], v[1], v[2], v[3], v[4]);
+	}
+	/* what could not be measured is said, not hidden in a smaller count */
+	for (i = 0; i < iv->recs.n; i++) {
+		const struct rec *r = &iv->recs.v[i];
+
+		if (!r->h.unmeasured)
+			continue;
+		labels_text(r, lab, sizeof(lab));
+		fprintf(f, "  not measured: %s %s [%s] %" PRIu64 " of %" PRIu64 " (%s)\n",
+			r->layer, r->stage, lab, (uint64_t)r->h.unmeasured,
+			(uint64_t)(r->h.unmeasured + r->h.count), output_unmeasured_why(r));
+	}
+}
+
+const char *output_unmeasured_why(const struct rec *r)
+{
+	if (!strcmp(r->layer, "block")) {
+		if (!strcmp(r->stage, "wait"))
+			return "kernel kept no request start time, or issue not seen";
+		if (!strcmp(r->stage, "device"))
+			return "issued before tracing began";
+		if (!strcmp(r->stage, "total"))
+			return "no queued bio seen: started before tracing, or flush/passthrough";
+	}
+	return "no start event";
+}
+
+#define BAR_WIDTH 36
+
+static void print_hist(const struct rec *r, FILE *f)
+{
+	struct hist_row rows[HIST_MAX_ROWS];
+	char lab[160], lo[24], hi[24], bar[BAR_WIDTH + 1];
+	uint64_t maxc = 0;
+	size_t n, i;
+	int w;
+
+	n = hist_fold(&r->h, rows, HIST_MAX_ROWS);
+	if (!n)
+		return;
+	labels_text(r, lab, sizeof(lab));
+	fprintf(f, "\n%s %s [%s]  count %" PRIu64 "  mean %s\n", r->layer, r->stage, lab,
+		(uint64_t)r->h.count, fmt_v(hi, sizeof(hi), r->h.sum_ns / r->h.count));
+	for (i = 0; i < n; i++)
+		if (rows[i].count > maxc)
+			maxc = rows[i].count;
+	for (i = 0; i < n; i++) {
+		w = maxc ? (int)((rows[i].count * BAR_WIDTH + maxc - 1) / maxc) : 0;
+		memset(bar, '*', (size_t)w);
+		memset(bar + w, ' ', (size_t)(BAR_WIDTH - w));
+		bar[BAR_WIDTH] = '\0';
+		fmt_v(lo, sizeof(lo), rows[i].lo);
+		if (rows[i].hi == UINT64_MAX)
+			snprintf(hi, sizeof(hi), "...");
+		else
+			fmt_v(hi, sizeof(hi), rows[i].hi);
+		fprintf(f, "  %10s - %-10s %10" PRIu64 " |%s|\n", lo, hi, rows[i].count, bar);
+	}
+}
+
+void output_text(const struct interval *iv, FILE *f)
+{
+	char when[64];
+	struct tm tm;
+	time_t t = (time_t)(iv->ts_ns / 1000000000ULL);
+	size_t i;
+	int j, any = 0;
+
+	if (opts.timestamps) {
+		localtime_r(&t, &tm);
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+		fprintf(f, "%s  ", when);
+	}
+	fprintf(f, "interval %.2fs%s\n", iv->interval_ns / 1e9, opts.ms ? "  (ms)" : "");
+	if (!iv->recs.n)
+		fprintf(f, "no I/O completed in this interval\n");
+	else
+		print_summary(iv, f);
+	for (i = 0; i < iv->recs.n; i++)
+		print_hist(&iv->recs.v[i], f);
+	fprintf(f, "\ndrops:");
+	for (j = 0; j < iv->ndrops; j++) {
+		if (!iv->drops[j].n)
+			continue;
+		fprintf(f, " %s=%" PRIu64, iv->drops[j].name, iv->drops[j].n);
+		any = 1;
+	}
+	fprintf(f, "%s\n\n", any ? "" : " none");
+	fflush(f);
+}
+
+static void hist_json(struct jw *w, const struct rec *r)
+{
+	uint64_t p;
+	uint32_t i;
+	int j;
+
+	jw_obj(w, NULL);
+	jw_str(w, "layer", r->layer);
+	jw_str(w, "stage", r->stage);
+	jw_obj(w, "labels");
+	if (*r->disk)
+		jw_str(w, "disk", r->disk);
+	if (*r->op)
+		jw_str(w, "op", r->op);
+	if (*r->flags)
+		jw_str(w, "flags", r->flags);
+	jw_end_obj(w);
+	jw_u64(w, "count", r->h.count);
+	jw_u64(w, "sum_ns", r->h.sum_ns);
+	if (r->h.count) {
+		jw_u64(w, "min_ns", r->h.min_ns);
+		jw_u64(w, "max_ns", r->h.max_ns);
+	} else {
+		jw_null(w, "min_ns");
+		jw_null(w, "max_ns");
+	}
+	for (j = 0; j < 4; j++) {
+		if (hist_percentile(&r->h, pcts[j], &p))
+			jw_u64(w, pct_keys[j], p);
+		else
+			jw_null(w, pct_keys[j]);
+	}
+	jw_u64(w, "unmeasured", r->h.unmeasured);
+	jw_arr(w, "buckets");
+	for (i = 0; i < HIST_NSLOTS; i++) {
+		if (!r->h.slots[i])
+			continue;
+		jw_arr(w, NULL);
+		jw_u64(w, NULL, hist_lo(i));
+		if (i >= HIST_OVERFLOW)
+			jw_null(w, NULL);
+		else
+			jw_u64(w, NULL, hist_hi(i));
+		jw_u64(w, NULL, r->h.slots[i]);
+		jw_end_arr(w);
+	}
+	jw_end_arr(w);
+	jw_end_obj(w);
+}
+
+int output_json(const struct interval *iv, FILE *f)
+{
+	struct jw w;
+	size_t i;
+	int j, err;
+
+	jw_init(&w);
+	jw_obj(&w, NULL);
+	jw_str(&w, "type", "interval");
+	jw_u64(&w, "ts", iv->ts_ns);
+	jw_u64(&w, "interval_ns", iv->interval_ns);
+	jw_arr(&w, "hists");
+	for (i = 0; i < iv->recs.n; i++)
+		hist_json(&w, &iv->recs.v[i]);
+	jw_end_arr(&w);
+	jw_obj(&w, "drops");
+	for (j = 0; j < iv->ndrops; j++)
+		jw_u64(&w, iv->drops[j].name, iv->drops[j].n);
+	jw_end_obj(&w);
+	jw_end_obj(&w);
+	err = jw_flush_line(&w, f);
+	jw_free(&w);
+	return err;
+}

@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* What the running kernel offers, read from its BTF and sysfs, never from its version. */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include "common.h"
+
+static struct btf *btf;
+static bool btf_tried;
+
+struct btf *vmlinux_btf(void)
+{
+	if (!btf_tried) {
+		btf_tried = true;
+		btf = btf__load_vmlinux_btf();
+		if (!btf)
+			btf = NULL;
+	}
+	return btf;
+}
+
+bool tp_forced_missing(const char *tp)
+{
+	int i;
+
+	for (i = 0; i < opts.nfail_tp; i++)
+		if (!strcmp(opts.fail_tp[i], tp))
+			return true;
+	return false;
+}
+
+int tp_nargs(const char *tp)
+{
+	const struct btf_type *t;
+	char name[128];
+	int id;
+
+	if (tp_forced_missing(tp) || !vmlinux_btf())
+		return -1;
+	/* every tracepoint has a "btf_trace_<name>" typedef: pointer to func proto (ctx, args...) */
+	snprintf(name, sizeof(name), "btf_trace_%s", tp);
+	id = btf__find_by_name_kind(btf, name, BTF_KIND_TYPEDEF);
+	if (id < 0)
+		return -1;
+	t = btf__type_by_id(btf, id);
+	t = btf__type_by_id(btf, t->type);
+	if (!t || !btf_is_ptr(t))
+		return -1;
+	t = btf__type_by_id(btf, t->type);
+	if (!t || !btf_is_func_proto(t))
+		return -1;
+	return btf_vlen(t) - 1;
+}
+
+/* Look up an enum by one of its names and return the name of `val`, or NULL. */
+static const char *enum_name(const char *const *enums, long long val)
+{
+	const struct btf_type *t;
+	int id, i;
+
+	if (!vmlinux_btf())
+		return NULL;
+	for (; *enums; enums++) {
+		id = btf__find_by_name_kind(btf, *enums, BTF_KIND_ENUM);
+		if (id < 0)
+			continue;
+		t = btf__type_by_id(btf, id);
+		for (i = 0; i < btf_vlen(t); i++)
+			if (btf_enum(t)[i].val == val)
+				return btf__name_by_offset(btf, btf_enum(t)[i].name_off);
+	}
+	return NULL;
+}
+
+static long long enum_value(const char *const *enums, const char *name)
+{
+	const struct btf_type *t;
+	int id, i;
+
+	if (!vmlinux_btf())
+		return -1;
+	for (; *enums; enums++) {
+		id = btf__find_by_name_kind(btf, *enums, BTF_KIND_ENUM);
+		if (id < 0)
+			continue;
+		t = btf__type_by_id(btf, id);
+		for (i = 0; i < btf_vlen(t); i++)
+			if (!strcmp(btf__name_by_offset(btf, btf_enum(t)[i].name_off), name))
+				return btf_enum(t)[i].val;
+	}
+	return -1;
+}
+
+static void lower_after(const char *s, const char *prefix, char *buf, size_t len)
+{
+	size_t n = strlen(prefix), i;
+
+	if (!strncmp(s, prefix, n))
+		s += n;
+	for (i = 0; s[i] && i + 1 < len; i++)
+		buf[i] = (char)tolower((unsigned char)s[i]);
+	buf[i] = '\0';
+}
+
+/* v6.0 renamed enum req_opf to req_op */
+static const char *const op_enums[] = { "req_op", "req_opf", NULL };
+static const char *const flag_enums[] = { "req_flag_bits", NULL };
+
+const char *op_name(unsigned int op, char *buf, size_t len)
+{
+	const char *n = enum_name(op_enums, op);
+
+	if (n)
+		lower_after(n, "REQ_OP_", buf, len);
+	else
+		snprintf(buf, len, "op%u", op);
+	return buf;
+}
+
+/* Flags shown with -F: the ones that change how the block layer treats a request. */
+static const char *const shown_flags[] = {
+	"__REQ_SYNC", "__REQ_META", "__REQ_PRIO", "__REQ_FUA", "__REQ_PREFLUSH",
+	"__REQ_RAHEAD", "__REQ_BACKGROUND", NULL,
+};
+
+/* Flag bits sit above the 8 op bits (REQ_OP_BITS, since v4.10): key.flags = cmd_flags >> 8. */
+#define REQ_OP_BITS 8
+
+uint32_t req_flags_mask(void)
+{
+	uint32_t mask = 0;
+	long long v;
+	int i;
+
+	for (i = 0; shown_flags[i]; i++) {
+		v = enum_value(flag_enums, shown_flags[i]);
+		if (v >= REQ_OP_BITS && v < REQ_OP_BITS + 32)
+			mask |= 1u << (v - REQ_OP_BITS);
+	}
+	return mask;
+}
+
+const char *req_flags_str(uint32_t flags, char *buf, size_t len)
+{
+	char name[32];
+	const char *n;
+	size_t used = 0;
+	int bit;
+
+	buf[0] = '\0';
+	for (bit = 0; bit < 32; bit++) {
+		if (!(flags & (1u << bit)))
+			continue;
+		n = enum_name(flag_enums, bit + REQ_OP_BITS);
+		if (n)
+			lower_after(n, "__REQ_", name, sizeof(name));
+		else
+			snprintf(name, sizeof(name), "bit%d", bit + REQ_OP_BITS);
+		used += snprintf(buf + used, used < len ? len - used : 0, "%s%s",
+				 used ? "|" : "", name);
+	}
+	return buf;
+}
+
+#define MINORBITS 20
+
+static int read_line(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	char *nl;
+
+	if (!f)
+		return -errno;
+	if (!fgets(buf, (int)len, f)) {
+		fclose(f);
+		return -EIO;
+	}
+	fclose(f);
+	nl = strchr(buf, '\n');
+	if (nl)
+		*nl = '\0';
+	return 0;
+}
+
+static int dev_of(const char *name, uint32_t *dev)
+{
+	unsigned int maj, min;
+	char path[512], line[64];
+
+	snprintf(path, sizeof(path), "/sys/class/block/%s/dev", name);
+	if (read_line(path, line, sizeof(line)) || sscanf(line, "%u:%u", &maj, &min) != 2)
+		return -1;
+	*dev = (maj << MINORBITS) | min;
+	return 0;
+}
+
+int disk_resolve(const char *name, uint32_t *dev)
+{
+	char path[512];
+
+	if (!strncmp(name, "/dev/", 5))
+		name += 5;
+	if (!*name || strchr(name, '/') || dev_of(name, dev)) {
+		errorf("unknown disk '%s' (not in /sys/class/block)", name);
+		return -1;
+	}
+	snprintf(path, sizeof(path), "/sys/class/block/%s/partition", name);
+	if (!access(path, F_OK)) {
+		errorf("'%s' is a partition: -d takes the whole disk it belongs to", name);
+		return -1;
+	}
+	return 0;
+}
+
+struct disk_ent {
+	uint32_t dev;
+	char name[32];
+};
+static struct disk_ent *disks;
+static size_t ndisks;
+
+static void disks_scan(void)
+{
+	struct dirent *de;
+	struct disk_ent *n;
+	uint32_t dev;
+	DIR *d;
+
+	d = opendir("/sys/block");
+	if (!d)
+		return;
+	ndisks = 0;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.' || dev_of(de->d_name, &dev))
+			continue;
+		n = realloc(disks, (ndisks + 1) * sizeof(*disks));
+		if (!n)
+			break;
+		disks = n;
+		disks[ndisks].dev = dev;
+		snprintf(disks[ndisks].name, sizeof(disks[ndisks].name), "%.31s", de->d_name);
+		ndisks++;
+	}
+	closedir(d);
+}
+
+const char *disk_name(uint32_t dev, char *buf, size_t len)
+{
+	int pass;
+	size_t i;
+
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i < ndisks; i++) {
+			if (disks[i].dev == dev) {
+				snprintf(buf, len, "%s", disks[i].name);
+				return buf;
+			}
+		}
+		if (!pass)
+			disks_scan();	/* a disk that appeared since the last scan */
+	}
+	snprintf(buf, len, "%u:%u", dev >> MINORBITS, dev & ((1u << MINORBITS) - 1));
+	return buf;
+}
