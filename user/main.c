@@ -193,7 +193,7 @@ static int resolve_pid(const char *s)
 /* 0 ok, 1 exit 0 (help/version), -1 usage error */
 static int parse_args(int argc, char **argv, bool features)
 {
-	const char *optstr = features ? "jvhV" : "d:p:c:DFmTjvhV";
+	const char *optstr = features ? ":jvhV" : ":d:p:c:DFmTjvhV";
 	const char *pid_arg = NULL;
 	long v;
 	int c;

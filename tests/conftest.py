@@ -1,0 +1,120 @@
+"""Shared fixtures: the built binaries, root-only gating, loop devices, BPF leak checks."""
+import json
+import os
+import re
+import select
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+IOSTRATA = ROOT / "bin" / "iostrata"
+DIO = ROOT / "tests" / "helpers" / "dio.py"
+SCHEMA = ROOT / "docs" / "interval.schema.json"
+
+# BPF program names are cut to 15 characters by the kernel: all of ours start like this.
+OUR_PROGS = re.compile(r"^(tp_btf|raw_tp)_block")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "root: needs root and a live kernel (loads BPF)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.geteuid() == 0:
+        return
+    skip = pytest.mark.skip(reason="needs root: loads BPF programs on the live kernel")
+    for item in items:
+        if "root" in item.keywords:
+            item.add_marker(skip)
+
+
+def our_bpf_programs():
+    """Names of iostrata's programs still loaded in the kernel (bpftool's view)."""
+    out = subprocess.run(["bpftool", "-j", "prog", "show"], check=True, capture_output=True,
+                         text=True).stdout
+    return [p.get("name", "") for p in json.loads(out or "[]")
+            if OUR_PROGS.match(p.get("name", ""))]
+
+
+def wait_no_bpf_programs(timeout=5.0):
+    """Our programs after the loader exited; the kernel frees them after an RCU grace period."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = our_bpf_programs()
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def no_bpf_leak():
+    """Fails the test if any iostrata program is still loaded when it ends."""
+    assert our_bpf_programs() == [], "iostrata programs loaded before the test started"
+    yield
+    assert wait_no_bpf_programs() == [], "iostrata left BPF programs loaded"
+
+
+@pytest.fixture
+def loopdev(tmp_path):
+    """A 128 MiB loop device in direct-I/O mode over a file in tmp_path; always detached."""
+    img = tmp_path / "disk.img"
+    with open(img, "wb") as f:
+        f.truncate(128 << 20)
+    dev = subprocess.run(["losetup", "-f", "--show", "--direct-io=on", str(img)], check=True,
+                         capture_output=True, text=True).stdout.strip()
+    try:
+        yield dev
+    finally:
+        subprocess.run(["losetup", "-d", dev], check=False)
+    out = subprocess.run(["losetup", "-j", str(img)], capture_output=True, text=True).stdout
+    assert out.strip() == "", f"loop device still attached: {out}"
+
+
+class Tracer:
+    """bin/iostrata running in the background, ready once it says it is tracing."""
+
+    def __init__(self, args):
+        self.proc = subprocess.Popen([str(IOSTRATA), "-v", *args], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, bufsize=0)
+        self.stderr = ""
+        deadline = time.monotonic() + 30
+        fd = self.proc.stderr.fileno()
+        while "iostrata: tracing" not in self.stderr:
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.proc.kill()
+                _, err = self.proc.communicate()
+                raise AssertionError(f"iostrata did not start: {self.stderr}{err.decode()}")
+            r, _, _ = select.select([fd], [], [], 0.5)
+            if r:  # unbuffered reads: a buffered reader would hide lines from select()
+                self.stderr += os.read(fd, 65536).decode()
+
+    def stop(self):
+        """SIGINT, as Ctrl-C: the final interval is printed, then everything detaches."""
+        self.proc.send_signal(signal.SIGINT)
+        out, err = self.proc.communicate(timeout=30)
+        self.stderr += err.decode()
+        assert self.proc.returncode == 0, f"iostrata exited {self.proc.returncode}: {err}"
+        return out.decode()
+
+
+def records(stdout):
+    return [json.loads(line) for line in stdout.splitlines() if line.strip()]
+
+
+def run_dio(dev, nreads, nwrites, bs=4096):
+    """The test's own I/O: exactly nreads + nwrites O_DIRECT requests; returns its pid."""
+    p = subprocess.Popen(["python3", str(DIO), dev, str(nreads), str(nwrites), str(bs)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    pid = int(p.stdout.readline())
+    return p, pid
+
+
+def finish_dio(p):
+    p.stdin.write("go\n")
+    p.stdin.flush()
+    out, _ = p.communicate(timeout=120)
+    assert p.returncode == 0 and "done" in out, "the test's own I/O did not complete"

@@ -1,0 +1,171 @@
+"""Live-kernel tests of the block layer: exact counts for the test's own I/O on a loop device."""
+import json
+import os
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from conftest import SCHEMA, Tracer, finish_dio, records, run_dio
+
+pytestmark = pytest.mark.root
+
+SCHEMA_DOC = json.loads(SCHEMA.read_text())
+
+
+def set_scheduler(dev, sched):
+    path = Path(f"/sys/block/{Path(dev).name}/queue/scheduler")
+    try:
+        path.write_text(sched)
+    except OSError as e:
+        pytest.skip(f"scheduler {sched} not available on this kernel: {e}")
+    assert f"[{sched}]" in path.read_text()
+
+
+def tally(recs, disk):
+    """Sum the interval deltas per (op, stage) for one disk; check each histogram's shape."""
+    counts, unmeasured = Counter(), Counter()
+    for rec in recs:
+        jsonschema.validate(rec, SCHEMA_DOC)
+        for h in rec["hists"]:
+            assert h["layer"] == "block"
+            if h["labels"].get("disk") != disk:
+                continue
+            op = h["labels"]["op"]
+            counts[op, h["stage"]] += h["count"]
+            unmeasured[op, h["stage"]] += h["unmeasured"]
+            assert sum(b[2] for b in h["buckets"]) == h["count"]
+            if h["count"]:
+                assert h["min_ns"] <= h["p50_ns"] <= h["p90_ns"] <= h["p99_ns"] \
+                    <= h["p999_ns"] <= h["max_ns"]
+                assert h["min_ns"] <= h["sum_ns"] / h["count"] <= h["max_ns"]
+                for lo, hi, _ in h["buckets"]:
+                    assert hi is None or lo < hi
+    return counts, unmeasured
+
+
+def drops(recs):
+    total = Counter()
+    for rec in recs:
+        total.update(rec["drops"])
+    return total
+
+
+def traced_io(dev, nreads, nwrites, extra_args=()):
+    disk = Path(dev).name
+    tracer = Tracer(["-d", disk, "-D", "-F", "-j", *extra_args])
+    p, _ = run_dio(dev, nreads, nwrites)
+    finish_dio(p)
+    return tracer, records(tracer.stop())
+
+
+def assert_exact(recs, disk, nreads, nwrites):
+    counts, unmeasured = tally(recs, disk)
+    for op, n in (("read", nreads), ("write", nwrites)):
+        # every request began after tracing did: device and total are measured for each
+        assert counts[op, "device"] == n, (op, counts)
+        assert counts[op, "total"] == n, (op, counts)
+        assert unmeasured[op, "device"] == 0 and unmeasured[op, "total"] == 0
+        # wait is measured where the kernel stamps request start, said unmeasured otherwise
+        assert counts[op, "wait"] + unmeasured[op, "wait"] == n
+    assert set(op for op, _ in counts) == {"read", "write"}, counts
+    d = drops(recs)
+    assert d["inflight_full"] == 0 and d["hist_full"] == 0, d
+
+
+def test_exact_counts_across_schedulers(loopdev, no_bpf_leak):
+    """N reads and M writes counted exactly, reads and writes apart, under three schedulers."""
+    disk = Path(loopdev).name
+    for i, sched in enumerate(("none", "mq-deadline", "bfq")):
+        set_scheduler(loopdev, sched)
+        nreads, nwrites = 200 + i, 120 + i
+        tracer, recs = traced_io(loopdev, nreads, nwrites)
+        assert recs, "no interval record printed"
+        assert_exact(recs, disk, nreads, nwrites)
+        counts, _ = tally(recs, disk)
+        print(f"{sched}: reads {counts['read', 'device']} writes {counts['write', 'device']}")
+
+
+def test_raw_tp_twins_count_the_same(loopdev, no_bpf_leak):
+    tracer, recs = traced_io(loopdev, 150, 90, ["--force-raw-tp"])
+    assert "by raw_tp" in tracer.stderr and "by tp_btf" not in tracer.stderr
+    assert_exact(recs, Path(loopdev).name, 150, 90)
+
+
+def test_pid_filter_selects_only_the_test_process(loopdev, no_bpf_leak):
+    """-p counts exactly the test's I/O while another process reads the same disk."""
+    disk = Path(loopdev).name
+    noise = subprocess.Popen(["dd", f"if={loopdev}", "of=/dev/null", "iflag=direct", "bs=4096",
+                              "count=100000000"], stderr=subprocess.DEVNULL)
+    try:
+        p, pid = run_dio(loopdev, 100, 60)
+        filtered = Tracer(["-d", disk, "-D", "-F", "-j", "-p", str(pid)])
+        unfiltered = Tracer(["-d", disk, "-D", "-F", "-j"])
+        finish_dio(p)
+        recs_f = records(filtered.stop())
+        recs_u = records(unfiltered.stop())
+    finally:
+        noise.kill()
+        noise.wait()
+    assert_exact(recs_f, disk, 100, 60)
+    counts_u, _ = tally(recs_u, disk)
+    # the other process's reads were there to be excluded
+    assert counts_u["read", "device"] > 100, counts_u
+
+
+def test_cgroup_filter(loopdev, tmp_path, no_bpf_leak):
+    """-c counts the I/O of processes in the cgroup, not of the rest of the host."""
+    base = Path("/sys/fs/cgroup")
+    if (base / "unified" / "cgroup.procs").exists():
+        base = base / "unified"
+    if not (base / "cgroup.procs").exists():
+        pytest.skip("no cgroup v2 hierarchy mounted")
+    cg = base / f"iostrata-test-{os.getpid()}"
+    cg.mkdir()
+    disk = Path(loopdev).name
+    noise = subprocess.Popen(["dd", f"if={loopdev}", "of=/dev/null", "iflag=direct", "bs=4096",
+                              "count=100000000"], stderr=subprocess.DEVNULL)
+    try:
+        p, pid = run_dio(loopdev, 80, 40)
+        (cg / "cgroup.procs").write_text(str(pid))
+        tracer = Tracer(["-d", disk, "-D", "-F", "-j", "-c", str(cg)])
+        finish_dio(p)
+        recs = records(tracer.stop())
+    finally:
+        noise.kill()
+        noise.wait()
+        for _ in range(50):  # the exited helper leaves the cgroup asynchronously
+            try:
+                cg.rmdir()
+                break
+            except OSError:
+                time.sleep(0.1)
+    assert_exact(recs, disk, 80, 40)
+
+
+def test_features_reports_attach_methods(no_bpf_leak):
+    out = subprocess.run(["bin/iostrata", "features", "-j"], capture_output=True, text=True,
+                         cwd=SCHEMA.parent.parent)
+    assert out.returncode == 0, out.stderr
+    f = json.loads(out.stdout)
+    assert f["verified_by_attach"] is True
+    methods = {e["event"]: e["method"] for e in f["events"]}
+    assert methods["block_rq_complete"] in ("tp_btf", "raw_tp")
+    assert all(s["available"] for s in f["stages"]), f["stages"]
+    assert f["bpf_memory_bytes"] > 0
+
+
+def test_features_names_a_missing_optional_tracepoint(no_bpf_leak):
+    out = subprocess.run(["bin/iostrata", "features", "-j", "--fail-probe", "block_bio_queue"],
+                         capture_output=True, text=True, cwd=SCHEMA.parent.parent)
+    assert out.returncode == 0, out.stderr
+    f = json.loads(out.stdout)
+    ev = {e["event"]: e for e in f["events"]}
+    assert ev["block_bio_queue"]["method"] is None
+    assert "forced missing" in ev["block_bio_queue"]["reason"]
+    st = {s["stage"]: s for s in f["stages"]}
+    assert st["total"]["available"] is False and "block_bio_queue" in st["total"]["how"]
+    assert st["device"]["available"] is True

@@ -1,0 +1,121 @@
+"""Bad input: one line on stderr naming the problem, a non-zero exit, nothing left attached."""
+import json
+import os
+import subprocess
+
+import jsonschema
+import pytest
+
+from conftest import IOSTRATA, ROOT, SCHEMA, wait_no_bpf_programs
+
+SCHEMA_DOC = json.loads(SCHEMA.read_text())
+
+
+def run(*args, user=None):
+    cmd = [str(IOSTRATA), *args]
+    if user:
+        cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups",
+               "--inh-caps=-all", *cmd]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL)
+
+
+def assert_one_line_error(r, *needles):
+    assert r.returncode != 0, r
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1, f"expected one line on stderr, got: {r.stderr!r}"
+    for n in needles:
+        assert n in lines[0], lines[0]
+    assert r.stdout == "", "nothing may be printed on stdout after an error"
+    if os.geteuid() == 0:
+        assert wait_no_bpf_programs() == [], "a failed run left BPF programs loaded"
+    return lines[0]
+
+
+def exited_pid():
+    p = subprocess.Popen(["true"])
+    p.wait()
+    return p.pid
+
+
+@pytest.mark.parametrize("args,needles", [
+    (["--bogus"], ["unknown option '--bogus'"]),
+    (["-Z"], ["unknown option '-Z'"]),
+    (["abc"], ["bad interval 'abc'"]),
+    (["0"], ["bad interval '0'"]),
+    (["-5"], ["unknown option"]),
+    (["1", "x"], ["bad count 'x'"]),
+    (["1", "2", "3"], ["unexpected argument '3'"]),
+    (["--duration", "soon"], ["bad duration 'soon'"]),
+    (["-d", "nosuchdisk0"], ["unknown disk 'nosuchdisk0'"]),
+    (["-p", "notapid"], ["bad pid 'notapid'"]),
+    (["--inflight", "3000"], ["power of two"]),
+    (["-d"], ["needs an argument"]),
+    (["features", "extra"], ["features takes no argument 'extra'"]),
+])
+def test_bad_input(args, needles):
+    assert_one_line_error(run(*args), *needles)
+
+
+def test_missing_pid():
+    pid = exited_pid()
+    assert_one_line_error(run("-p", str(pid)), f"no such process: {pid}")
+
+
+def test_partition_is_refused():
+    parts = [d for d in os.listdir("/sys/class/block")
+             if os.path.exists(f"/sys/class/block/{d}/partition")]
+    if not parts:
+        pytest.skip("this machine has no partitioned disk")
+    assert_one_line_error(run("-d", parts[0]), "is a partition")
+
+
+def test_errors_are_json_under_json():
+    r = run("-j", "--bogus")
+    line = assert_one_line_error(r)
+    rec = json.loads(line)
+    jsonschema.validate(rec, SCHEMA_DOC)
+    assert rec["type"] == "error" and "--bogus" in rec["message"]
+
+
+@pytest.mark.root
+def test_non_root_is_refused():
+    line = assert_one_line_error(run("--duration", "1", user=65534), "must be run as root")
+    assert "CAP_BPF" in line
+
+
+@pytest.mark.root
+def test_missing_required_tracepoint():
+    line = assert_one_line_error(run("--fail-probe", "block_rq_complete", "--duration", "1"),
+                                 "block_rq_complete")
+    assert "unavailable" in line
+
+
+@pytest.mark.root
+def test_missing_tracepoint_needed_by_a_filter():
+    assert_one_line_error(run("--fail-probe", "block_bio_queue", "-p", str(os.getpid()),
+                              "--duration", "1"), "-p needs tracepoint block:block_bio_queue")
+
+
+@pytest.mark.root
+def test_bad_cgroup():
+    assert_one_line_error(run("-c", "/tmp", "--duration", "1"), "not a cgroup v2 directory")
+
+
+@pytest.mark.root
+def test_missing_optional_tracepoint_still_traces():
+    r = run("--fail-probe", "block_rq_issue", "-j", "--duration", "1")
+    assert r.returncode == 0, r.stderr
+    for line in r.stdout.splitlines():
+        jsonschema.validate(json.loads(line), SCHEMA_DOC)
+    assert wait_no_bpf_programs() == []
+
+
+def test_help_synopsis_matches_man_page():
+    r = run("--help")
+    assert r.returncode == 0
+    usage = [l.replace("Usage:", "").strip() for l in r.stdout.splitlines()[:2]]
+    man = (ROOT / "docs" / "iostrata.8").read_text()
+    synopsis = man.split(".SH SYNOPSIS", 1)[1].split(".SH", 1)[0].replace("\\-", "-")
+    lines = [l.strip() for l in synopsis.splitlines() if l.strip() and not l.startswith(".")]
+    assert lines == usage, (lines, usage)
