@@ -30,12 +30,13 @@ SKELS     := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
 USER_SRCS := $(wildcard user/*.c)
 USER_OBJS := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS))
 TEST_BINS := $(BIN)/test_hist
+BENCH_BINS := $(BIN)/bench-floor
 
 .PHONY: all deps run test test-unit test-root bench vmlinux clean
 .DELETE_ON_ERROR:
 .SECONDARY:
 
-all: $(BIN)/iostrata $(TEST_BINS)
+all: $(BIN)/iostrata $(TEST_BINS) $(BENCH_BINS)
 
 # Installs missing Debian packages as root; otherwise names them and stops.
 deps:
@@ -50,6 +51,10 @@ $(BUILD) $(BUILD)/user $(BUILD)/bpf $(BIN):
 
 # BPF: compile, link (bpftool gen object strips DWARF and checks BTF), then a skeleton.
 $(BUILD)/bpf/%.tmp.o: bpf/%.bpf.c $(BUILD)/.deps-ok | $(BUILD)/bpf
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPFCFLAGS) -MMD -MP -MF $(@:.o=.d) -c $< -o $@
+
+$(BUILD)/bpf/%.tmp.o: bench/%.bpf.c $(BUILD)/.deps-ok | $(BUILD)/bpf
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPFCFLAGS) -MMD -MP -MF $(@:.o=.d) -c $< -o $@
 
@@ -74,6 +79,10 @@ $(BIN)/test_hist: tests/unit/test_hist.c bpf/hist.h user/histfmt.c user/histfmt.
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) tests/unit/test_hist.c user/histfmt.c -lm -o $@
 
+$(BIN)/bench-floor: bench/floor.c $(BUILD)/floor.skel.h | $(BIN)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $< $(LDLIBS) -o $@
+
 -include $(wildcard $(BUILD)/bpf/*.d $(BUILD)/user/*.d)
 
 # Trace this host, every available layer, until Ctrl-C (or RUN_ARGS, e.g. RUN_ARGS="--duration 10").
@@ -89,7 +98,7 @@ test-unit: all
 	$(PYTHON) -m pytest -ra tests -m "not root"
 
 bench: all
-	bench/block.sh
+	$(PYTHON) bench/block.py $(BENCH_ARGS)
 
 vmlinux:
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux/vmlinux.h

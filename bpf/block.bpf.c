@@ -2,9 +2,13 @@
 /*
  * iostrata block layer: per-disk, per-op latency of the blk-mq path, in three stages.
  *
- *   wait    rq->start_time_ns (request allocated)   -> block_rq_issue
- *   device  block_rq_issue                          -> block_rq_complete (final)
- *   total   block_bio_queue (earliest bio of the rq) -> block_rq_complete (final)
+ *   wait    block_bio_queue (earliest bio of the request) -> block_rq_issue
+ *   device  block_rq_issue                                -> block_rq_complete (final)
+ *   total   block_bio_queue (earliest bio of the request) -> block_rq_complete (final)
+ *
+ * Every boundary is our own bpf_ktime_get_ns() at the event. The kernel's rq->start_time_ns and
+ * io_start_time_ns are not used: since v6.9 they come from a per-plug cached clock, so two
+ * of them taken within one plug can be equal, and they are unset when block statistics are off.
  *
  * Attribution and filters are decided where the submitter runs (block_bio_queue); completion
  * runs in interrupt context and only consumes what was recorded there. Every program has a
@@ -43,6 +47,7 @@ struct {
 	__type(value, __u32);
 } cgroup_filter SEC(".maps");
 
+/* Per disk and/or per op: one histogram set per key, created on first use. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -50,6 +55,14 @@ struct {
 	__type(key, struct block_key);
 	__type(value, struct block_hists);
 } block_hists SEC(".maps");
+
+/* Whole host (no -D/-F): one histogram set per generation, an array lookup the JIT inlines. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct block_hists);
+} block_total SEC(".maps");
 
 /* One zeroed value to create new histogram keys from (values are too big for the stack). */
 struct {
@@ -88,126 +101,35 @@ static __always_inline void stage_add(struct hist *h, __u64 from, __u64 to)
 		h->unmeasured++;
 }
 
-static __always_inline struct block_hists *hists_get(struct block_key *key)
+static __always_inline struct block_hists *hists_get(__u32 dev, __u32 opf)
 {
+	struct block_key key = { .op = BLOCK_OP_ANY };
 	struct block_hists *h;
-	__u32 zero = 0;
+	__u32 g = gen & 1, zero = 0;
 	void *z;
 	long err;
 
-	h = bpf_map_lookup_elem(&block_hists, key);
+	if (!per_disk && !per_op)
+		return bpf_map_lookup_elem(&block_total, &g);
+	key.gen = g;
+	if (per_disk)
+		key.dev = dev;
+	if (per_op) {
+		key.op = opf & 0xff;		/* REQ_OP_MASK since v4.10 */
+		key.flags = (opf >> 8) & flags_mask;
+	}
+	h = bpf_map_lookup_elem(&block_hists, &key);
 	if (h)
 		return h;
 	z = bpf_map_lookup_elem(&block_zero, &zero);
 	if (!z)
 		return NULL;
-	err = bpf_map_update_elem(&block_hists, key, z, BPF_NOEXIST);
+	err = bpf_map_update_elem(&block_hists, &key, z, BPF_NOEXIST);
 	if (err && err != -17 /* EEXIST: another CPU created it */) {
 		drop(DROP_HIST_FULL);
 		return NULL;
 	}
-	return bpf_map_lookup_elem(&block_hists, key);
-}
-
-static __always_inline int on_bio_queue(struct bio *bio)
-{
-	struct gendisk *disk = bio_disk(bio);
-	__u64 id;
-
-	if (!disk)
-		return 0;
-	/* bio-based devices (dm, md, zram) never build a request: nothing would consume the entry */
-	if (!BPF_CORE_READ(disk, queue, mq_ops))
-		return 0;
-	if (filter_dev && disk_dev(disk) != filter_dev)
-		return 0;
-	id = bpf_get_current_pid_tgid();
-	if (filter_tgid && (__u32)(id >> 32) != filter_tgid)
-		return 0;
-	if (filter_cgroup && bpf_current_task_under_cgroup(&cgroup_filter, 0) != 1)
-		return 0;
-	inflight_put((__u64)bio, bpf_ktime_get_ns(), id >> 32, true);
-	return 0;
-}
-
-/*
- * A bio split to fit the queue's limits: the split-off front part is chained to its parent
- * (bi_private) and becomes a request of its own, so it inherits the parent's queue time.
- */
-static __always_inline int on_split(struct bio *split)
-{
-	struct inflight *parent = inflight_find((__u64)BPF_CORE_READ(split, bi_private));
-
-	if (parent && parent->ts)
-		inflight_put((__u64)split, parent->ts, parent->tgid, true);
-	return 0;
-}
-
-static __always_inline int on_rq_issue(struct request *rq)
-{
-	if (filter_dev) {
-		struct gendisk *disk = rq_disk(rq);
-
-		if (!disk || disk_dev(disk) != filter_dev)
-			return 0;
-	}
-	/* a requeued request is issued again: its entry is simply restamped */
-	inflight_put((__u64)rq, bpf_ktime_get_ns(), 0, false);
-	return 0;
-}
-
-static __always_inline int on_rq_complete(struct request *rq, unsigned int nr_bytes)
-{
-	struct block_key key = { .op = BLOCK_OP_ANY };
-	__u64 now, queued = 0, issued, started, ts;
-	struct block_hists *h;
-	struct gendisk *disk;
-	struct bio *bio;
-	__u32 opf, dev = 0, i;
-
-	/* partial completions leave the request in flight: only the final one counts */
-	if (nr_bytes < BPF_CORE_READ(rq, __data_len))
-		return 0;
-	disk = rq_disk(rq);
-	if (disk)
-		dev = disk_dev(disk);
-	if (filter_dev && dev != filter_dev)
-		return 0;
-
-	now = bpf_ktime_get_ns();
-	issued = inflight_take((__u64)rq, NULL);
-
-	/* the earliest queue time among the request's bios (merges add bios at either end) */
-	bio = BPF_CORE_READ(rq, bio);
-	for (i = 0; i < BIO_WALK_MAX && bio; i++) {
-		ts = inflight_take((__u64)bio, NULL);
-		if (ts && (!queued || ts < queued))
-			queued = ts;
-		bio = BPF_CORE_READ(bio, bi_next);
-	}
-	/* with a pid/cgroup filter, only requests holding a bio that passed it are counted */
-	if (owner_filtered() && !queued)
-		return 0;
-
-	if (!issued)	/* issued before tracing began: the kernel's own stamp, when it keeps one */
-		issued = BPF_CORE_READ(rq, io_start_time_ns);
-	started = BPF_CORE_READ(rq, start_time_ns);
-
-	if (per_disk)
-		key.dev = dev;
-	if (per_op) {
-		opf = BPF_CORE_READ(rq, cmd_flags);
-		key.op = opf & 0xff;		/* REQ_OP_MASK since v4.10 */
-		key.flags = (opf >> 8) & flags_mask;
-	}
-	key.gen = gen & 1;
-	h = hists_get(&key);
-	if (!h)
-		return 0;
-	stage_add(&h->stage[BLOCK_WAIT], started, issued);
-	stage_add(&h->stage[BLOCK_DEVICE], issued, now);
-	stage_add(&h->stage[BLOCK_TOTAL], queued, now);
-	return 0;
+	return bpf_map_lookup_elem(&block_hists, &key);
 }
 
 /*
@@ -231,23 +153,45 @@ static __always_inline __u64 btf_ptr_u64(const void *p)
 	return d + anchor_addr;
 }
 
+/* Direct loads: p->a->b, checked against BTF by the verifier. */
+#define KR_1(a)			(a)
+#define KR_2(a, b)		((a)->b)
+#define KR_3(a, b, c)		((a)->b->c)
+#define KR_4(a, b, c, d)	((a)->b->c->d)
+#define KR_PICK(_1, _2, _3, _4, N, ...) N
+#define KR_DIRECT(...)		KR_PICK(__VA_ARGS__, KR_4, KR_3, KR_2, KR_1)(__VA_ARGS__)
+
+#define H(name)		name##_btf
+#define KR(...)		KR_DIRECT(__VA_ARGS__)
+#define PTR_U64(p)	btf_ptr_u64(p)
+#include "block_handlers.bpf.h"
+#undef H
+#undef KR
+#undef PTR_U64
+
+#define H(name)		name##_raw
+#define KR(...)		BPF_CORE_READ(__VA_ARGS__)
+#define PTR_U64(p)	((__u64)(p))
+#include "block_handlers.bpf.h"
+#undef H
+#undef KR
+#undef PTR_U64
+
 /*
- * Twins: the same handler under tp_btf (BTF-typed arguments) and raw_tp (for kernels whose
- * tp_btf attach fails). `body` is a macro taking the accessor of argument i as an integer.
+ * Twins: the same handlers as tp_btf programs (BTF-typed arguments, direct loads) and as
+ * raw_tp programs (for kernels where tp_btf will not load).
  */
-#define BTF_ARG(i)	btf_ptr_u64((const void *)ctx[i])
-#define RAW_ARG(i)	(ctx[i])
 #define TWIN(event, body)						\
 SEC("tp_btf/" #event)							\
-int tp_btf_##event(__u64 *ctx) { body(BTF_ARG); }			\
+int tp_btf_##event(__u64 *ctx) { body(btf); }				\
 SEC("raw_tp/" #event)							\
-int raw_tp_##event(__u64 *ctx) { body(RAW_ARG); }
+int raw_tp_##event(__u64 *ctx) { body(raw); }
 
-#define BIO_QUEUE(A)	return on_bio_queue((struct bio *)(bio_queue_arg ? A(1) : A(0)))
-#define SPLIT(A)	return on_split((struct bio *)(split_arg ? A(1) : A(0)))
-#define RQ_ISSUE(A)	return on_rq_issue((struct request *)(rq_issue_arg ? A(1) : A(0)))
-/* nr_bytes is a plain integer in both program types */
-#define RQ_COMPLETE(A)	return on_rq_complete((struct request *)A(0), (unsigned int)ctx[2])
+#define ARG(i)		((void *)ctx[i])
+#define BIO_QUEUE(v)	return on_bio_queue_##v(bio_queue_arg ? ARG(1) : ARG(0))
+#define SPLIT(v)	return on_split_##v(split_arg ? ARG(1) : ARG(0))
+#define RQ_ISSUE(v)	return on_rq_issue_##v(rq_issue_arg ? ARG(1) : ARG(0))
+#define RQ_COMPLETE(v)	return on_rq_complete_##v(ARG(0), (unsigned int)ctx[2])
 
 TWIN(block_bio_queue, BIO_QUEUE)
 TWIN(block_split, SPLIT)

@@ -38,7 +38,8 @@ static __always_inline struct inflight *inflight_slot(__u32 h, __u32 i)
  * consumed (bios) or a re-issue (requests, requeue): it is overwritten, and counted when
  * `leftover_is_drop`. Returns 0 on success.
  */
-static __always_inline int inflight_put(__u64 ptr, __u64 ts, __u32 tgid, bool leftover_is_drop)
+static __always_inline int inflight_put(__u64 ptr, __u64 ts, __u64 queued, __u32 tgid,
+					bool leftover_is_drop)
 {
 	struct inflight *e, *free = NULL, *stale = NULL;
 	__u32 h = inflight_hash(ptr), i;
@@ -53,7 +54,10 @@ static __always_inline int inflight_put(__u64 ptr, __u64 ts, __u32 tgid, bool le
 			if (leftover_is_drop)
 				drop(DROP_INFLIGHT_REUSED);
 			e->ts = ts;
-			e->tgid = tgid;
+			if (queued) {	/* a requeued request keeps the queue time of its first issue */
+				e->queued = queued;
+				e->tgid = tgid;
+			}
 			return 0;
 		}
 		if (!k) {
@@ -76,13 +80,18 @@ static __always_inline int inflight_put(__u64 ptr, __u64 ts, __u32 tgid, bool le
 		drop(DROP_INFLIGHT_FULL);
 		return -1;
 	}
+	e->queued = queued;
 	e->tgid = tgid;
 	e->ts = ts;
 	return 0;
 }
 
-/* Remove ptr's entry; returns its timestamp (0 when absent) and, if asked, its tgid. */
-static __always_inline __u64 inflight_take(__u64 ptr, __u32 *tgid)
+/*
+ * Remove ptr's entry; returns its timestamp (0 when absent, or when older than the stale bound:
+ * a leftover of an earlier object at the same address, never a latency) and, if asked, its
+ * queue time and tgid.
+ */
+static __always_inline __u64 inflight_take(__u64 ptr, __u64 now, __u64 *queued, __u32 *tgid)
 {
 	struct inflight *e;
 	__u32 h = inflight_hash(ptr), i;
@@ -95,10 +104,16 @@ static __always_inline __u64 inflight_take(__u64 ptr, __u32 *tgid)
 		if (e->key != ptr)
 			continue;
 		ts = e->ts;
+		if (queued)
+			*queued = e->queued;
 		if (tgid)
 			*tgid = e->tgid;
 		e->ts = 0;
 		e->key = 0;
+		if (ts <= now && now - ts > INFLIGHT_STALE_NS) {
+			drop(DROP_INFLIGHT_STALE);
+			return 0;
+		}
 		return ts;
 	}
 	return 0;

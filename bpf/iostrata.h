@@ -42,8 +42,9 @@ struct block_hists {
  */
 struct inflight {
 	__u64 key;	/* bio or request pointer; 0 = free */
-	__u64 ts;	/* bpf_ktime_get_ns() at queue/issue; 0 while a claim is being filled in */
-	__u32 tgid;	/* process that queued the bio (bios only) */
+	__u64 ts;	/* bpf_ktime_get_ns() at queue (bio) or issue (request); 0 while claimed */
+	__u64 queued;	/* requests: when their earliest bio was queued; 0 = not seen */
+	__u32 tgid;	/* process that queued the (earliest) bio */
 	__u32 pad;
 };
 

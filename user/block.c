@@ -34,7 +34,7 @@ static const struct {
 	int required;
 	const char *role;
 } events[] = {
-	{ "block_bio_queue",   1, 0, "bio queued: starts total; -p/-c filters" },
+	{ "block_bio_queue",   1, 0, "bio queued: starts wait and total; -p/-c filters" },
 	{ "block_split",       2, 0, "bio split: the split part inherits the queue time" },
 	{ "block_rq_issue",    1, 0, "request issued to the driver: ends wait, starts device" },
 	{ "block_rq_complete", 3, 1, "request completed: ends every stage" },
@@ -84,51 +84,33 @@ static void probe_events(struct layer_report *rep, bool tp_btf)
 	}
 }
 
-static void describe_stages(struct layer_report *rep)
+static void stage(struct layer_report *rep, const char *name, int from, int to)
 {
 	const struct event_status *ev = rep->events;
-	const char *q = ev[EV_BIO_QUEUE].method, *is = ev[EV_RQ_ISSUE].method;
-	const char *c = ev[EV_RQ_COMPLETE].method;
-	struct stage_status *s;
+	struct stage_status *s = &rep->stages[rep->nstages++];
+	int missing = !ev[from].method ? from : !ev[to].method ? to : -1;
 
-	rep->nstages = 3;
-	s = &rep->stages[0];
-	*s = (struct stage_status){ .layer = "block", .stage = "wait",
-				    .from = "request allocated (rq->start_time_ns)",
-				    .to = "block_rq_issue" };
-	s->available = c != NULL;
-	if (!c)
-		snprintf(s->how, sizeof(s->how), "unavailable: block_rq_complete: %s",
-			 ev[EV_RQ_COMPLETE].why);
+	s->layer = "block";
+	s->stage = name;
+	s->from = ev[from].event;
+	s->to = ev[to].event;
+	s->available = missing < 0;
+	if (missing >= 0)
+		snprintf(s->how, sizeof(s->how), "unavailable: %s: %s", ev[missing].event,
+			 ev[missing].why);
 	else
-		snprintf(s->how, sizeof(s->how), "kernel's rq->start_time_ns -> %s, read at "
-			 "block_rq_complete [%s]; unmeasured where the kernel keeps no start time",
-			 is ? "block_rq_issue" : "rq->io_start_time_ns", c);
-	s = &rep->stages[1];
-	*s = (struct stage_status){ .layer = "block", .stage = "device",
-				    .from = "block_rq_issue", .to = "block_rq_complete" };
-	s->available = c != NULL;
-	if (!c)
-		snprintf(s->how, sizeof(s->how), "unavailable: block_rq_complete: %s",
-			 ev[EV_RQ_COMPLETE].why);
-	else if (is)
-		snprintf(s->how, sizeof(s->how), "block_rq_issue [%s] -> block_rq_complete [%s]",
-			 is, c);
-	else
-		snprintf(s->how, sizeof(s->how), "kernel's rq->io_start_time_ns -> "
-			 "block_rq_complete [%s] (block_rq_issue: %s; unmeasured where block "
-			 "statistics are off)", c, ev[EV_RQ_ISSUE].why);
-	s = &rep->stages[2];
-	*s = (struct stage_status){ .layer = "block", .stage = "total",
-				    .from = "block_bio_queue", .to = "block_rq_complete" };
-	s->available = c && q;
-	if (!s->available)
-		snprintf(s->how, sizeof(s->how), "unavailable: %s: %s",
-			 q ? "block_rq_complete" : "block_bio_queue",
-			 q ? ev[EV_RQ_COMPLETE].why : ev[EV_BIO_QUEUE].why);
-	else
-		snprintf(s->how, sizeof(s->how), "block_bio_queue [%s] -> block_rq_complete [%s]%s",
-			 q, c, ev[EV_SPLIT].method ? "" : " (split bios unmeasured: no block_split)");
+		snprintf(s->how, sizeof(s->how), "%s [%s] -> %s [%s]%s", ev[from].event,
+			 ev[from].method, ev[to].event, ev[to].method,
+			 from == EV_BIO_QUEUE && !ev[EV_SPLIT].method ?
+			 "; split bios unmeasured (no block_split)" : "");
+}
+
+static void describe_stages(struct layer_report *rep)
+{
+	rep->nstages = 0;
+	stage(rep, "wait", EV_BIO_QUEUE, EV_RQ_ISSUE);
+	stage(rep, "device", EV_RQ_ISSUE, EV_RQ_COMPLETE);
+	stage(rep, "total", EV_BIO_QUEUE, EV_RQ_COMPLETE);
 }
 
 void block_report_static(struct layer_report *rep)
@@ -180,7 +162,8 @@ static uint64_t fdinfo_memlock(int fd)
 static void report_maps(struct block_layer *b, struct layer_report *rep)
 {
 	struct bpf_map *maps[] = { b->skel->maps.inflight, b->skel->maps.block_hists,
-				   b->skel->maps.block_zero, b->skel->maps.drops };
+				   b->skel->maps.block_total, b->skel->maps.block_zero,
+				   b->skel->maps.drops };
 	size_t val = sizeof(struct block_hists);
 	unsigned int i;
 
@@ -251,6 +234,11 @@ static int check_required(const struct layer_report *rep)
 			       ev[i].why);
 			return -1;
 		}
+	}
+	if (!ev[EV_BIO_QUEUE].method && !ev[EV_RQ_ISSUE].method) {
+		errorf("no block stage can be measured: block_bio_queue (%s) and block_rq_issue "
+		       "(%s) are both unavailable", ev[EV_BIO_QUEUE].why, ev[EV_RQ_ISSUE].why);
+		return -1;
 	}
 	if ((opts.tgid || opts.cgroup) && !ev[EV_BIO_QUEUE].method) {
 		errorf("-%c needs tracepoint block:block_bio_queue, unavailable (%s)",
@@ -393,13 +381,71 @@ static void key_labels(const struct block_key *k, struct rec *r)
 		req_flags_str(k->flags, r->flags, sizeof(r->flags));
 }
 
-static int drain_generation(struct block_layer *b, uint32_t g, struct interval *iv)
+/* Three records (wait, device, total) for one histogram set summed over CPUs. */
+static int add_recs(struct block_layer *b, const struct block_key *k, struct interval *iv)
+{
+	const size_t vsz = sizeof(struct block_hists);
+	struct rec *r[BLOCK_NSTAGES];
+	int cpu, s;
+
+	for (s = 0; s < BLOCK_NSTAGES; s++) {
+		r[s] = recs_add(&iv->recs);
+		if (!r[s])
+			return -ENOMEM;
+		r[s]->layer = "block";
+		r[s]->stage = stage_names[s];
+		r[s]->stage_order = s;
+		key_labels(k, r[s]);
+	}
+	for (cpu = 0; cpu < b->ncpus; cpu++) {
+		const struct block_hists *v = (const void *)((char *)b->vals + cpu * vsz);
+
+		for (s = 0; s < BLOCK_NSTAGES; s++)
+			hist_merge(&r[s]->h, &v->stage[s]);
+	}
+	return 0;
+}
+
+static bool vals_empty(struct block_layer *b)
+{
+	const size_t vsz = sizeof(struct block_hists);
+	int cpu, s;
+
+	for (cpu = 0; cpu < b->ncpus; cpu++) {
+		const struct block_hists *v = (const void *)((char *)b->vals + cpu * vsz);
+
+		for (s = 0; s < BLOCK_NSTAGES; s++)
+			if (v->stage[s].count || v->stage[s].unmeasured)
+				return false;
+	}
+	return true;
+}
+
+/* Whole-host mode: the retired generation's array slot, read then zeroed. */
+static int drain_total(struct block_layer *b, uint32_t g, struct interval *iv)
+{
+	int fd = bpf_map__fd(b->skel->maps.block_total);
+	struct block_key k = { .op = BLOCK_OP_ANY };
+	int err;
+
+	if (bpf_map_lookup_elem(fd, &g, b->vals))
+		return -errno;
+	if (vals_empty(b))
+		return 0;
+	err = add_recs(b, &k, iv);
+	memset(b->vals, 0, (size_t)b->ncpus * sizeof(struct block_hists));
+	if (bpf_map_update_elem(fd, &g, b->vals, BPF_ANY))
+		return -errno;
+	return err;
+}
+
+/* Per disk/op: every key of the retired generation, read then deleted. */
+static int drain_keys(struct block_layer *b, uint32_t g, struct interval *iv)
 {
 	int fd = bpf_map__fd(b->skel->maps.block_hists);
 	struct block_key *keys = NULL, k, *prev = NULL;
 	size_t nkeys = 0, cap = 0, i;
-	const size_t vsz = sizeof(struct block_hists);
-	int cpu, s, err = 0;
+	int err = 0;
 
 	/* collect first: deleting while walking would restart the walk */
 	while (!bpf_map_get_next_key(fd, prev, &k)) {
@@ -415,33 +461,12 @@ static int drain_generation(struct block_layer *b, uint32_t g, struct interval *
 		keys[nkeys++] = k;
 		prev = &keys[nkeys - 1];
 	}
-	for (i = 0; i < nkeys; i++) {
-		struct rec *r[BLOCK_NSTAGES];
-
-		if (keys[i].gen != g)
+	for (i = 0; i < nkeys && !err; i++) {
+		if (keys[i].gen != g || bpf_map_lookup_elem(fd, &keys[i], b->vals))
 			continue;
-		if (bpf_map_lookup_elem(fd, &keys[i], b->vals))
-			continue;
-		for (s = 0; s < BLOCK_NSTAGES; s++) {
-			r[s] = recs_add(&iv->recs);
-			if (!r[s]) {
-				err = -ENOMEM;
-				goto out;
-			}
-			r[s]->layer = "block";
-			r[s]->stage = stage_names[s];
-			r[s]->stage_order = s;
-			key_labels(&keys[i], r[s]);
-		}
-		for (cpu = 0; cpu < b->ncpus; cpu++) {
-			const struct block_hists *v = (const void *)((char *)b->vals + cpu * vsz);
-
-			for (s = 0; s < BLOCK_NSTAGES; s++)
-				hist_merge(&r[s]->h, &v->stage[s]);
-		}
+		err = add_recs(b, &keys[i], iv);
 		bpf_map_delete_elem(fd, &keys[i]);
 	}
-out:
 	free(keys);
 	return err;
 }
@@ -480,7 +505,7 @@ int block_collect(struct block_layer *b, struct interval *iv)
 	 */
 	__atomic_store_n(&b->skel->bss->gen, old ^ 1, __ATOMIC_SEQ_CST);
 	nanosleep(&grace, NULL);
-	err = drain_generation(b, old, iv);
+	err = opts.per_disk || opts.per_op ? drain_keys(b, old, iv) : drain_total(b, old, iv);
 
 	for (r = 0; r < DROP_NREASONS && iv->ndrops < MAX_DROPS; r++) {
 		sum = 0;

@@ -94,13 +94,11 @@ static int disk_infos(struct disk_info *di, int max)
 	return n;
 }
 
-static const char *wait_note(const struct disk_info *d)
+static const char *disk_note(const struct disk_info *d)
 {
 	if (!d->mq)
-		return "bio-based or without a scheduler choice: no request stages";
-	if (d->iostats == 1 || strcmp(d->sched, "none"))
-		return "wait measurable (the kernel stamps request start)";
-	return "wait unmeasured: iostats off and no scheduler, the kernel keeps no start time";
+		return "bio-based: no requests, its I/O shows on the disks below it";
+	return "request-based (blk-mq): every block stage";
 }
 
 int features_print(const struct layer_report *rep, bool verified, FILE *f)
@@ -163,7 +161,7 @@ int features_print(const struct layer_report *rep, bool verified, FILE *f)
 			jw_str(&w, "disk", di[i].name);
 			jw_str(&w, "scheduler", di[i].sched);
 			jw_i64(&w, "iostats", di[i].iostats);
-			jw_str(&w, "note", wait_note(&di[i]));
+			jw_str(&w, "note", disk_note(&di[i]));
 			jw_end_obj(&w);
 		}
 		jw_end_arr(&w);
@@ -208,7 +206,7 @@ int features_print(const struct layer_report *rep, bool verified, FILE *f)
 	fprintf(f, "\ndisks\n");
 	for (i = 0; i < nd; i++)
 		fprintf(f, "  %-10s scheduler %-12s iostats %-2d %s\n", di[i].name, di[i].sched,
-			di[i].iostats, wait_note(&di[i]));
+			di[i].iostats, disk_note(&di[i]));
 	if (rep->nmaps) {
 		fprintf(f, "\nBPF memory (kernel's memlock figures)\n");
 		for (i = 0; i < rep->nmaps; i++)

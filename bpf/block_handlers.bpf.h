@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The block layer's handlers, compiled twice by block.bpf.c: once for tp_btf programs, where
+ * kernel structs are read by direct (BTF-checked) loads, once for raw_tp programs, where they
+ * are read with bpf_probe_read_kernel. The including file defines:
+ *   H(name)     the handler's name for this variant
+ *   KR(p, ...)  read p->a->b... (a CO-RE relocated read chain)
+ *   PTR_U64(p)  a struct pointer as a plain integer (in-flight keys)
+ * No include guard: it is meant to be included more than once.
+ */
+
+/* v5.17 removed rq->rq_disk (f3fa33acca9f); v5.12 replaced bio->bi_disk (309dca309fc3) */
+static __always_inline struct gendisk *H(rq_disk)(struct request *rq)
+{
+	struct request___old *old = (void *)rq;
+
+	if (bpf_core_field_exists(old->rq_disk))
+		return KR(old, rq_disk);
+	return KR(rq, q, disk);
+}
+
+static __always_inline struct gendisk *H(bio_disk)(struct bio *bio)
+{
+	struct bio___old *old = (void *)bio;
+
+	if (bpf_core_field_exists(old->bi_disk))
+		return KR(old, bi_disk);
+	return KR(bio, bi_bdev, bd_disk);
+}
+
+/* The kernel's internal dev_t encoding (MINORBITS = 20), as /sys/class/block/X/dev decodes. */
+static __always_inline __u32 H(disk_dev)(struct gendisk *disk)
+{
+	return ((__u32)KR(disk, major) << 20) | (__u32)KR(disk, first_minor);
+}
+
+static __always_inline int H(on_bio_queue)(struct bio *bio)
+{
+	struct gendisk *disk = H(bio_disk)(bio);
+	__u64 id;
+
+	if (!disk)
+		return 0;
+	/* bio-based devices (dm, md, zram) never build a request: nothing would consume the entry */
+	if (!KR(disk, queue, mq_ops))
+		return 0;
+	if (filter_dev && H(disk_dev)(disk) != filter_dev)
+		return 0;
+	id = bpf_get_current_pid_tgid();
+	if (filter_tgid && (__u32)(id >> 32) != filter_tgid)
+		return 0;
+	if (filter_cgroup && bpf_current_task_under_cgroup(&cgroup_filter, 0) != 1)
+		return 0;
+	inflight_put(PTR_U64(bio), bpf_ktime_get_ns(), 0, id >> 32, true);
+	return 0;
+}
+
+/*
+ * A bio split to fit the queue's limits: the split-off front part is chained to its parent
+ * (bi_private) and becomes a request of its own, so it inherits the parent's queue time.
+ * bi_private is a void *: read as an integer in both variants (a direct load would type it).
+ */
+static __always_inline int H(on_split)(struct bio *split)
+{
+	struct inflight *parent = inflight_find((__u64)BPF_CORE_READ(split, bi_private));
+
+	if (parent && parent->ts)
+		inflight_put(PTR_U64(split), parent->ts, 0, parent->tgid, true);
+	return 0;
+}
+
+/*
+ * The earliest queue time among the request's bios (merges add bios at either end), consuming
+ * their entries. Runs where the bios were queued (usually): their entries are cache-hot here.
+ */
+static __always_inline __u64 H(bios_queued)(struct request *rq, __u64 now, __u32 *tgid)
+{
+	__u64 queued = 0, ts;
+	struct bio *bio = KR(rq, bio);
+	__u32 i, t = 0;
+
+	for (i = 0; i < BIO_WALK_MAX && bio; i++) {
+		ts = inflight_take(PTR_U64(bio), now, NULL, &t);
+		if (ts && (!queued || ts < queued)) {
+			queued = ts;
+			*tgid = t;
+		}
+		bio = KR(bio, bi_next);
+	}
+	return queued;
+}
+
+static __always_inline int H(on_rq_issue)(struct request *rq)
+{
+	__u64 now, queued;
+	__u32 tgid = 0;
+
+	if (filter_dev) {
+		struct gendisk *disk = H(rq_disk)(rq);
+
+		if (!disk || H(disk_dev)(disk) != filter_dev)
+			return 0;
+	}
+	now = bpf_ktime_get_ns();
+	/* move the bios' queue time into the request's entry: completion then reads one entry */
+	queued = H(bios_queued)(rq, now, &tgid);
+	/* with a pid/cgroup filter, only requests holding a bio that passed it are tracked */
+	if (owner_filtered() && !queued && !inflight_find(PTR_U64(rq)))
+		return 0;
+	/* a requeued request is issued again: its entry is restamped, its queue time kept */
+	inflight_put(PTR_U64(rq), now, queued, tgid, false);
+	return 0;
+}
+
+static __always_inline int H(on_rq_complete)(struct request *rq, unsigned int nr_bytes)
+{
+	__u64 now, queued = 0, issued;
+	struct block_hists *h;
+	struct gendisk *disk;
+	__u32 opf = 0, dev = 0, tgid = 0;
+
+	/* partial completions leave the request in flight: only the final one counts */
+	if (nr_bytes < KR(rq, __data_len))
+		return 0;
+	if (filter_dev || per_disk) {
+		disk = H(rq_disk)(rq);
+		if (disk)
+			dev = H(disk_dev)(disk);
+		if (filter_dev && dev != filter_dev)
+			return 0;
+	}
+
+	now = bpf_ktime_get_ns();
+	issued = inflight_take(PTR_U64(rq), now, &queued, &tgid);
+	/* issue not seen (before tracing began, or no block_rq_issue): the bios still hold it */
+	if (!issued)
+		queued = H(bios_queued)(rq, now, &tgid);
+	/* with a pid/cgroup filter, only requests holding a bio that passed it are counted */
+	if (owner_filtered() && !queued)
+		return 0;
+
+	if (per_op)
+		opf = KR(rq, cmd_flags);
+	h = hists_get(dev, opf);
+	if (!h)
+		return 0;
+	/* a stage whose start was not seen is counted as unmeasured, never as a made-up value */
+	stage_add(&h->stage[BLOCK_WAIT], queued, issued);
+	stage_add(&h->stage[BLOCK_DEVICE], issued, now);
+	stage_add(&h->stage[BLOCK_TOTAL], queued, now);
+	return 0;
+}
