@@ -29,7 +29,7 @@ BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 SKELS     := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
 USER_SRCS := $(wildcard user/*.c)
 USER_OBJS := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS))
-TEST_BINS := $(BIN)/test_hist
+TEST_BINS := $(BIN)/test_hist $(BIN)/slowfs
 BENCH_BINS := $(BIN)/bench-floor
 
 .PHONY: all deps run test test-unit test-root bench vmlinux clean
@@ -82,6 +82,11 @@ $(BIN)/test_hist: tests/unit/test_hist.c bpf/hist.h user/histfmt.c user/histfmt.
 $(BIN)/bench-floor: bench/floor.c $(BUILD)/floor.skel.h | $(BIN)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $< $(LDLIBS) -o $@
+
+# A FUSE filesystem whose file has a known latency: the tests' known-latency device.
+$(BIN)/slowfs: tests/helpers/slowfs.c $(BUILD)/.deps-ok | $(BIN)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $$(pkg-config --cflags fuse3) $< $$(pkg-config --libs fuse3) -o $@
 
 -include $(wildcard $(BUILD)/bpf/*.d $(BUILD)/user/*.d)
 

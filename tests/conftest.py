@@ -118,3 +118,36 @@ def finish_dio(p):
     p.stdin.flush()
     out, _ = p.communicate(timeout=120)
     assert p.returncode == 0 and "done" in out, "the test's own I/O did not complete"
+
+
+SLOWFS = ROOT / "bin" / "slowfs"
+
+
+@pytest.fixture
+def slow_loopdev(tmp_path):
+    """Factory: a loop device over a slowfs file whose every I/O sleeps delay_us (known latency)."""
+    made = []
+
+    def make(delay_us):
+        mnt = tmp_path / f"slowfs-{delay_us}"
+        mnt.mkdir()
+        daemon = subprocess.Popen([str(SLOWFS), str(mnt), str(delay_us), "64"])
+        made.append((mnt, daemon, None))
+        deadline = time.monotonic() + 10
+        while not (mnt / "disk").exists():
+            assert daemon.poll() is None and time.monotonic() < deadline, "slowfs did not mount"
+            time.sleep(0.05)
+        dev = subprocess.run(["losetup", "-f", "--show", "--direct-io=on", str(mnt / "disk")],
+                             check=True, capture_output=True, text=True).stdout.strip()
+        made[-1] = (mnt, daemon, dev)
+        return dev
+
+    yield make
+    for mnt, daemon, dev in made:
+        if dev:
+            subprocess.run(["losetup", "-d", dev], check=False)
+        subprocess.run(["fusermount3", "-u", str(mnt)], check=False)
+        daemon.wait(timeout=10)
+        if dev:
+            out = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+            assert str(mnt) not in out, f"loop device still attached: {out}"

@@ -27,7 +27,7 @@ def set_scheduler(dev, sched):
 
 def tally(recs, disk):
     """Sum the interval deltas per (op, stage) for one disk; check each histogram's shape."""
-    counts, unmeasured = Counter(), Counter()
+    counts, unmeasured, sums = Counter(), Counter(), Counter()
     for rec in recs:
         jsonschema.validate(rec, SCHEMA_DOC)
         for h in rec["hists"]:
@@ -37,6 +37,7 @@ def tally(recs, disk):
             op = h["labels"]["op"]
             counts[op, h["stage"]] += h["count"]
             unmeasured[op, h["stage"]] += h["unmeasured"]
+            sums[op, h["stage"]] += h["sum_ns"]
             assert sum(b[2] for b in h["buckets"]) == h["count"]
             if h["count"]:
                 assert h["min_ns"] <= h["p50_ns"] <= h["p90_ns"] <= h["p99_ns"] \
@@ -44,6 +45,7 @@ def tally(recs, disk):
                 assert h["min_ns"] <= h["sum_ns"] / h["count"] <= h["max_ns"]
                 for lo, hi, _ in h["buckets"]:
                     assert hi is None or lo < hi
+    tally.sums = sums
     return counts, unmeasured
 
 
@@ -70,7 +72,10 @@ def assert_exact(recs, disk, nreads, nwrites):
         assert counts[op, "total"] == n, (op, counts)
         assert unmeasured[op, "device"] == 0 and unmeasured[op, "total"] == 0
         # wait is measured where the kernel stamps request start, said unmeasured otherwise
-        assert counts[op, "wait"] + unmeasured[op, "wait"] == n
+        assert counts[op, "wait"] == n and unmeasured[op, "wait"] == 0
+        # per request total = wait + device, both measured: the sums agree to the nanosecond
+        sums = tally.sums
+        assert sums[op, "total"] == sums[op, "wait"] + sums[op, "device"], (op, sums)
     assert set(op for op, _ in counts) == {"read", "write"}, counts
     d = drops(recs)
     assert d["inflight_full"] == 0 and d["hist_full"] == 0, d

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * slowfs: a FUSE filesystem holding one file, "disk", whose every read and write takes at
+ * least a set time. A loop device over it is a block device with a known minimum latency:
+ * each request the loop driver issues becomes one FUSE read or write that sleeps DELAY_US.
+ *
+ *   slowfs MOUNTPOINT DELAY_US SIZE_MIB      (runs in the foreground until unmounted)
+ *
+ * Files are opened in FUSE direct_io mode: no page cache, so every request reaches us.
+ */
+#define FUSE_USE_VERSION 31
+#include <errno.h>
+#include <fuse.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static long delay_us;
+static off_t disk_size;
+
+static void delay(void)
+{
+	struct timespec ts = { delay_us / 1000000, (delay_us % 1000000) * 1000 };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+static int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
+{
+	memset(st, 0, sizeof(*st));
+	if (!strcmp(path, "/")) {
+		st->st_mode = S_IFDIR | 0755;
+		st->st_nlink = 2;
+		return 0;
+	}
+	if (strcmp(path, "/disk"))
+		return -ENOENT;
+	st->st_mode = S_IFREG | 0600;
+	st->st_nlink = 1;
+	st->st_size = disk_size;
+	return 0;
+}
+
+static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off,
+		      struct fuse_file_info *fi, enum fuse_readdir_flags flags)
+{
+	if (strcmp(path, "/"))
+		return -ENOENT;
+	fill(buf, ".", NULL, 0, 0);
+	fill(buf, "..", NULL, 0, 0);
+	fill(buf, "disk", NULL, 0, 0);
+	return 0;
+}
+
+static int fs_open(const char *path, struct fuse_file_info *fi)
+{
+	if (strcmp(path, "/disk"))
+		return -ENOENT;
+	fi->direct_io = 1;
+	return 0;
+}
+
+static int fs_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	if (off >= disk_size)
+		return 0;
+	if ((off_t)size > disk_size - off)
+		size = (size_t)(disk_size - off);
+	delay();
+	memset(buf, 0, size);
+	return (int)size;
+}
+
+static int fs_write(const char *path, const char *buf, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	if (off + (off_t)size > disk_size)
+		return -ENOSPC;
+	delay();
+	return (int)size;
+}
+
+static const struct fuse_operations ops = {
+	.getattr = fs_getattr,
+	.readdir = fs_readdir,
+	.open = fs_open,
+	.read = fs_read,
+	.write = fs_write,
+};
+
+int main(int argc, char **argv)
+{
+	char *fargv[] = { argv[0], "-f", "-s", NULL, NULL };
+
+	if (argc != 4) {
+		fprintf(stderr, "usage: slowfs MOUNTPOINT DELAY_US SIZE_MIB\n");
+		return 2;
+	}
+	delay_us = atol(argv[2]);
+	disk_size = (off_t)atol(argv[3]) << 20;
+	fargv[3] = argv[1];
+	return fuse_main(4, fargv, &ops, NULL);
+}
