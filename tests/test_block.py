@@ -45,8 +45,7 @@ def tally(recs, disk):
                 assert h["min_ns"] <= h["sum_ns"] / h["count"] <= h["max_ns"]
                 for lo, hi, _ in h["buckets"]:
                     assert hi is None or lo < hi
-    tally.sums = sums
-    return counts, unmeasured
+    return counts, unmeasured, sums
 
 
 def drops(recs):
@@ -65,7 +64,7 @@ def traced_io(dev, nreads, nwrites, extra_args=()):
 
 
 def assert_exact(recs, disk, nreads, nwrites):
-    counts, unmeasured = tally(recs, disk)
+    counts, unmeasured, sums = tally(recs, disk)
     for op, n in (("read", nreads), ("write", nwrites)):
         # every request began after tracing did: device and total are measured for each
         assert counts[op, "device"] == n, (op, counts)
@@ -74,7 +73,6 @@ def assert_exact(recs, disk, nreads, nwrites):
         # wait is measured where the kernel stamps request start, said unmeasured otherwise
         assert counts[op, "wait"] == n and unmeasured[op, "wait"] == 0
         # per request total = wait + device, both measured: the sums agree to the nanosecond
-        sums = tally.sums
         assert sums[op, "total"] == sums[op, "wait"] + sums[op, "device"], (op, sums)
     assert set(op for op, _ in counts) == {"read", "write"}, counts
     d = drops(recs)
@@ -90,7 +88,7 @@ def test_exact_counts_across_schedulers(loopdev, no_bpf_leak):
         tracer, recs = traced_io(loopdev, nreads, nwrites)
         assert recs, "no interval record printed"
         assert_exact(recs, disk, nreads, nwrites)
-        counts, _ = tally(recs, disk)
+        counts, _, _ = tally(recs, disk)
         print(f"{sched}: reads {counts['read', 'device']} writes {counts['write', 'device']}")
 
 
@@ -116,7 +114,7 @@ def test_pid_filter_selects_only_the_test_process(loopdev, no_bpf_leak):
         noise.kill()
         noise.wait()
     assert_exact(recs_f, disk, 100, 60)
-    counts_u, _ = tally(recs_u, disk)
+    counts_u, _, _ = tally(recs_u, disk)
     # the other process's reads were there to be excluded
     assert counts_u["read", "device"] > 100, counts_u
 
