@@ -92,9 +92,9 @@ class Tracer:
             if r:  # unbuffered reads: a buffered reader would hide lines from select()
                 self.stderr += os.read(fd, 65536).decode()
 
-    def stop(self):
-        """SIGINT, as Ctrl-C: the final interval is printed, then everything detaches."""
-        self.proc.send_signal(signal.SIGINT)
+    def stop(self, sig=signal.SIGINT):
+        """SIGINT (Ctrl-C) or SIGTERM: the final interval is printed, then all detaches."""
+        self.proc.send_signal(sig)
         out, err = self.proc.communicate(timeout=30)
         self.stderr += err.decode()
         assert self.proc.returncode == 0, f"iostrata exited {self.proc.returncode}: {err}"

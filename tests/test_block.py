@@ -1,6 +1,7 @@
 """Live-kernel tests of the block layer: exact counts for the test's own I/O on a loop device."""
 import json
 import os
+import signal
 import subprocess
 import time
 from collections import Counter
@@ -90,6 +91,17 @@ def test_exact_counts_across_schedulers(loopdev, no_bpf_leak):
         assert_exact(recs, disk, nreads, nwrites)
         counts, _, _ = tally(recs, disk)
         print(f"{sched}: reads {counts['read', 'device']} writes {counts['write', 'device']}")
+
+
+def test_sigterm_prints_the_final_interval(loopdev, no_bpf_leak):
+    """A long interval cut short by SIGTERM still reports the I/O it saw, then detaches."""
+    disk = Path(loopdev).name
+    tracer = Tracer(["-d", disk, "-D", "-F", "-j", "3600"])
+    p, _ = run_dio(loopdev, 30, 20)
+    finish_dio(p)
+    recs = records(tracer.stop(signal.SIGTERM))
+    assert len(recs) == 1, recs
+    assert_exact(recs, disk, 30, 20)
 
 
 def test_raw_tp_twins_count_the_same(loopdev, no_bpf_leak):

@@ -85,6 +85,17 @@ def test_non_root_is_refused():
 
 
 @pytest.mark.root
+def test_features_without_root_reports_from_btf():
+    r = run("features", "-j", user=65534)
+    assert r.returncode == 0, r.stderr
+    f = json.loads(r.stdout)
+    assert f["verified_by_attach"] is False
+    assert {e["event"] for e in f["events"]} >= {"block_bio_queue", "block_rq_issue",
+                                                 "block_rq_complete"}
+    assert wait_no_bpf_programs() == []
+
+
+@pytest.mark.root
 def test_missing_required_tracepoint():
     line = assert_one_line_error(run("--fail-probe", "block_rq_complete", "--duration", "1"),
                                  "block_rq_complete")

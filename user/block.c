@@ -503,6 +503,7 @@ int block_collect(struct block_layer *b, struct interval *iv)
 	 * with migration disabled, so after the grace period nothing still writes the old one;
 	 * a write that were to land later would only be reported one interval late.
 	 */
+	iv->end_mono_ns = clock_ns(CLOCK_MONOTONIC);
 	__atomic_store_n(&b->skel->bss->gen, old ^ 1, __ATOMIC_SEQ_CST);
 	nanosleep(&grace, NULL);
 	err = opts.per_disk || opts.per_op ? drain_keys(b, old, iv) : drain_total(b, old, iv);

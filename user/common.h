@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #define MAX_FAIL_TPS 8
 
@@ -35,6 +36,9 @@ extern struct opts opts;
 void errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Diagnostics shown under -v only. */
 void vlog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* clock_gettime(clk) in nanoseconds. */
+uint64_t clock_ns(clockid_t clk);
 
 /* Which tracepoints the kernel offers, from BTF (user/sysinfo.c). */
 struct btf;

@@ -40,6 +40,7 @@ struct drop_count {
 struct interval {
 	uint64_t ts_ns;		/* end of the interval, Unix time */
 	uint64_t interval_ns;	/* measured length */
+	uint64_t end_mono_ns;	/* CLOCK_MONOTONIC when the interval's generation was retired */
 	struct recs recs;
 	struct drop_count drops[MAX_DROPS];
 	int ndrops;

@@ -299,14 +299,6 @@ static bool privileged(void)
 	       ((eff & (1ULL << 39 /* CAP_BPF */)) && (eff & (1ULL << 38 /* CAP_PERFMON */)));
 }
 
-static uint64_t now_ns(clockid_t clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 static int cmd_features(void)
 {
 	struct layer_report rep;
@@ -350,7 +342,7 @@ static int cmd_trace(void)
 	vlog("tracing; interval %.3fs, count %ld, duration %.3fs", opts.interval_s, opts.count,
 	     opts.duration_s);
 
-	start = last = now_ns(CLOCK_MONOTONIC);
+	start = last = clock_ns(CLOCK_MONOTONIC);
 	if (opts.duration_s)
 		end = start + (uint64_t)(opts.duration_s * 1e9);
 	next = start;
@@ -365,10 +357,10 @@ static int cmd_trace(void)
 			;
 		/* the final interval is printed too, when a signal cut it short */
 		memset(&iv, 0, sizeof(iv));
-		t = now_ns(CLOCK_MONOTONIC);
 		err = block_collect(block, &iv);
+		t = iv.end_mono_ns;	/* the instant the interval's generation was retired */
 		iv.interval_ns = t - last;
-		iv.ts_ns = now_ns(CLOCK_REALTIME);
+		iv.ts_ns = clock_ns(CLOCK_REALTIME) - (clock_ns(CLOCK_MONOTONIC) - t);
 		last = t;
 		if (err) {
 			errorf("reading the block layer's histograms: %s", strerror(-err));

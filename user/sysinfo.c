@@ -11,6 +11,14 @@
 #include <bpf/libbpf.h>
 #include "common.h"
 
+uint64_t clock_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
 static struct btf *btf;
 static bool btf_tried;
 
