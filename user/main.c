@@ -219,7 +219,7 @@ static int parse_args(int argc, char **argv, bool features)
 				return -1;
 			break;
 		case OPT_INFLIGHT:
-			if (parse_long("--inflight", optarg, 1024, 1 << 24, &v))
+			if (parse_long("--inflight", optarg, 64, 1 << 24, &v))
 				return -1;
 			if (v & (v - 1)) {
 				errorf("bad --inflight '%s': expected a power of two", optarg);
