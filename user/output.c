@@ -69,22 +69,32 @@ static const char *fmt_v(char *buf, size_t len, uint64_t ns)
 	return fmt_ns(buf, len, ns, opts.ms);
 }
 
+static bool same_group(const struct rec *a, const struct rec *b)
+{
+	return !strcmp(a->layer, b->layer) && !strcmp(a->disk, b->disk) &&
+	       !strcmp(a->op, b->op) && !strcmp(a->flags, b->flags);
+}
+
+/* One block of rows per layer and label set: "block [vda read]", then a row per stage. */
 static void print_summary(const struct interval *iv, FILE *f)
 {
 	char lab[160], v[5][24];
 	size_t i;
 	int j;
 
-	fprintf(f, "%-6s %-7s %-16s %9s %8s %8s %8s %8s %8s\n", "LAYER", "STAGE", "LABELS",
-		"COUNT", "P50", "P90", "P99", "P99.9", "MAX");
+	fprintf(f, "%-10s %9s %8s %8s %8s %8s %8s\n", "STAGE", "COUNT", "P50", "P90", "P99",
+		"P99.9", "MAX");
 	for (i = 0; i < iv->recs.n; i++) {
 		const struct rec *r = &iv->recs.v[i];
 		uint64_t p;
 
-		labels_text(r, lab, sizeof(lab));
+		if (!i || !same_group(r, &iv->recs.v[i - 1])) {
+			labels_text(r, lab, sizeof(lab));
+			fprintf(f, "%s [%s]\n", r->layer, lab);
+		}
 		if (!r->h.count) {
-			fprintf(f, "%-6s %-7s %-16s %9s %8s %8s %8s %8s %8s\n", r->layer, r->stage,
-				lab, "0", "-", "-", "-", "-", "-");
+			fprintf(f, "  %-8s %9s %8s %8s %8s %8s %8s\n", r->stage, "0", "-", "-", "-",
+				"-", "-");
 			continue;
 		}
 		for (j = 0; j < 4; j++) {
@@ -92,8 +102,8 @@ static void print_summary(const struct interval *iv, FILE *f)
 			fmt_v(v[j], sizeof(v[j]), p);
 		}
 		fmt_v(v[4], sizeof(v[4]), r->h.max_ns);
-		fprintf(f, "%-6s %-7s %-16s %9" PRIu64 " %8s %8s %8s %8s %8s\n", r->layer,
-			r->stage, lab, (uint64_t)r->h.count, v[0], v[1], v[2], v[3], v[4]);
+		fprintf(f, "  %-8s %9" PRIu64 " %8s %8s %8s %8s %8s\n", r->stage,
+			(uint64_t)r->h.count, v[0], v[1], v[2], v[3], v[4]);
 	}
 	/* what could not be measured is said, not hidden in a smaller count */
 	for (i = 0; i < iv->recs.n; i++) {
@@ -102,7 +112,7 @@ static void print_summary(const struct interval *iv, FILE *f)
 		if (!r->h.unmeasured)
 			continue;
 		labels_text(r, lab, sizeof(lab));
-		fprintf(f, "  not measured: %s %s [%s] %" PRIu64 " of %" PRIu64 " (%s)\n",
+		fprintf(f, "  unmeasured: %s %s [%s] %" PRIu64 " of %" PRIu64 ": %s\n",
 			r->layer, r->stage, lab, (uint64_t)r->h.unmeasured,
 			(uint64_t)(r->h.unmeasured + r->h.count), output_unmeasured_why(r));
 	}
@@ -111,12 +121,9 @@ static void print_summary(const struct interval *iv, FILE *f)
 const char *output_unmeasured_why(const struct rec *r)
 {
 	if (!strcmp(r->layer, "block")) {
-		if (!strcmp(r->stage, "wait"))
-			return "kernel kept no request start time, or issue not seen";
 		if (!strcmp(r->stage, "device"))
-			return "issued before tracing began";
-		if (!strcmp(r->stage, "total"))
-			return "no queued bio seen: started before tracing, or flush/passthrough";
+			return "issue not seen (before tracing began, or see drops)";
+		return "no queued bio seen (before tracing, flush/passthrough, or see drops)";
 	}
 	return "no start event";
 }
