@@ -113,7 +113,7 @@ static void describe_stages(struct layer_report *rep)
 	stage(rep, "total", EV_BIO_QUEUE, EV_RQ_COMPLETE);
 }
 
-void block_report_static(struct layer_report *rep)
+static void block_report_static(struct layer_report *rep)
 {
 	memset(rep, 0, sizeof(*rep));
 	probe_events(rep, true);
@@ -248,7 +248,9 @@ static int check_required(const struct layer_report *rep)
 	return 0;
 }
 
-int block_start(struct block_layer **out, struct layer_report *rep)
+static void block_stop(void *state);
+
+static int block_start(void **out, struct layer_report *rep)
 {
 	struct block_layer *b;
 	int attempt, err = 0, i, cg_fd;
@@ -354,8 +356,9 @@ fail:
 	return err ? err : -1;
 }
 
-void block_stop(struct block_layer *b)
+static void block_stop(void *state)
 {
+	struct block_layer *b = state;
 	int i;
 
 	if (!b)
@@ -489,8 +492,9 @@ static uint64_t recursion_misses(struct block_layer *b)
 	return n;
 }
 
-int block_collect(struct block_layer *b, struct interval *iv)
+static int block_collect(void *state, struct interval *iv)
 {
+	struct block_layer *b = state;
 	uint64_t *pc = calloc((size_t)b->ncpus, sizeof(uint64_t)), sum, misses;
 	struct timespec grace = { 0, 5 * 1000 * 1000 };
 	uint32_t old = b->skel->bss->gen & 1, r;
@@ -503,7 +507,8 @@ int block_collect(struct block_layer *b, struct interval *iv)
 	 * with migration disabled, so after the grace period nothing still writes the old one;
 	 * a write that were to land later would only be reported one interval late.
 	 */
-	iv->end_mono_ns = clock_ns(CLOCK_MONOTONIC);
+	if (!iv->end_mono_ns)	/* the first layer to retire its generation ends the interval */
+		iv->end_mono_ns = clock_ns(CLOCK_MONOTONIC);
 	__atomic_store_n(&b->skel->bss->gen, old ^ 1, __ATOMIC_SEQ_CST);
 	nanosleep(&grace, NULL);
 	err = opts.per_disk || opts.per_op ? drain_keys(b, old, iv) : drain_total(b, old, iv);
@@ -526,3 +531,11 @@ int block_collect(struct block_layer *b, struct interval *iv)
 	free(pc);
 	return err;
 }
+
+const struct layer_ops block_layer_ops = {
+	.name = "block",
+	.start = block_start,
+	.collect = block_collect,
+	.stop = block_stop,
+	.report_static = block_report_static,
+};

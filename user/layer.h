@@ -84,12 +84,20 @@ struct layer_report {
 	bool loaded;		/* programs were loaded and attached to verify the report */
 };
 
-/* The block layer (user/block.c). */
-struct block_layer;
-int block_start(struct block_layer **out, struct layer_report *rep);
-int block_collect(struct block_layer *b, struct interval *iv);
-void block_stop(struct block_layer *b);
-/* Without attaching: what BTF says about the block layer's events and stages. */
-void block_report_static(struct layer_report *rep);
+/*
+ * A layer: its programs' whole lifecycle. start() opens, configures, loads and attaches (or
+ * says in one line why it cannot, and leaves nothing attached); collect() retires the current
+ * interval and appends its records; stop() detaches and frees. report_static() fills the
+ * report from BTF alone, without loading anything.
+ */
+struct layer_ops {
+	const char *name;
+	int (*start)(void **state, struct layer_report *rep);
+	int (*collect)(void *state, struct interval *iv);
+	void (*stop)(void *state);
+	void (*report_static)(struct layer_report *rep);
+};
+
+extern const struct layer_ops block_layer_ops;	/* user/block.c */
 
 #endif

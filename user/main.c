@@ -299,23 +299,29 @@ static bool privileged(void)
 	       ((eff & (1ULL << 39 /* CAP_BPF */)) && (eff & (1ULL << 38 /* CAP_PERFMON */)));
 }
 
+/* Every layer this build has, in the order their records are printed. */
+static const struct layer_ops *const layers[] = { &block_layer_ops };
+#define NLAYERS (int)(sizeof(layers) / sizeof(layers[0]))
+
 static int cmd_features(void)
 {
 	struct layer_report rep;
-	struct block_layer *b = NULL;
-	bool verified = false;
-	int err;
+	bool verified = privileged();
+	void *state;
+	int i, rc = 0;
 
-	if (privileged()) {
-		err = block_start(&b, &rep);
-		if (err)
-			return 1;
-		verified = true;
-		block_stop(b);	/* detach before printing: nothing stays attached */
-	} else {
-		block_report_static(&rep);
+	for (i = 0; i < NLAYERS && !rc; i++) {
+		if (verified) {
+			/* prove it: load and attach, then detach before printing */
+			if (layers[i]->start(&state, &rep))
+				return 1;
+			layers[i]->stop(state);
+		} else {
+			layers[i]->report_static(&rep);
+		}
+		rc = features_print(&rep, verified, stdout) ? 1 : 0;
 	}
-	return features_print(&rep, verified, stdout) ? 1 : 0;
+	return rc;
 }
 
 static int emit(struct interval *iv)
@@ -327,18 +333,31 @@ static int emit(struct interval *iv)
 	return ferror(stdout) ? -1 : 0;
 }
 
+static void stop_all(void **state)
+{
+	int i;
+
+	for (i = 0; i < NLAYERS; i++)
+		if (state[i])
+			layers[i]->stop(state[i]);
+}
+
 static int cmd_trace(void)
 {
-	struct block_layer *block = NULL;
+	void *state[NLAYERS] = { NULL };
 	struct layer_report rep;
 	struct interval iv;
 	struct timespec deadline;
 	uint64_t start, last, end = 0, next, t;
 	long n = 0;
-	int err, rc = 0;
+	int i, err, rc = 0;
 
-	if (block_start(&block, &rep))
-		return 1;
+	for (i = 0; i < NLAYERS; i++) {
+		if (layers[i]->start(&state[i], &rep)) {
+			stop_all(state);
+			return 1;
+		}
+	}
 	vlog("tracing; interval %.3fs, count %ld, duration %.3fs", opts.interval_s, opts.count,
 	     opts.duration_s);
 
@@ -357,25 +376,26 @@ static int cmd_trace(void)
 			;
 		/* the final interval is printed too, when a signal cut it short */
 		memset(&iv, 0, sizeof(iv));
-		err = block_collect(block, &iv);
+		for (i = 0; i < NLAYERS && !rc; i++) {
+			err = layers[i]->collect(state[i], &iv);
+			if (err) {
+				errorf("reading the %s layer's histograms: %s", layers[i]->name,
+				       strerror(-err));
+				rc = 1;
+			}
+		}
 		t = iv.end_mono_ns;	/* the instant the interval's generation was retired */
 		iv.interval_ns = t - last;
 		iv.ts_ns = clock_ns(CLOCK_REALTIME) - (clock_ns(CLOCK_MONOTONIC) - t);
 		last = t;
-		if (err) {
-			errorf("reading the block layer's histograms: %s", strerror(-err));
-			rc = 1;
-		} else if (emit(&iv)) {
-			rc = errno == EPIPE ? 0 : 1;	/* a closed pipe is a reader's way to stop */
-			recs_clear(&iv.recs);
-			break;
-		}
+		if (!rc && emit(&iv))
+			rc = errno == EPIPE ? -1 : 1;	/* a closed pipe is a reader's way to stop */
 		recs_clear(&iv.recs);
 		if (rc || (opts.count && ++n >= opts.count) || (end && t >= end))
 			break;
 	}
-	block_stop(block);
-	return rc;
+	stop_all(state);
+	return rc < 0 ? 0 : rc;
 }
 
 int main(int argc, char **argv)
