@@ -130,3 +130,16 @@ def test_help_synopsis_matches_man_page():
     synopsis = man.split(".SH SYNOPSIS", 1)[1].split(".SH", 1)[0].replace("\\-", "-")
     lines = [l.strip() for l in synopsis.splitlines() if l.strip() and not l.startswith(".")]
     assert lines == usage, (lines, usage)
+
+
+@pytest.mark.root
+def test_closed_pipe_ends_cleanly():
+    """`iostrata -j | head -1`: the reader closing the pipe ends the tracer, detached, exit 0."""
+    p = subprocess.Popen([str(IOSTRATA), "-j", "0.1"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    line = p.stdout.readline()
+    jsonschema.validate(json.loads(line), SCHEMA_DOC)
+    p.stdout.close()
+    _, err = p.communicate(timeout=30)
+    assert p.returncode == 0, err
+    assert wait_no_bpf_programs() == []
