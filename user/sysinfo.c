@@ -66,9 +66,14 @@ int tp_nargs(const char *tp)
 	return btf_vlen(t) - 1;
 }
 
-/* Look up an enum by one of its names and return the name of `val`, or NULL. */
-static const char *enum_name(const char *const *enums, long long val)
+/*
+ * The member of the first enum found among `enums` whose value is `val` (name == NULL) or whose
+ * name is `name`; NULL when there is none.
+ */
+static const struct btf_enum *enum_member(const char *const *enums, const char *name,
+					  long long val)
 {
+	const struct btf_enum *m;
 	const struct btf_type *t;
 	int id, i;
 
@@ -79,30 +84,26 @@ static const char *enum_name(const char *const *enums, long long val)
 		if (id < 0)
 			continue;
 		t = btf__type_by_id(btf, id);
-		for (i = 0; i < btf_vlen(t); i++)
-			if (btf_enum(t)[i].val == val)
-				return btf__name_by_offset(btf, btf_enum(t)[i].name_off);
+		for (i = 0, m = btf_enum(t); i < btf_vlen(t); i++, m++)
+			if (name ? !strcmp(btf__name_by_offset(btf, m->name_off), name)
+				 : m->val == val)
+				return m;
 	}
 	return NULL;
 }
 
+static const char *enum_name(const char *const *enums, long long val)
+{
+	const struct btf_enum *m = enum_member(enums, NULL, val);
+
+	return m ? btf__name_by_offset(btf, m->name_off) : NULL;
+}
+
 static long long enum_value(const char *const *enums, const char *name)
 {
-	const struct btf_type *t;
-	int id, i;
+	const struct btf_enum *m = enum_member(enums, name, 0);
 
-	if (!vmlinux_btf())
-		return -1;
-	for (; *enums; enums++) {
-		id = btf__find_by_name_kind(btf, *enums, BTF_KIND_ENUM);
-		if (id < 0)
-			continue;
-		t = btf__type_by_id(btf, id);
-		for (i = 0; i < btf_vlen(t); i++)
-			if (!strcmp(btf__name_by_offset(btf, btf_enum(t)[i].name_off), name))
-				return btf_enum(t)[i].val;
-	}
-	return -1;
+	return m ? m->val : -1;
 }
 
 static void lower_after(const char *s, const char *prefix, char *buf, size_t len)
