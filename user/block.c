@@ -250,10 +250,72 @@ static int check_required(const struct layer_report *rep)
 
 static void block_stop(void *state);
 
+/* Load the programs rep chose; 0, or a negative errno with nothing left loaded. */
+static int load(struct block_layer *b, struct layer_report *rep)
+{
+	int err;
+
+	b->skel = block_bpf__open();
+	if (!b->skel)
+		return -errno;
+	err = configure(b, rep) ? -errno : block_bpf__load(b->skel);
+	if (err) {
+		block_bpf__destroy(b->skel);
+		b->skel = NULL;
+	}
+	return err;
+}
+
+/*
+ * Attach every loaded program. A tracepoint whose program will not attach becomes unavailable
+ * (with the reason); 0 unless that leaves a required one out.
+ */
+static int attach(struct block_layer *b, struct layer_report *rep)
+{
+	int i;
+
+	for (i = 0; i < NEVENTS; i++) {
+		struct event_status *e = &rep->events[i];
+
+		if (!e->method)
+			continue;
+		b->progs[i] = prog_of(b->skel, e->method, e->event);
+		b->links[i] = bpf_program__attach(b->progs[i]);
+		if (b->links[i]) {
+			vlog("block: %s attached by %s (pointer argument %d of %d)", e->event,
+			     e->method, e->arg, e->nargs);
+			continue;
+		}
+		snprintf(e->why, sizeof(e->why), "%s attach failed: %s", e->method,
+			 strerror(errno));
+		vlog("block: %s: %s", e->event, e->why);
+		e->method = NULL;
+		if (check_required(rep))
+			return -1;
+	}
+	return 0;
+}
+
+static void detach(struct block_layer *b)
+{
+	int i;
+
+	for (i = 0; i < MAX_EVENTS; i++) {
+		bpf_link__destroy(b->links[i]);
+		b->links[i] = NULL;
+		b->progs[i] = NULL;
+	}
+	block_bpf__destroy(b->skel);
+	b->skel = NULL;
+}
+
+static void block_stop(void *state);
+
 static int block_start(void **out, struct layer_report *rep)
 {
+	bool tp_btf = !opts.force_raw_tp;
 	struct block_layer *b;
-	int attempt, err = 0, i, cg_fd;
+	int err, cg_fd;
 	uint32_t zero = 0;
 
 	*out = NULL;
@@ -263,51 +325,36 @@ static int block_start(void **out, struct layer_report *rep)
 		return -1;
 	}
 	b = calloc(1, sizeof(*b));
-	if (!b)
-		return -ENOMEM;
-	b->ncpus = libbpf_num_possible_cpus();
-	if (b->ncpus <= 0) {
-		errorf("cannot count possible CPUs");
+	if (b)
+		b->ncpus = libbpf_num_possible_cpus();
+	if (b && b->ncpus > 0)
+		b->vals = calloc((size_t)b->ncpus, sizeof(struct block_hists));
+	if (!b || !b->vals) {
+		errorf("out of memory for the block layer's buffers");
 		free(b);
 		return -1;
 	}
-	b->vals = calloc((size_t)b->ncpus, sizeof(struct block_hists));
-	if (!b->vals) {
-		free(b);
-		return -ENOMEM;
-	}
 
-	/* tp_btf first; if the kernel refuses it, the raw_tp twins of the same handlers */
-	for (attempt = 0; attempt < 2; attempt++) {
+	/* tp_btf first; if the kernel refuses to load or attach it, the raw_tp twins */
+	for (;;) {
 		memset(rep, 0, sizeof(*rep));
-		probe_events(rep, attempt == 0 && !opts.force_raw_tp);
-		if (check_required(rep)) {
-			err = -1;
+		probe_events(rep, tp_btf);
+		if (check_required(rep))
+			goto fail;
+		err = load(b, rep);
+		if (err && !tp_btf) {
+			errorf("cannot load the block layer's BPF programs: %s (-v shows the "
+			       "verifier log)", strerror(-err));
 			goto fail;
 		}
-		b->skel = block_bpf__open();
-		if (!b->skel) {
-			errorf("cannot open the block layer's BPF object: %s", strerror(errno));
-			err = -1;
-			goto fail;
-		}
-		if (configure(b, rep)) {
-			errorf("cannot size the block layer's maps: %s", strerror(errno));
-			err = -1;
-			goto fail;
-		}
-		err = block_bpf__load(b->skel);
-		if (!err)
+		if (!err && !attach(b, rep))
 			break;
-		vlog("block: loading %s programs failed: %s", attempt ? "raw_tp" : "tp_btf",
-		     strerror(-err));
-		block_bpf__destroy(b->skel);
-		b->skel = NULL;
-	}
-	if (err) {
-		errorf("cannot load the block layer's BPF programs: %s (-v shows the verifier log)",
-		       strerror(-err));
-		goto fail;
+		if (!tp_btf)		/* attach() has said why */
+			goto fail;
+		vlog("block: tp_btf programs %s; trying their raw_tp twins",
+		     err ? "did not load" : "did not attach");
+		detach(b);
+		tp_btf = false;
 	}
 
 	if (opts.cgroup) {
@@ -317,35 +364,10 @@ static int block_start(void **out, struct layer_report *rep)
 			errorf("-c %s: not a cgroup v2 directory", opts.cgroup);
 			if (cg_fd >= 0)
 				close(cg_fd);
-			err = -1;
 			goto fail;
 		}
 		close(cg_fd);
 	}
-
-	for (i = 0; i < NEVENTS; i++) {
-		struct event_status *e = &rep->events[i];
-		struct bpf_program *p;
-
-		if (!e->method)
-			continue;
-		p = prog_of(b->skel, e->method, e->event);
-		b->progs[i] = p;
-		b->links[i] = bpf_program__attach(p);
-		if (!b->links[i]) {
-			err = -errno;
-			snprintf(e->why, sizeof(e->why), "%s attach failed: %s", e->method,
-				 strerror(-err));
-			e->method = NULL;
-			vlog("block: %s: %s", e->event, e->why);
-			if (check_required(rep))
-				goto fail;
-		} else {
-			vlog("block: %s attached by %s (pointer argument %d of %d)", e->event,
-			     e->method, e->arg, e->nargs);
-		}
-	}
-	err = 0;
 	describe_stages(rep);
 	report_maps(b, rep);
 	rep->loaded = true;
@@ -353,19 +375,16 @@ static int block_start(void **out, struct layer_report *rep)
 	return 0;
 fail:
 	block_stop(b);
-	return err ? err : -1;
+	return -1;
 }
 
 static void block_stop(void *state)
 {
 	struct block_layer *b = state;
-	int i;
 
 	if (!b)
 		return;
-	for (i = 0; i < MAX_EVENTS; i++)
-		bpf_link__destroy(b->links[i]);
-	block_bpf__destroy(b->skel);
+	detach(b);
 	free(b->vals);
 	free(b);
 }
