@@ -64,8 +64,10 @@ def test_device_stage_lands_on_the_known_latency(slow_loopdev, delay_ms, no_bpf_
         below = [b for b in dev_st["buckets"] if b[1] is not None and b[1] <= delay_ns]
         assert below == [], f"{op}: device samples below the known {delay_ms} ms: {below}"
         # the median is the known latency, within the bucket error plus the FUSE round trip
+        # (a wake-up and a context switch or two: a generous margin, not a speed test)
         p50 = merged_p50(dev_st["buckets"])
-        assert delay_ns * (1 - BUCKET_ERR) <= p50 <= delay_ns * 1.5, (op, p50)
+        assert delay_ns * (1 - BUCKET_ERR) <= p50 <= max(delay_ns * 1.5, delay_ns + 2_000_000), \
+            (op, p50)
         # the delay is the device's: it is not in wait
         assert merged_p50(wait["buckets"]) < delay_ns * 0.1, (op, wait)
         # per request total = wait + device exactly, so the sums agree exactly
