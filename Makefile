@@ -31,12 +31,15 @@ USER_SRCS := $(wildcard user/*.c)
 USER_OBJS := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS))
 TEST_BINS := $(BIN)/test_hist $(BIN)/slowfs
 BENCH_BINS := $(BIN)/bench-floor
+LOAD_SRCS  := $(wildcard tools/load/*.c)
+LOAD_OBJS  := $(patsubst tools/load/%.c,$(BUILD)/load/%.o,$(LOAD_SRCS)) \
+              $(BUILD)/user/json.o $(BUILD)/user/histfmt.o
 
 .PHONY: all deps run test test-unit test-root bench vmlinux clean
 .DELETE_ON_ERROR:
 .SECONDARY:
 
-all: $(BIN)/iostrata $(TEST_BINS) $(BENCH_BINS)
+all: $(BIN)/iostrata $(BIN)/iostrata-load $(TEST_BINS) $(BENCH_BINS)
 
 # Installs missing Debian packages as root; otherwise names them and stops.
 deps:
@@ -46,7 +49,7 @@ $(BUILD)/.deps-ok: scripts/deps.sh | $(BUILD)
 	$(Q)scripts/deps.sh
 	$(Q)touch $@
 
-$(BUILD) $(BUILD)/user $(BUILD)/bpf $(BIN):
+$(BUILD) $(BUILD)/user $(BUILD)/bpf $(BUILD)/load $(BIN):
 	$(Q)mkdir -p $@
 
 # BPF: compile, link (bpftool gen object strips DWARF and checks BTF), then a skeleton.
@@ -75,6 +78,15 @@ $(BIN)/iostrata: $(USER_OBJS) | $(BIN)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
+# The calibration load generator: static too, with liburing and libaio.
+$(BUILD)/load/%.o: tools/load/%.c $(BUILD)/.deps-ok | $(BUILD)/load
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) -Itools/load $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BIN)/iostrata-load: $(LOAD_OBJS) | $(BIN)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ -luring -laio -lpthread -lm -o $@
+
 $(BIN)/test_hist: tests/unit/test_hist.c bpf/hist.h user/histfmt.c user/histfmt.h $(BUILD)/.deps-ok | $(BIN)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) tests/unit/test_hist.c user/histfmt.c -lm -o $@
@@ -88,7 +100,7 @@ $(BIN)/slowfs: tests/helpers/slowfs.c $(BUILD)/.deps-ok | $(BIN)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $$(pkg-config --cflags fuse3) $< $$(pkg-config --libs fuse3) -o $@
 
--include $(wildcard $(BUILD)/bpf/*.d $(BUILD)/user/*.d)
+-include $(wildcard $(BUILD)/bpf/*.d $(BUILD)/user/*.d $(BUILD)/load/*.d)
 
 # Trace this host, every available layer, until Ctrl-C (or RUN_ARGS, e.g. RUN_ARGS="--duration 10").
 RUN_ARGS ?=

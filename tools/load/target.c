@@ -1,0 +1,352 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The target every job does I/O on: a temporary file (default), a file (created by us, or an
+ * existing one, read-only unless --force), or a block device (--force, never one that is
+ * mounted, used by another device, partitioned or holding a filesystem signature).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <dirent.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <linux/fs.h>
+#include "load.h"
+
+static char path[PATH_MAX];	/* what jobs open */
+static char shown[PATH_MAX];	/* what we print */
+static char created[PATH_MAX];	/* a file we made and must remove ("" when none) */
+static int keep_fd = -1;	/* holds an unlinked temporary file open */
+static bool writable;
+
+static bool writes(void)
+{
+	return lo.op == OP_RW && lo.read_pct < 100;
+}
+
+const char *target_describe(void)
+{
+	return shown;
+}
+
+void target_cleanup(void)
+{
+	if (created[0] && !lo.keep)
+		unlink(created);	/* async-signal-safe */
+	created[0] = '\0';
+}
+
+/* Fill the file so reads hit allocated blocks, as fio lays out its files. */
+static int lay_out(int fd, uint64_t size)
+{
+	size_t chunk = 1 << 20;
+	uint64_t done = 0;
+	char *buf = malloc(chunk);
+	ssize_t n;
+	size_t i;
+
+	if (!buf)
+		return -ENOMEM;
+	for (i = 0; i < chunk; i++)
+		buf[i] = (char)(i * 131 + 7);
+	while (done < size && !atomic_load(&load_stop)) {
+		n = pwrite(fd, buf, size - done < chunk ? size - done : chunk, (off_t)done);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			free(buf);
+			return -errno;
+		}
+		done += (uint64_t)n;
+	}
+	free(buf);
+	if (atomic_load(&load_stop))
+		return -EINTR;
+	return fsync(fd) ? -errno : 0;
+}
+
+static int create_file(const char *p, bool temp)
+{
+	int fd, err;
+
+	if (temp) {
+		snprintf(created, sizeof(created), "%s", p);
+		fd = mkstemp(created);
+	} else {
+		snprintf(created, sizeof(created), "%s", p);
+		fd = open(p, O_RDWR | O_CREAT | O_EXCL, 0600);
+	}
+	if (fd < 0) {
+		err = errno;
+		created[0] = '\0';
+		lerr("cannot create %s: %s", p, strerror(err));
+		return -1;
+	}
+	err = lay_out(fd, lo.size);
+	if (err) {
+		close(fd);
+		if (err == -EINTR)
+			lerr("interrupted while laying out %s", created);
+		else
+			lerr("cannot lay out %llu bytes in %s: %s", (unsigned long long)lo.size,
+			     created, strerror(-err));
+		target_cleanup();
+		return -1;
+	}
+	snprintf(shown, sizeof(shown), "%s", created);
+	if (temp) {
+		/* an unlinked temporary file cannot outlive us, whatever kills us */
+		unlink(created);
+		created[0] = '\0';
+		keep_fd = fd;
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		snprintf(shown + strlen(shown), sizeof(shown) - strlen(shown), " (temporary)");
+	} else {
+		close(fd);
+		snprintf(path, sizeof(path), "%s", created);
+	}
+	writable = true;
+	return 0;
+}
+
+static bool has_holders_or_parts(const char *name, char *why, size_t len)
+{
+	char p[PATH_MAX];
+	struct dirent *de;
+	DIR *d;
+	bool found = false;
+
+	snprintf(p, sizeof(p), "/sys/class/block/%s/holders", name);
+	if ((d = opendir(p))) {
+		while ((de = readdir(d)))
+			if (de->d_name[0] != '.') {
+				snprintf(why, len, "it is in use by %s", de->d_name);
+				found = true;
+				break;
+			}
+		closedir(d);
+	}
+	if (found)
+		return true;
+	snprintf(p, sizeof(p), "/sys/block/%s", name);
+	if ((d = opendir(p))) {
+		while ((de = readdir(d))) {
+			char q[PATH_MAX + 300];
+
+			if (de->d_name[0] == '.')
+				continue;
+			snprintf(q, sizeof(q), "%s/%s/partition", p, de->d_name);
+			if (!access(q, F_OK)) {
+				snprintf(why, len, "it holds partition %s", de->d_name);
+				found = true;
+				break;
+			}
+		}
+		closedir(d);
+	}
+	return found;
+}
+
+static bool mounted(dev_t dev, char *why, size_t len)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	char line[4096], mnt[1024];
+	unsigned int ma, mi;
+	bool found = false;
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%*d %*d %u:%u %*s %1023s", &ma, &mi, mnt) == 3 &&
+		    ma == major(dev) && mi == minor(dev)) {
+			snprintf(why, len, "it is mounted on %s", mnt);
+			found = true;
+			break;
+		}
+	}
+	fclose(f);
+	if (!found) {
+		/* swap areas do not show in mountinfo */
+		f = fopen("/proc/swaps", "r");
+		if (f) {
+			char name[1024];
+			struct stat st;
+
+			while (fgets(line, sizeof(line), f))
+				if (sscanf(line, "%1023s", name) == 1 && !stat(name, &st) &&
+				    S_ISBLK(st.st_mode) && st.st_rdev == dev) {
+					snprintf(why, len, "it is an active swap area");
+					found = true;
+				}
+			fclose(f);
+		}
+	}
+	return found;
+}
+
+/* Known on-disk signatures in the first 68 KiB. */
+static const char *signature(int fd)
+{
+	static const struct {
+		const char *name;
+		off_t off;
+		const char *magic;
+		size_t len;
+	} sigs[] = {
+		{ "ext2/3/4", 1080, "\x53\xef", 2 },
+		{ "xfs", 0, "XFSB", 4 },
+		{ "btrfs", 65600, "_BHRfS_M", 8 },
+		{ "swap", 4086, "SWAPSPACE2", 10 },
+		{ "swap", 4086, "SWAP-SPACE", 10 },
+		{ "LVM2", 536, "LVM2 001", 8 },
+		{ "GPT", 512, "EFI PART", 8 },
+		{ "MBR/DOS partition table", 510, "\x55\xaa", 2 },
+		{ "LUKS", 0, "LUKS\xba\xbe", 6 },
+		{ "vfat", 54, "FAT", 3 },
+		{ "vfat", 82, "FAT32", 5 },
+		{ "iso9660", 32769, "CD001", 5 },
+		{ "squashfs", 0, "hsqs", 4 },
+		{ "f2fs", 1024, "\x10\x20\xf5\xf2", 4 },
+		{ "bcache", 4120, "\xc6\x85\x73\xf6\x4e\x1a\x45\xca", 8 },
+	};
+	static char buf[70 * 1024];
+	ssize_t n = pread(fd, buf, sizeof(buf), 0);
+	size_t i;
+
+	for (i = 0; n > 0 && i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		if (sigs[i].off + (off_t)sigs[i].len <= n &&
+		    !memcmp(buf + sigs[i].off, sigs[i].magic, sigs[i].len))
+			return sigs[i].name;
+	return NULL;
+}
+
+static int open_device(void)
+{
+	const char *name;
+	char why[1200];
+	struct stat st;
+	uint64_t bytes = 0;
+	const char *sig;
+	int fd;
+
+	if (stat(lo.device, &st) || !S_ISBLK(st.st_mode)) {
+		lerr("%s is not a block device", lo.device);
+		return -1;
+	}
+	if (!lo.force) {
+		lerr("refusing to use block device %s without --force (its data may be "
+		     "overwritten)", lo.device);
+		return -1;
+	}
+	name = strrchr(lo.device, '/');
+	name = name ? name + 1 : lo.device;
+	if (mounted(st.st_rdev, why, sizeof(why)) || has_holders_or_parts(name, why, sizeof(why))) {
+		lerr("refusing %s: %s", lo.device, why);
+		return -1;
+	}
+	fd = open(lo.device, O_RDONLY);
+	if (fd < 0) {
+		lerr("cannot open %s: %s", lo.device, strerror(errno));
+		return -1;
+	}
+	sig = signature(fd);
+	if (ioctl(fd, BLKGETSIZE64, &bytes))
+		bytes = 0;
+	close(fd);
+	if (sig) {
+		lerr("refusing %s: it holds a %s signature (wipe it first if it is really unused)",
+		     lo.device, sig);
+		return -1;
+	}
+	if (!lo.size || lo.size > bytes)
+		lo.size = bytes;
+	snprintf(path, sizeof(path), "%s", lo.device);
+	snprintf(shown, sizeof(shown), "%s", lo.device);
+	writable = true;
+	return 0;
+}
+
+int target_open(void)
+{
+	struct stat st;
+	char tmpl[PATH_MAX];
+	const char *dir;
+	int fd;
+
+	if (lo.op != OP_RW) {	/* probes need no file */
+		snprintf(shown, sizeof(shown), "(none: %s probe)",
+			 lo.op == OP_NOP ? "nop" : lo.op == OP_TIMEOUT ? "timeout" : "poll");
+		return 0;
+	}
+	if (lo.device)
+		return open_device();
+	if (!lo.file) {
+		dir = getenv("TMPDIR");
+		if (!dir || !*dir)
+			dir = "/var/tmp";
+		snprintf(tmpl, sizeof(tmpl), "%s/iostrata-load.XXXXXX", dir);
+		return create_file(tmpl, true);
+	}
+	if (stat(lo.file, &st)) {
+		if (errno != ENOENT) {
+			lerr("%s: %s", lo.file, strerror(errno));
+			return -1;
+		}
+		return create_file(lo.file, false);
+	}
+	if (S_ISBLK(st.st_mode)) {
+		lerr("%s is a block device: use --device", lo.file);
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		lerr("%s is not a regular file", lo.file);
+		return -1;
+	}
+	if (writes() && !lo.force) {
+		lerr("refusing to write to existing file %s (it was not created by iostrata-load; "
+		     "--force allows it)", lo.file);
+		return -1;
+	}
+	if (!lo.size)
+		lo.size = (uint64_t)st.st_size;
+	if ((uint64_t)st.st_size < lo.size) {
+		lerr("%s holds %lld bytes, less than --size %llu", lo.file, (long long)st.st_size,
+		     (unsigned long long)lo.size);
+		return -1;
+	}
+	fd = open(lo.file, O_RDONLY);
+	if (fd < 0) {
+		lerr("cannot open %s: %s", lo.file, strerror(errno));
+		return -1;
+	}
+	close(fd);
+	snprintf(path, sizeof(path), "%s", lo.file);
+	snprintf(shown, sizeof(shown), "%s", lo.file);
+	writable = writes();
+	return 0;
+}
+
+int target_fd_for_job(void)
+{
+	int flags = (writable ? O_RDWR : O_RDONLY) | (lo.direct ? O_DIRECT : 0);
+	int fd;
+
+	if (lo.op != OP_RW)
+		return -1;
+	fd = open(path, flags);
+	if (fd < 0 && errno == EINVAL && lo.direct) {
+		lerr("%s does not support O_DIRECT (use --buffered, or a file on another "
+		     "filesystem)", shown);
+		return -2;
+	}
+	if (fd < 0) {
+		lerr("cannot open %s: %s", shown, strerror(errno));
+		return -2;
+	}
+	return fd;
+}
