@@ -77,11 +77,15 @@ static uint32_t wait_nr(const struct slots *s)
 	return want < in ? want : in;
 }
 
+/* Until t: sleep while far from it, then spin, so the deadline is not missed by a wake-up. */
 static void sleep_until(uint64_t t)
 {
-	struct timespec ts = { (time_t)(t / 1000000000ULL), (long)(t % 1000000000ULL) };
+	uint64_t early = t > 200000 ? t - 200000 : 0;
+	struct timespec ts = { (time_t)(early / 1000000000ULL), (long)(early % 1000000000ULL) };
 
 	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+	while (now_ns() < t)
 		;
 }
 
@@ -173,7 +177,15 @@ int run_libaio(struct job *j)
 		}
 		if (!inflight(&s))
 			break;
-		r = io_getevents(ctx, wait_nr(&s), (long)lo.qd, ev, NULL);
+		if (lo.spin) {	/* busy-poll: the completion is seen when it happens */
+			struct timespec zero = { 0, 0 };
+
+			r = io_getevents(ctx, 0, (long)lo.qd, ev, &zero);
+			if (r == 0)
+				continue;
+		} else {
+			r = io_getevents(ctx, wait_nr(&s), (long)lo.qd, ev, NULL);
+		}
 		t = now_ns();
 		if (r == -EINTR)
 			continue;
@@ -386,7 +398,13 @@ int run_uring(struct job *j)
 		}
 		if (!inflight(&s))
 			break;
-		r = io_uring_wait_cqe_nr(&ring, &cqe, wait_nr(&s));
+		if (lo.spin) {	/* busy-poll the CQ ring: no sleep, no wake-up latency */
+			r = io_uring_peek_cqe(&ring, &cqe);
+			if (r == -EAGAIN)
+				continue;
+		} else {
+			r = io_uring_wait_cqe_nr(&ring, &cqe, wait_nr(&s));
+		}
 		t = now_ns();
 		if (r == -EINTR || r == -EAGAIN || r == -ETIME)
 			continue;

@@ -45,6 +45,7 @@ struct lopts {
 	int cpus[256];
 	int ncpus;
 	uint64_t latency_ns;	/* --latency for the timeout and poll probes */
+	int spin;		/* busy-poll for completions (io_uring, libaio); -1 = unset */
 	/* io_uring */
 	bool sqpoll;
 	int sqpoll_cpu;		/* -1 = kernel's choice */

@@ -32,6 +32,7 @@ struct lopts lo = {
 	.seed = 0x10ad5eed,
 	.sqpoll_cpu = -1,
 	.workers = 4,
+	.spin = -1,
 };
 atomic_bool load_stop;
 
@@ -299,6 +300,8 @@ static const char usage[] =
 "  --fixed-bufs, --fixed-files  registered buffers / file\n"
 "  --submit-batch=N     SQEs (or iocbs) per submit call (default: all free)\n"
 "  --complete-batch=N   completions to wait for at once (default 1)\n"
+"  --spin, --no-spin    busy-poll for completions instead of sleeping (io_uring,\n"
+"                       libaio; default on for the timeout and poll probes)\n"
 "threadpool:\n"
 "  --workers=N          threads doing the pread/pwrite (default 4)\n"
 "known-latency probes (no disk I/O):\n"
@@ -313,7 +316,7 @@ enum {
 	O_ENGINE = 256, O_RW, O_BS, O_QD, O_JOBS, O_SIZE, O_RUNTIME, O_IOS, O_RATE, O_DIRECT,
 	O_BUFFERED, O_FSYNC, O_FILE, O_DEVICE, O_FORCE, O_KEEP, O_SEED, O_CPUS, O_JSON, O_SQPOLL,
 	O_SQPOLL_CPU, O_FIXED_BUFS, O_FIXED_FILES, O_SUBMIT_BATCH, O_COMPLETE_BATCH, O_WORKERS,
-	O_OP, O_LATENCY,
+	O_OP, O_LATENCY, O_SPIN, O_NO_SPIN,
 };
 
 static const struct option long_opts[] = {
@@ -345,6 +348,8 @@ static const struct option long_opts[] = {
 	{ "workers", required_argument, NULL, O_WORKERS },
 	{ "op", required_argument, NULL, O_OP },
 	{ "latency", required_argument, NULL, O_LATENCY },
+	{ "spin", no_argument, NULL, O_SPIN },
+	{ "no-spin", no_argument, NULL, O_NO_SPIN },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ 0 },
@@ -614,6 +619,8 @@ static int parse_args(int argc, char **argv)
 			if (parse_time("--latency", optarg, &lo.latency_ns))
 				return -1;
 			break;
+		case O_SPIN: lo.spin = 1; break;
+		case O_NO_SPIN: lo.spin = 0; break;
 		case 'h':
 			fputs(usage, stdout);
 			return 1;
@@ -656,6 +663,11 @@ static int parse_args(int argc, char **argv)
 	    need(!(lo.engine == ENG_PSYNC && qd_set && lo.qd > 1),
 		 "psync is synchronous: one I/O at a time per job (use --jobs for more)") ||
 	    need(!(lo.fixed_bufs && lo.op != OP_RW), "--fixed-bufs is for reads and writes"))
+		return -1;
+	if (lo.spin < 0)	/* probes time the event, not the scheduler's wake-up */
+		lo.spin = lo.op == OP_TIMEOUT || lo.op == OP_POLL;
+	if (need(!(lo.spin && lo.engine != ENG_IO_URING && lo.engine != ENG_LIBAIO),
+		 "--spin is an io_uring and libaio option"))
 		return -1;
 	if (!qd_set)
 		lo.qd = lo.engine == ENG_PSYNC || lo.op == OP_POLL ? 1 : 32;
