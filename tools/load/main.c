@@ -279,7 +279,8 @@ static const char usage[] =
 "  --rw=MODE            read, write, randread, randwrite, rw[:PCT], randrw[:PCT]\n"
 "                       (PCT: share of reads, default 50)\n"
 "  --bs=SIZE            block size (default 4k)\n"
-"  --qd=N               I/Os in flight per job (default 32; psync: 1)\n"
+"  --qd=N               I/Os in flight per job (default 32; psync and the\n"
+"                       timeout and poll probes: 1)\n"
 "  --jobs=N             threads, each with its own ring/context (default 1)\n"
 "  --size=SIZE          bytes of the target to use (default 256m for a new file)\n"
 "  --runtime=TIME       stop after TIME (default 10s unless --ios)\n"
@@ -670,7 +671,7 @@ static int parse_args(int argc, char **argv)
 		 "--spin is an io_uring and libaio option"))
 		return -1;
 	if (!qd_set)
-		lo.qd = lo.engine == ENG_PSYNC || lo.op == OP_POLL ? 1 : 32;
+		lo.qd = lo.engine == ENG_PSYNC || lo.op == OP_POLL || lo.op == OP_TIMEOUT ? 1 : 32;
 	if (lo.op == OP_POLL && lo.qd != 1)
 		return need(false, "--op poll runs one probe at a time (--qd 1)");
 	if (lo.op == OP_RW && lo.direct && lo.bs % 512) {
@@ -719,9 +720,10 @@ static double tv_s(struct timeval a, struct timeval b)
 	return (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_usec - a.tv_usec) / 1e6;
 }
 
-static const uint32_t pcts[] = { 1000, 10000, 50000, 100000, 200000, 300000, 400000, 500000,
-				 600000, 700000, 800000, 900000, 950000, 990000, 995000, 999000,
-				 999500, 999900, 999990 };
+/* fio's default percentile list, in parts per million */
+static const uint32_t pcts[] = { 10000, 50000, 100000, 200000, 300000, 400000, 500000, 600000,
+				 700000, 800000, 900000, 950000, 990000, 995000, 999000, 999500,
+				 999900 };
 
 static void stats_json(struct jw *w, const char *key, const struct hist *h, bool buckets)
 {

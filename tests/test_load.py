@@ -1,0 +1,310 @@
+"""iostrata-load: exact counts through every engine, verified writes, known-latency probes, safety.
+
+Most of these need no root. Files live under a directory on a disk filesystem (O_DIRECT needs
+one; /tmp may be tmpfs)."""
+import hashlib
+import json
+import os
+import signal
+import struct
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from conftest import ROOT
+
+LOAD = ROOT / "bin" / "iostrata-load"
+SCHEMA = json.loads((ROOT / "docs" / "load.schema.json").read_text())
+MAGIC = 0x31444C5254534F49
+HDR = struct.Struct("<QQQIIQ")  # magic, offset, seq, job, bs, seed
+
+ENGINES = [
+    ("psync", []),
+    ("libaio", []),
+    ("posixaio", []),
+    ("io_uring", []),
+    ("io_uring", ["--fixed-bufs", "--fixed-files"]),
+    ("io_uring", ["--submit-batch", "4", "--complete-batch", "2"]),
+    ("io_uring", ["--sqpoll"]),
+    ("threadpool", ["--workers", "3"]),
+]
+IDS = [e + "".join(a[:1]) for e, a in ENGINES]
+
+
+def io_uring_usable():
+    p = Path("/proc/sys/kernel/io_uring_disabled")
+    return not p.exists() or p.read_text().strip() == "0"
+
+
+@pytest.fixture
+def workdir():
+    """A directory on a disk filesystem (O_DIRECT), removed afterwards."""
+    base = "/var/tmp" if os.access("/var/tmp", os.W_OK) else None
+    with tempfile.TemporaryDirectory(prefix="iostrata-load-test.", dir=base) as d:
+        yield Path(d)
+
+
+def load(*args, check=True, env=None):
+    r = subprocess.run([str(LOAD), *map(str, args)], capture_output=True, text=True,
+                       timeout=120, stdin=subprocess.DEVNULL, env=env)
+    if check:
+        assert r.returncode == 0, f"iostrata-load {' '.join(map(str, args))}: {r.stderr}"
+    return r
+
+
+def load_json(*args):
+    r = load(*args, "--json")
+    doc = json.loads(r.stdout)
+    jsonschema.validate(doc, SCHEMA)
+    return doc
+
+
+def skip_without_uring(engine):
+    if engine == "io_uring" and not io_uring_usable():
+        pytest.skip("io_uring is disabled on this kernel (kernel.io_uring_disabled)")
+
+
+def assert_one_line_error(r, *needles):
+    assert r.returncode != 0, r
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1, f"expected one line on stderr: {r.stderr!r}"
+    for n in needles:
+        assert n in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.mark.parametrize("engine,extra", ENGINES, ids=IDS)
+def test_exact_reads(engine, extra, workdir):
+    skip_without_uring(engine)
+    n = 300
+    doc = load_json("--engine", engine, *extra, "--rw", "randread", "--ios", n, "--bs", "4k",
+                    "--size", "2m", "--file", workdir / "f")
+    rd = doc["total"]["read"]
+    assert rd["total_ios"] == n and rd["io_bytes"] == n * 4096
+    assert rd["errors"] == 0 and rd["short_ios"] == 0
+    assert doc["total"]["write"]["total_ios"] == 0
+    lat = rd["lat_ns"]
+    assert lat["N"] == n and sum(b[2] for b in lat["buckets"]) == n
+    assert lat["min"] <= lat["percentile"]["50.000000"] <= lat["max"]
+    if engine in ("libaio", "io_uring", "posixaio", "threadpool"):
+        assert rd["slat_ns"]["N"] == n and rd["clat_ns"]["N"] == n
+    assert not (workdir / "f").exists(), "a file it created was left behind"
+
+
+@pytest.mark.parametrize("engine,extra", ENGINES, ids=IDS)
+def test_exact_writes_are_verifiable(engine, extra, workdir):
+    """N sequential writes: the file holds exactly N blocks, each with its own header."""
+    skip_without_uring(engine)
+    n, bs = 200, 8192
+    f = workdir / "w"
+    doc = load_json("--engine", engine, *extra, "--rw", "write", "--ios", n, "--bs", bs,
+                    "--size", n * bs, "--file", f, "--keep", "--seed", 7)
+    wr = doc["total"]["write"]
+    assert wr["total_ios"] == n and wr["io_bytes"] == n * bs and wr["lat_ns"]["N"] == n
+    assert doc["total"]["read"]["total_ios"] == 0
+    data = f.read_bytes()
+    assert len(data) == n * bs
+    seqs = set()
+    for i in range(n):
+        magic, off, seq, job, hbs, seed = HDR.unpack_from(data, i * bs)
+        assert magic == MAGIC, f"block {i} was not written by iostrata-load"
+        assert off == i * bs and hbs == bs and job == 0 and seed == 7
+        seqs.add(seq)
+    assert seqs == set(range(n)), "every write landed exactly once, in order"
+
+
+def test_mixed_counts_add_up(workdir):
+    doc = load_json("--engine", "libaio", "--rw", "randrw:70", "--ios", 1000, "--size", "4m",
+                    "--file", workdir / "m")
+    rd, wr = doc["total"]["read"], doc["total"]["write"]
+    assert rd["total_ios"] + wr["total_ios"] == 1000
+    assert 550 < rd["total_ios"] < 850, "70 % reads, give or take"
+
+
+def test_jobs_each_do_their_ios(workdir):
+    doc = load_json("--engine", "psync", "--jobs", 3, "--ios", 50, "--size", "1m",
+                    "--file", workdir / "j")
+    assert [j["read"]["total_ios"] for j in doc["jobs"]] == [50, 50, 50]
+    assert doc["total"]["read"]["total_ios"] == 150
+
+
+def test_buffered_and_fsync(workdir):
+    doc = load_json("--engine", "psync", "--buffered", "--rw", "write", "--ios", 64,
+                    "--fsync-every", 16, "--size", "256k", "--file", workdir / "b")
+    assert doc["global options"]["direct"] == 0
+    assert doc["total"]["write"]["total_ios"] == 64
+
+
+def test_default_run_is_useful(workdir):
+    """`iostrata-load --engine X` alone: a temporary file, random reads, a report; no leftovers."""
+    env = dict(os.environ, TMPDIR=str(workdir))
+    engine = "io_uring" if io_uring_usable() else "libaio"
+    r = load("--engine", engine, "--runtime", "1s", "--size", "8m", env=env)
+    assert "IOPS" in r.stdout and "P99.99" in r.stdout and "us per I/O" in r.stdout
+    assert list(workdir.iterdir()) == []
+
+
+# ---- known latency: the generator's own clock against a latency set in advance ----
+
+@pytest.mark.parametrize("latency_ms", [1, 10])
+def test_io_uring_timeout_probe(latency_ms):
+    skip_without_uring("io_uring")
+    n = 200 if latency_ms == 1 else 40
+    doc = load_json("--engine", "io_uring", "--op", "timeout", "--latency", f"{latency_ms}ms",
+                    "--ios", n)
+    t = doc["total"]["timeout"]
+    assert t["total_ios"] == n and t["errors"] == 0
+    p50 = t["lat_ns"]["percentile"]["50.000000"]
+    assert abs(p50 - latency_ms * 1e6) <= 0.05 * latency_ms * 1e6, p50
+    assert t["lat_ns"]["min"] >= latency_ms * 1e6, "a timeout cannot fire early"
+
+
+def test_aio_poll_probe():
+    doc = load_json("--engine", "libaio", "--op", "poll", "--latency", "5ms", "--ios", 40)
+    t = doc["total"]["poll"]
+    assert t["total_ios"] == 40 and t["errors"] == 0
+    p50 = t["lat_ns"]["percentile"]["50.000000"]
+    assert abs(p50 - 5e6) <= 0.05 * 5e6, p50
+
+
+def test_io_uring_nop():
+    skip_without_uring("io_uring")
+    doc = load_json("--engine", "io_uring", "--op", "nop", "--ios", 5000)
+    assert doc["total"]["nop"]["total_ios"] == 5000
+
+
+# ---- safety ----
+
+def digest(p):
+    return hashlib.sha256(Path(p).read_bytes()).hexdigest()
+
+
+def test_existing_file_is_not_written_without_force(workdir):
+    f = workdir / "precious"
+    f.write_bytes(os.urandom(1 << 20))
+    before = digest(f)
+    assert_one_line_error(load("--rw", "randwrite", "--ios", 10, "--file", f, check=False),
+                          "refusing to write to existing file", "--force")
+    assert digest(f) == before
+    # reading it is fine, and leaves it as it was
+    doc = load_json("--engine", "psync", "--rw", "randread", "--ios", 20, "--file", f)
+    assert doc["total"]["read"]["total_ios"] == 20
+    assert digest(f) == before and f.exists()
+    # with --force it is written, and kept: it was not ours
+    load("--engine", "psync", "--rw", "randwrite", "--ios", 20, "--file", f, "--force")
+    assert digest(f) != before and f.exists()
+
+
+def test_sigint_removes_its_files(workdir):
+    f = workdir / "made-here"
+    p = subprocess.Popen([str(LOAD), "--engine", "psync", "--rw", "randwrite", "--runtime", "60",
+                          "--size", "4m", "--file", str(f)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not (f.exists() and f.stat().st_size == 4 << 20):
+        assert p.poll() is None and time.monotonic() < deadline, p.stderr.read()
+        time.sleep(0.05)
+    time.sleep(0.5)  # into the run itself
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 0, err
+    assert "INTERRUPTED" in out, "the report says the run was cut short"
+    assert not f.exists(), "SIGINT left the file it created"
+
+
+def test_sigint_during_layout_leaves_nothing(workdir):
+    env = dict(os.environ, TMPDIR=str(workdir))
+    p = subprocess.Popen([str(LOAD), "--size", "4g", "--engine", "psync"], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    p.send_signal(signal.SIGINT)
+    p.communicate(timeout=60)
+    assert list(workdir.iterdir()) == []
+
+
+def mounted_block_device():
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        src = line.split(" - ")[1].split()[1]
+        if src.startswith("/dev/") and Path(src).is_block_device():
+            return src
+    return None
+
+
+def test_mounted_device_is_refused():
+    dev = mounted_block_device()
+    if not dev:
+        pytest.skip("no mounted block device on this machine")
+    assert_one_line_error(load("--device", dev, "--rw", "randread", "--ios", 1, check=False),
+                          "--force")
+    line = assert_one_line_error(load("--device", dev, "--force", "--rw", "randread", "--ios", 1,
+                                      check=False), "refusing", "mounted")
+    assert dev in line
+
+
+@pytest.mark.root
+def test_device_with_a_filesystem_is_refused_and_a_blank_one_works(loopdev):
+    subprocess.run(["dd", "if=/dev/zero", f"of={loopdev}", "bs=1M", "count=4", "oflag=direct"],
+                   check=True, capture_output=True)
+    doc = load_json("--device", loopdev, "--force", "--rw", "randwrite", "--ios", 50,
+                    "--size", "4m")
+    assert doc["total"]["write"]["total_ios"] == 50
+    subprocess.run(["mkfs.ext4", "-q", "-F", loopdev], check=True, capture_output=True)
+    assert_one_line_error(load("--device", loopdev, "--force", "--rw", "randwrite", "--ios", 5,
+                               check=False), "refusing", "ext2/3/4 signature")
+
+
+@pytest.mark.root
+def test_no_space_is_one_line(tmp_path):
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], check=True)
+    try:
+        assert_one_line_error(load("--file", mnt / "f", "--size", "8m", "--buffered",
+                                   "--ios", 1, check=False), "No space left")
+        assert list(mnt.iterdir()) == []
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--engine", "spdk"], "unknown --engine 'spdk'"),
+    (["--rw", "sideways"], "bad --rw 'sideways'"),
+    (["--rw", "read:50"], "only rw and randrw"),
+    (["--bs", "4q"], "bad --bs '4q'"),
+    (["--bs", "1000"], "not a multiple of 512"),
+    (["--qd", "0"], "bad --qd '0'"),
+    (["--engine", "psync", "--qd", "8"], "psync is synchronous"),
+    (["--engine", "libaio", "--sqpoll"], "io_uring options"),
+    (["--sqpoll-cpu", "1"], "--sqpoll-cpu needs --sqpoll"),
+    (["--op", "timeout"], "need --latency"),
+    (["--op", "timeout", "--latency", "1ms", "--engine", "libaio"], "need --engine io_uring"),
+    (["--op", "poll", "--latency", "1ms"], "--op poll needs --engine libaio"),
+    (["--runtime", "soon"], "bad --runtime 'soon'"),
+    (["--ios", "-3"], "bad --ios '-3'"),
+    (["--file", "a", "--device", "b"], "exclusive"),
+    (["--cpus", "0-99999"], "bad --cpus"),
+    (["--workers", "2"], "threadpool option"),
+    (["--frobnicate"], "unknown option '--frobnicate'"),
+    (["--size"], "needs an argument"),
+    (["extra"], "unexpected argument 'extra'"),
+])
+def test_bad_options_are_one_line(args, needle):
+    assert_one_line_error(load(*args, check=False), needle)
+
+
+def test_io_uring_setup_einval_is_one_line():
+    skip_without_uring("io_uring")
+    r = load("--engine", "io_uring", "--sqpoll", "--sqpoll-cpu", "4095", "--op", "nop",
+             "--ios", 1, check=False)
+    assert r.returncode != 0
+    assert "io_uring_setup" in r.stderr.splitlines()[-1]
+
+
+def test_errors_are_json_under_json():
+    r = load("--json", "--engine", "nope", check=False)
+    rec = json.loads(assert_one_line_error(r))
+    assert rec == {"type": "error", "message": rec["message"]} and "nope" in rec["message"]
