@@ -35,7 +35,7 @@ LOAD_SRCS  := $(wildcard tools/load/*.c)
 LOAD_OBJS  := $(patsubst tools/load/%.c,$(BUILD)/load/%.o,$(LOAD_SRCS)) \
               $(BUILD)/user/json.o $(BUILD)/user/histfmt.o
 
-.PHONY: all deps run test test-unit test-root bench vmlinux clean
+.PHONY: all deps run test test-unit test-root bench bench-load interfaces vmlinux clean
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -116,6 +116,14 @@ test-unit: all
 
 bench: all
 	$(PYTHON) bench/block.py $(BENCH_ARGS)
+
+# iostrata-load against fio, side by side on one file: IOPS and CPU per I/O.
+bench-load: all
+	$(PYTHON) bench/load.py $(BENCH_ARGS)
+
+# docs/interfaces.md: every engine at qd 1/32/128 on this machine.
+interfaces: all
+	$(PYTHON) bench/interfaces.py $(BENCH_ARGS)
 
 vmlinux:
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux/vmlinux.h
