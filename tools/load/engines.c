@@ -218,17 +218,19 @@ out:
 
 /* ---- POSIX aio: glibc's aio_read/aio_write (helper threads), aio_suspend ---- */
 
+#define AIO_SUSPEND_MAX 8
+
 int run_posixaio(struct job *j)
 {
 	struct aiocb *cbs = calloc(lo.qd, sizeof(*cbs));
-	const struct aiocb **wait = calloc(lo.qd, sizeof(*wait));
+	const struct aiocb *wait[AIO_SUSPEND_MAX];
+	uint32_t i, n, reaped;
 	struct slots s;
-	uint32_t i, n;
 	uint64_t t;
 	int r;
 
-	if (!cbs || !wait || slots_init(&s, j, lo.qd)) {
-		free(cbs), free(wait);
+	if (!cbs || slots_init(&s, j, lo.qd)) {
+		free(cbs);
 		return job_fail(j, ENOMEM, "out of memory"), -ENOMEM;
 	}
 	for (;;) {
@@ -250,43 +252,43 @@ int run_posixaio(struct job *j)
 					 strerror(errno));
 				cb->aio_buf = NULL;
 				slot_put(&s, io);
-				goto drain;
 			}
 		}
 		if (!inflight(&s))
 			break;
-drain:
-		/* wait for any in-flight request (aio_buf set), then reap every finished one */
-		for (i = n = 0; i < s.n; i++)
-			if (cbs[i].aio_buf)
-				wait[n++] = &cbs[i];
-		if (!n)
-			break;
-		if (aio_suspend(wait, (int)n, NULL) && errno != EINTR) {
-			job_fail(j, errno, "aio_suspend: %s", strerror(errno));
-			break;
-		}
+		/*
+		 * Reap what has finished (aio_buf marks a request in flight). Only when nothing
+		 * has, sleep in aio_suspend on a few of them: glibc registers a waiter for each
+		 * listed request under its global aio lock, so a long list costs more than it
+		 * saves.
+		 */
 		t = now_ns();
-		for (i = 0; i < s.n; i++) {
+		for (i = n = reaped = 0; i < s.n; i++) {
 			struct aiocb *cb = &cbs[i];
 
-			if (!cb->aio_buf || aio_error(cb) == EINPROGRESS)
+			if (!cb->aio_buf)
 				continue;
 			r = aio_error(cb);
+			if (r == EINPROGRESS) {
+				if (n < AIO_SUSPEND_MAX)
+					wait[n++] = cb;
+				continue;
+			}
 			job_done(j, &s.io[i], r ? -r : (long)aio_return(cb), t);
-			cb->aio_buf = NULL;	/* reaped */
+			cb->aio_buf = NULL;
 			slot_put(&s, &s.io[i]);
+			reaped++;
 		}
-		if (j->err) {
-			if (!inflight(&s))
-				break;
-			goto drain;
+		if (!reaped) {
+			if (aio_suspend(wait, (int)n, NULL) && errno != EINTR && errno != EAGAIN)
+				job_fail(j, errno, "aio_suspend: %s", strerror(errno));
+			continue;
 		}
 		if (job_fsync_due(j))
-			break;
+			continue;	/* job_more() now says stop; drain what is in flight */
 	}
 	slots_free(&s);
-	free(cbs), free(wait);
+	free(cbs);
 	return -j->err;
 }
 
