@@ -1,0 +1,41 @@
+"""The same static binaries on Debian's 6.1 kernel (QEMU, TCG): every block event attaches by
+tp_btf and by raw_tp, 40 reads are counted exactly, and null_blk's 2 ms timer completion shows as
+the device stage. Runs tests/vm/smoke61.sh; skipped, with the reason, where QEMU is absent."""
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import ROOT
+
+pytestmark = pytest.mark.root
+
+
+def test_debian_61_kernel():
+    if not shutil.which("qemu-system-x86_64"):
+        pytest.skip("qemu-system-x86_64 is not installed")
+    r = subprocess.run([str(ROOT / "tests" / "vm" / "smoke61.sh")], capture_output=True,
+                       text=True, timeout=900)
+    print(r.stdout[-3000:])
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr
+    assert "PASS" in r.stdout and "SKIP" not in r.stdout
+    sections = r.stdout.split("=== TRACE ")[1:]
+    assert [s.split()[0] for s in sections] == ["tp_btf", "raw_tp"]
+    feats = r.stdout.split("=== FEATURES")[1].split("=== TRACE")[0]
+    for ev in ("block_bio_queue", "block_rq_issue", "block_rq_complete"):
+        assert f"{ev}" in feats and "tp_btf" in feats.split(ev)[1].split("\n")[0], feats
+    for s in sections:
+        reads = {}
+        for line in s.splitlines():
+            if not line.startswith('{"type":"interval"'):
+                continue
+            for h in json.loads(line)["hists"]:
+                # the load's 40 reads carry no request flags; readahead from udev does
+                if h["labels"] == {"disk": "nullb0", "op": "read"}:
+                    st = reads.setdefault(h["stage"], {"count": 0, "p50": []})
+                    st["count"] += h["count"]
+                    st["p50"].append(h["p50_ns"])
+        assert reads["device"]["count"] == 40 and reads["total"]["count"] == 40, reads
+        for p50 in reads["device"]["p50"]:
+            assert 2e6 * 0.97 <= p50 <= 2e6 * 1.10, (s.split()[0], p50)

@@ -1,0 +1,64 @@
+#!/bin/bash
+# Smoke check of the same static binaries on Debian's 6.1 kernel, under QEMU (TCG; KVM hangs on
+# these hosts). Boots a busybox initramfs holding bin/iostrata, bin/iostrata-load, configfs and
+# null_blk (2 ms timer completion), prints what the tools print there, and exits non-zero when a
+# marker is missing. Downloads are cached in $CACHE. The full VM harness is issue #5's.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+CACHE=${CACHE:-/var/tmp/iostrata-vm-cache}
+PKG=linux-image-6.1.0-50-cloud-amd64-unsigned
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+if ! command -v qemu-system-x86_64 >/dev/null; then
+	echo "smoke61: SKIP: qemu-system-x86_64 is not installed (apt-get install qemu-system-x86)"
+	exit 0
+fi
+for b in iostrata iostrata-load; do
+	[ -x "$top/bin/$b" ] || { echo "smoke61: build first (make)" >&2; exit 1; }
+done
+mkdir -p "$CACHE"
+if [ ! -d "$CACHE/root" ]; then
+	(cd "$CACHE" && apt-get download "$PKG" >/dev/null && dpkg -x "$PKG"_*.deb root)
+fi
+kver=$(ls "$CACHE/root/lib/modules")
+mods=$CACHE/root/lib/modules/$kver/kernel
+
+mkdir -p "$work"/initrd/{bin,proc,sys,dev,tmp,mod}
+cp "$(command -v busybox)" "$work/initrd/bin/"
+for a in sh mount insmod sleep cat echo poweroff grep; do ln -s busybox "$work/initrd/bin/$a"; done
+cp "$top/bin/iostrata" "$top/bin/iostrata-load" "$work/initrd/"
+cp "$mods/fs/configfs/configfs.ko" "$mods/drivers/block/null_blk/null_blk.ko" "$work/initrd/mod/"
+cat > "$work/initrd/init" <<'INIT'
+#!/bin/sh
+mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
+insmod /mod/configfs.ko; insmod /mod/null_blk.ko irqmode=2 completion_nsec=2000000
+echo "=== FEATURES"; /iostrata features
+for mode in tp_btf raw_tp; do
+	extra=""; [ $mode = raw_tp ] && extra=--force-raw-tp
+	echo "=== TRACE $mode"
+	/iostrata -D -F -j $extra --duration 4 -d nullb0 > /tmp/t.json 2>/tmp/t.err &
+	sleep 1.5
+	/iostrata-load --device /dev/nullb0 --force --engine io_uring --qd 1 --rw randread \
+		--ios 40 --size 64m > /tmp/l.txt 2>&1 && echo "LOAD OK"
+	wait
+	cat /tmp/t.err /tmp/t.json
+	grep -E "read  |error" /tmp/l.txt
+done
+echo "=== PROBE"; /iostrata-load --engine io_uring --op timeout --latency 1ms --ios 50 | grep timeout
+echo "=== FAIL"; /iostrata --fail-probe block_rq_complete --duration 1; echo "FAIL rc=$?"
+echo "=== DONE"
+poweroff -f
+INIT
+chmod +x "$work/initrd/init"
+(cd "$work/initrd" && find . | cpio -o -H newc 2>/dev/null | gzip -1 > "$work/initrd.gz")
+timeout 600 qemu-system-x86_64 -accel tcg,thread=multi -m 1024 -smp 2 \
+	-kernel "$CACHE/root/boot/vmlinuz-$kver" -initrd "$work/initrd.gz" \
+	-append "console=ttyS0 panic=-1 quiet" -nographic -no-reboot -nic none \
+	> "$work/console.log" 2>&1 || true
+sed -n '/=== FEATURES/,/=== DONE/p' "$work/console.log"
+for m in "block_rq_complete  tp_btf" "LOAD OK" "FAIL rc=1" "=== DONE"; do
+	grep -q "$m" "$work/console.log" || { echo "smoke61: FAILED: no '$m'" >&2; exit 1; }
+done
+[ "$(grep -c 'LOAD OK' "$work/console.log")" = 2 ] || { echo "smoke61: FAILED: a load run" >&2; exit 1; }
+echo "smoke61: PASS on $kver"
