@@ -308,3 +308,27 @@ def test_errors_are_json_under_json():
     r = load("--json", "--engine", "nope", check=False)
     rec = json.loads(assert_one_line_error(r))
     assert rec == {"type": "error", "message": rec["message"]} and "nope" in rec["message"]
+
+
+def test_iopoll_without_poll_queues_is_one_line(workdir):
+    """IOPOLL on a device without poll queues: the first I/O fails, and the error says why."""
+    skip_without_uring("io_uring")
+    r = load("--iopoll", "--ios", 10, "--size", "1m", "--file", workdir / "p", check=False)
+    if r.returncode == 0:
+        pytest.skip("this filesystem's device has poll queues: IOPOLL works here")
+    line = assert_one_line_error(r, "Operation not supported", "poll queues")
+    assert "job 0" in line
+
+
+def test_rate_and_cpus_still_count_exactly(workdir):
+    doc = load_json("--engine", "libaio", "--qd", 4, "--rate", 400, "--ios", 80, "--cpus", "0",
+                    "--size", "1m", "--file", workdir / "r")
+    assert doc["total"]["read"]["total_ios"] == 80
+
+
+def test_every_option_is_in_the_man_page():
+    help_text = load("--help").stdout
+    man = (ROOT / "docs" / "iostrata-load.1").read_text().replace("\\-", "-")
+    opts = {w.split("=")[0].rstrip(",;)") for w in help_text.split() if w.startswith("--")}
+    missing = sorted(o for o in opts if o not in man)
+    assert not missing, f"options in --help but not in docs/iostrata-load.1: {missing}"

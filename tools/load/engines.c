@@ -313,6 +313,8 @@ int run_uring(struct job *j)
 		free(ts), free(iov), free(batch);
 		return job_fail(j, ENOMEM, "out of memory"), -ENOMEM;
 	}
+	if (lo.iopoll)
+		p.flags |= IORING_SETUP_IOPOLL;
 	if (lo.sqpoll) {
 		p.flags |= IORING_SETUP_SQPOLL;
 		p.sq_thread_idle = 1000;
@@ -323,8 +325,8 @@ int run_uring(struct job *j)
 	}
 	r = io_uring_queue_init_params(lo.qd, &ring, &p);
 	if (r < 0) {
-		job_fail(j, -r, "io_uring_setup(%u entries%s): %s%s", lo.qd,
-			 lo.sqpoll ? ", SQPOLL" : "", strerror(-r),
+		job_fail(j, -r, "io_uring_setup(%u entries%s%s): %s%s", lo.qd,
+			 lo.sqpoll ? ", SQPOLL" : "", lo.iopoll ? ", IOPOLL" : "", strerror(-r),
 			 r == -EPERM ? " (io_uring disabled? see /proc/sys/kernel/io_uring_disabled)"
 			 : r == -EINVAL ? " (an option this kernel does not support)" : "");
 		goto out;

@@ -48,6 +48,7 @@ struct lopts {
 	int spin;		/* busy-poll for completions (io_uring, libaio); -1 = unset */
 	/* io_uring */
 	bool sqpoll;
+	bool iopoll;		/* IORING_SETUP_IOPOLL: needs a device with poll queues */
 	int sqpoll_cpu;		/* -1 = kernel's choice */
 	bool fixed_bufs;
 	bool fixed_files;

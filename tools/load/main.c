@@ -195,7 +195,8 @@ static const char *why(int err)
 	case ENOSPC:
 		return " (no space left on the target)";
 	case EOPNOTSUPP:
-		return " (the target does not support this operation)";
+		return lo.iopoll ? " (--iopoll needs a device with poll queues, e.g. nvme "
+			"poll_queues=N, and --direct)" : " (the target does not support this operation)";
 	default:
 		return "";
 	}
@@ -298,6 +299,7 @@ static const char usage[] =
 "  --json               one JSON document (fio's field names) on stdout\n"
 "io_uring:\n"
 "  --sqpoll [--sqpoll-cpu=N]  a kernel thread polls the submission queue\n"
+"  --iopoll             the ring polls for completions (devices with poll queues)\n"
 "  --fixed-bufs, --fixed-files  registered buffers / file\n"
 "  --submit-batch=N     SQEs (or iocbs) per submit call (default: all free)\n"
 "  --complete-batch=N   completions to wait for at once (default 1)\n"
@@ -317,7 +319,7 @@ enum {
 	O_ENGINE = 256, O_RW, O_BS, O_QD, O_JOBS, O_SIZE, O_RUNTIME, O_IOS, O_RATE, O_DIRECT,
 	O_BUFFERED, O_FSYNC, O_FILE, O_DEVICE, O_FORCE, O_KEEP, O_SEED, O_CPUS, O_JSON, O_SQPOLL,
 	O_SQPOLL_CPU, O_FIXED_BUFS, O_FIXED_FILES, O_SUBMIT_BATCH, O_COMPLETE_BATCH, O_WORKERS,
-	O_OP, O_LATENCY, O_SPIN, O_NO_SPIN,
+	O_OP, O_LATENCY, O_SPIN, O_NO_SPIN, O_IOPOLL,
 };
 
 static const struct option long_opts[] = {
@@ -341,6 +343,7 @@ static const struct option long_opts[] = {
 	{ "cpus", required_argument, NULL, O_CPUS },
 	{ "json", no_argument, NULL, O_JSON },
 	{ "sqpoll", no_argument, NULL, O_SQPOLL },
+	{ "iopoll", no_argument, NULL, O_IOPOLL },
 	{ "sqpoll-cpu", required_argument, NULL, O_SQPOLL_CPU },
 	{ "fixed-bufs", no_argument, NULL, O_FIXED_BUFS },
 	{ "fixed-files", no_argument, NULL, O_FIXED_FILES },
@@ -592,6 +595,7 @@ static int parse_args(int argc, char **argv)
 		case O_CPUS: if (parse_cpus(optarg)) return -1; break;
 		case O_JSON: lo.json = true; break;
 		case O_SQPOLL: lo.sqpoll = eng_uring_opts = true; break;
+		case O_IOPOLL: lo.iopoll = eng_uring_opts = true; break;
 		case O_SQPOLL_CPU:
 			if (parse_num("--sqpoll-cpu", optarg, 0, 4095, &v))
 				return -1;
@@ -647,7 +651,9 @@ static int parse_args(int argc, char **argv)
 	/* combinations */
 	if (need(!(lo.sqpoll_cpu >= 0 && !lo.sqpoll), "--sqpoll-cpu needs --sqpoll") ||
 	    need(!eng_uring_opts || lo.engine == ENG_IO_URING,
-		 "--sqpoll, --fixed-bufs and --fixed-files are io_uring options") ||
+		 "--sqpoll, --iopoll, --fixed-bufs and --fixed-files are io_uring options") ||
+	    need(!(lo.iopoll && (!lo.direct || lo.op != OP_RW)),
+		 "--iopoll polls O_DIRECT reads and writes: it needs --direct and no --op") ||
 	    need(!workers_set || lo.engine == ENG_THREADPOOL, "--workers is a threadpool option") ||
 	    need(!(lo.submit_batch || lo.complete_batch) || lo.engine == ENG_IO_URING ||
 		 lo.engine == ENG_LIBAIO,
