@@ -46,6 +46,7 @@ struct lopts {
 	int ncpus;
 	uint64_t latency_ns;	/* --latency for the timeout and poll probes */
 	int spin;		/* busy-poll for completions (io_uring, libaio); -1 = unset */
+	uint64_t poll_ns;	/* busy-poll this long before sleeping for a completion */
 	/* io_uring */
 	bool sqpoll;
 	bool iopoll;		/* IORING_SETUP_IOPOLL: needs a device with poll queues */

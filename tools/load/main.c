@@ -301,10 +301,11 @@ static const char usage[] =
 "  --sqpoll [--sqpoll-cpu=N]  a kernel thread polls the submission queue\n"
 "  --iopoll             the ring polls for completions (devices with poll queues)\n"
 "  --fixed-bufs, --fixed-files  registered buffers / file\n"
-"  --submit-batch=N     SQEs (or iocbs) per submit call (default: all free)\n"
+"  --submit-batch=N     SQEs (or iocbs) per submit call (default 8)\n"
 "  --complete-batch=N   completions to wait for at once (default 1)\n"
 "  --spin, --no-spin    busy-poll for completions instead of sleeping (io_uring,\n"
 "                       libaio; default on for the timeout and poll probes)\n"
+"  --poll-time=TIME     io_uring: busy-poll up to TIME before sleeping\n"
 "threadpool:\n"
 "  --workers=N          threads doing the pread/pwrite (default 4)\n"
 "known-latency probes (no disk I/O):\n"
@@ -319,7 +320,7 @@ enum {
 	O_ENGINE = 256, O_RW, O_BS, O_QD, O_JOBS, O_SIZE, O_RUNTIME, O_IOS, O_RATE, O_DIRECT,
 	O_BUFFERED, O_FSYNC, O_FILE, O_DEVICE, O_FORCE, O_KEEP, O_SEED, O_CPUS, O_JSON, O_SQPOLL,
 	O_SQPOLL_CPU, O_FIXED_BUFS, O_FIXED_FILES, O_SUBMIT_BATCH, O_COMPLETE_BATCH, O_WORKERS,
-	O_OP, O_LATENCY, O_SPIN, O_NO_SPIN, O_IOPOLL,
+	O_OP, O_LATENCY, O_SPIN, O_NO_SPIN, O_IOPOLL, O_POLL_TIME,
 };
 
 static const struct option long_opts[] = {
@@ -354,6 +355,7 @@ static const struct option long_opts[] = {
 	{ "latency", required_argument, NULL, O_LATENCY },
 	{ "spin", no_argument, NULL, O_SPIN },
 	{ "no-spin", no_argument, NULL, O_NO_SPIN },
+	{ "poll-time", required_argument, NULL, O_POLL_TIME },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ 0 },
@@ -626,6 +628,10 @@ static int parse_args(int argc, char **argv)
 			break;
 		case O_SPIN: lo.spin = 1; break;
 		case O_NO_SPIN: lo.spin = 0; break;
+		case O_POLL_TIME:
+			if (parse_time("--poll-time", optarg, &lo.poll_ns))
+				return -1;
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			return 1;
