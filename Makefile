@@ -33,7 +33,7 @@ TEST_BINS := $(BIN)/test_hist $(BIN)/slowfs
 BENCH_BINS := $(BIN)/bench-floor
 LOAD_SRCS  := $(wildcard tools/load/*.c)
 LOAD_OBJS  := $(patsubst tools/load/%.c,$(BUILD)/load/%.o,$(LOAD_SRCS)) \
-              $(BUILD)/user/json.o $(BUILD)/user/histfmt.o
+              $(BUILD)/user/json.o $(BUILD)/user/histfmt.o $(BUILD)/user/cli.o
 
 .PHONY: all deps run test test-unit test-root bench bench-load interfaces vmlinux clean
 .DELETE_ON_ERROR:

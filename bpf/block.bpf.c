@@ -77,26 +77,10 @@ static __always_inline bool owner_filtered(void)
 	return filter_tgid || filter_cgroup;
 }
 
-static __always_inline void hist_add(struct hist *h, __u64 v)
-{
-	__u32 i = hist_index(v);
-
-	if (i >= HIST_NSLOTS)		/* cannot happen; bounds the index for the verifier */
-		i = HIST_NSLOTS - 1;
-	/* per-CPU value, written by one program that cannot nest on this CPU: no atomics */
-	h->slots[i]++;
-	if (!h->count || v < h->min_ns)
-		h->min_ns = v;
-	if (v > h->max_ns)
-		h->max_ns = v;
-	h->count++;
-	h->sum_ns += v;
-}
-
 static __always_inline void stage_add(struct hist *h, __u64 from, __u64 to)
 {
 	if (from && to >= from)
-		hist_add(h, to - from);
+		hist_record(h, to - from);
 	else
 		h->unmeasured++;
 }

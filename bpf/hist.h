@@ -90,4 +90,23 @@ static inline __u64 hist_hi(__u32 i)
 	return hist_lo(i) + (1ULL << (((i >> HIST_SUB_BITS) + HIST_SUB_BITS - 1) - HIST_SUB_BITS));
 }
 
+/*
+ * Count v. Not atomic: each writer owns its histogram (a per-CPU copy written by one program
+ * that the kernel never runs nested on a CPU, or one job thread's).
+ */
+static inline void hist_record(struct hist *h, __u64 v)
+{
+	__u32 i = hist_index(v);
+
+	if (i >= HIST_NSLOTS)		/* cannot happen; bounds the index for the verifier */
+		i = HIST_NSLOTS - 1;
+	h->slots[i]++;
+	if (!h->count || v < h->min_ns)
+		h->min_ns = v;
+	if (v > h->max_ns)
+		h->max_ns = v;
+	h->count++;
+	h->sum_ns += v;
+}
+
 #endif /* IOSTRATA_HIST_H */

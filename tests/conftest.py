@@ -32,6 +32,18 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+def assert_one_line_error(r, *needles, quiet_stdout=True):
+    """A failed run: non-zero exit, exactly one line on stderr holding every needle."""
+    assert r.returncode != 0, r
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1, f"expected one line on stderr, got: {r.stderr!r}"
+    for n in needles:
+        assert n in lines[0], lines[0]
+    if quiet_stdout:
+        assert r.stdout == "", "nothing may be printed on stdout after an error"
+    return lines[0]
+
+
 def our_bpf_programs():
     """Names of iostrata's programs still loaded in the kernel (bpftool's view)."""
     out = subprocess.run(["bpftool", "-j", "prog", "show"], check=True, capture_output=True,

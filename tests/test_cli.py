@@ -6,6 +6,7 @@ import subprocess
 import jsonschema
 import pytest
 
+import conftest
 from conftest import IOSTRATA, ROOT, SCHEMA, wait_no_bpf_programs
 
 SCHEMA_DOC = json.loads(SCHEMA.read_text())
@@ -21,15 +22,10 @@ def run(*args, user=None):
 
 
 def assert_one_line_error(r, *needles):
-    assert r.returncode != 0, r
-    lines = r.stderr.splitlines()
-    assert len(lines) == 1, f"expected one line on stderr, got: {r.stderr!r}"
-    for n in needles:
-        assert n in lines[0], lines[0]
-    assert r.stdout == "", "nothing may be printed on stdout after an error"
+    line = conftest.assert_one_line_error(r, *needles)
     if os.geteuid() == 0:
         assert wait_no_bpf_programs() == [], "a failed run left BPF programs loaded"
-    return lines[0]
+    return line
 
 
 def exited_pid():

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "json.h"
+#include "hist.h"
 
 void jw_init(struct jw *w)
 {
@@ -153,4 +154,24 @@ int jw_flush_line(struct jw *w, FILE *f)
 	if (w->buf)
 		w->buf[0] = '\0';
 	return err;
+}
+
+void jw_hist_buckets(struct jw *w, const char *key, const struct hist *h)
+{
+	uint32_t i;
+
+	jw_arr(w, key);
+	for (i = 0; i < HIST_NSLOTS; i++) {
+		if (!h->slots[i])
+			continue;
+		jw_arr(w, NULL);
+		jw_u64(w, NULL, hist_lo(i));
+		if (i >= HIST_OVERFLOW)
+			jw_null(w, NULL);
+		else
+			jw_u64(w, NULL, hist_hi(i));
+		jw_u64(w, NULL, h->slots[i]);
+		jw_end_arr(w);
+	}
+	jw_end_arr(w);
 }

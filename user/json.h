@@ -30,6 +30,9 @@ void jw_u64(struct jw *w, const char *key, uint64_t val);
 void jw_i64(struct jw *w, const char *key, int64_t val);
 void jw_bool(struct jw *w, const char *key, bool val);
 void jw_null(struct jw *w, const char *key);
+/* "key": [[lo_ns, hi_ns, count], ...] for every non-empty bucket; hi is null for the overflow. */
+struct hist;
+void jw_hist_buckets(struct jw *w, const char *key, const struct hist *h);
 /* Writes the buffer and a newline to f in one call, then empties it; -1 on error. */
 int jw_flush_line(struct jw *w, FILE *f);
 

@@ -20,6 +20,7 @@
 #include <sys/syscall.h>
 #include <bpf/libbpf.h>
 #include "common.h"
+#include "cli.h"
 #include "json.h"
 #include "layer.h"
 #include "output.h"
@@ -195,6 +196,7 @@ static int parse_args(int argc, char **argv, bool features)
 {
 	const char *optstr = features ? ":jvhV" : ":d:p:c:DFmTjvhV";
 	const char *pid_arg = NULL;
+	char msg[256];
 	long v;
 	int c;
 
@@ -243,14 +245,8 @@ static int parse_args(int argc, char **argv, bool features)
 		case 'V':
 			printf("iostrata %s\n", IOSTRATA_VERSION);
 			return 1;
-		case ':':
-			errorf("option '%s' needs an argument", argv[optind - 1]);
-			return -1;
-		default:
-			if (optopt && optopt < 256)
-				errorf("unknown option '-%c' (see --help)", optopt);
-			else
-				errorf("unknown option '%s' (see --help)", argv[optind - 1]);
+		default:	/* ':' or '?' */
+			errorf("%s", cli_getopt_problem(c, argv, msg, sizeof(msg)));
 			return -1;
 		}
 	}

@@ -195,7 +195,6 @@ void output_text(const struct interval *iv, FILE *f)
 static void hist_json(struct jw *w, const struct rec *r)
 {
 	uint64_t p;
-	uint32_t i;
 	int j;
 
 	jw_obj(w, NULL);
@@ -225,20 +224,7 @@ static void hist_json(struct jw *w, const struct rec *r)
 			jw_null(w, pct_keys[j]);
 	}
 	jw_u64(w, "unmeasured", r->h.unmeasured);
-	jw_arr(w, "buckets");
-	for (i = 0; i < HIST_NSLOTS; i++) {
-		if (!r->h.slots[i])
-			continue;
-		jw_arr(w, NULL);
-		jw_u64(w, NULL, hist_lo(i));
-		if (i >= HIST_OVERFLOW)
-			jw_null(w, NULL);
-		else
-			jw_u64(w, NULL, hist_hi(i));
-		jw_u64(w, NULL, r->h.slots[i]);
-		jw_end_arr(w);
-	}
-	jw_end_arr(w);
+	jw_hist_buckets(w, "buckets", &r->h);
 	jw_end_obj(w);
 }
 

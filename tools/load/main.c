@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <sys/prctl.h>
 #include "histfmt.h"
+#include "cli.h"
 #include "json.h"
 #include "load.h"
 
@@ -173,19 +174,6 @@ void job_prep(struct job *j, struct io *io)
 	j->seq++;
 }
 
-static void hist_rec(struct hist *h, uint64_t v)
-{
-	uint32_t i = hist_index(v);
-
-	h->slots[i]++;
-	if (!h->count || v < h->min_ns)
-		h->min_ns = v;
-	if (v > h->max_ns)
-		h->max_ns = v;
-	h->count++;
-	h->sum_ns += v;
-}
-
 static const char *why(int err)
 {
 	switch (err) {
@@ -217,10 +205,10 @@ void job_done(struct job *j, struct io *io, long res, uint64_t t_done)
 		if ((uint64_t)res < lo.bs)
 			d->short_ios++;
 	}
-	hist_rec(&d->lat, t_done - io->t_prep);
+	hist_record(&d->lat, t_done - io->t_prep);
 	if (io->t_sub) {
-		hist_rec(&d->slat, io->t_sub - io->t_prep);
-		hist_rec(&d->clat, t_done - io->t_sub);
+		hist_record(&d->slat, io->t_sub - io->t_prep);
+		hist_record(&d->clat, t_done - io->t_sub);
 	}
 	if (io->dir == DIR_WRITE)
 		j->writes_since_fsync++;
@@ -517,6 +505,7 @@ static int need(bool cond, const char *what)
 static int parse_args(int argc, char **argv)
 {
 	bool eng_uring_opts = false, workers_set = false;
+	char msg[256];
 	uint64_t v;
 	int c, i;
 
@@ -638,14 +627,8 @@ static int parse_args(int argc, char **argv)
 		case 'V':
 			printf("iostrata-load %s\n", LOAD_VERSION);
 			return 1;
-		case ':':
-			lerr("option '%s' needs an argument", argv[optind - 1]);
-			return -1;
-		default:
-			if (optopt && optopt < 256)
-				lerr("unknown option '-%c' (see --help)", optopt);
-			else
-				lerr("unknown option '%s' (see --help)", argv[optind - 1]);
+		default:	/* ':' or '?' */
+			lerr("%s", cli_getopt_problem(c, argv, msg, sizeof(msg)));
 			return -1;
 		}
 	}
@@ -758,22 +741,8 @@ static void stats_json(struct jw *w, const char *key, const struct hist *h, bool
 		}
 		jw_end_obj(w);
 	}
-	if (buckets) {
-		jw_arr(w, "buckets");
-		for (i = 0; i < HIST_NSLOTS; i++) {
-			if (!h->slots[i])
-				continue;
-			jw_arr(w, NULL);
-			jw_u64(w, NULL, hist_lo(i));
-			if (i >= HIST_OVERFLOW)
-				jw_null(w, NULL);
-			else
-				jw_u64(w, NULL, hist_hi(i));
-			jw_u64(w, NULL, h->slots[i]);
-			jw_end_arr(w);
-		}
-		jw_end_arr(w);
-	}
+	if (buckets)
+		jw_hist_buckets(w, "buckets", h);
 	jw_end_obj(w);
 }
 
