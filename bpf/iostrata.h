@@ -53,12 +53,38 @@ struct inflight {
 #define INFLIGHT_STALE_NS	(120ULL * 1000000000ULL)
 #define BIO_WALK_MAX		8	/* bios per request whose queue time is looked up */
 
+/* The syscall layer: one duration histogram per (generation, syscall[, process]). */
+#define SYSCALLS(X)							\
+	X(read) X(pread64) X(readv) X(preadv) X(preadv2)		\
+	X(write) X(pwrite64) X(writev) X(pwritev) X(pwritev2)		\
+	X(fsync) X(fdatasync) X(sync_file_range)			\
+	X(io_submit) X(io_getevents) X(io_pgetevents) X(io_uring_enter)
+
+#define SC_ENUM(name) SC_##name,
+enum syscall_id { SYSCALLS(SC_ENUM) SC_N };
+#undef SC_ENUM
+
+struct syscall_key {
+	__u32 gen;
+	__u32 sc;		/* enum syscall_id */
+	__u32 tgid;		/* 0 unless per process */
+	char comm[16];		/* the calling thread's comm; "" unless per process */
+	__u32 pad;
+};
+
+struct syscall_start {
+	__u64 ts;
+	__u32 sc;
+	__u32 pad;
+};
+
 /* Everything a program saw and could not record; shown in every interval as `drops`. */
 enum drop_reason {
 	DROP_INFLIGHT_FULL,	/* in-flight table probes all busy: a bio/request went untracked */
 	DROP_INFLIGHT_STALE,	/* an entry older than INFLIGHT_STALE_NS was reclaimed */
 	DROP_INFLIGHT_REUSED,	/* a pointer was queued again while its old entry was still there */
 	DROP_HIST_FULL,		/* no room for a new histogram key: a completion was not counted */
+	DROP_SC_START_FULL,	/* syscall layer: no room to note a syscall's entry */
 	DROP_NREASONS,
 };
 

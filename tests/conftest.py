@@ -16,7 +16,7 @@ DIO = ROOT / "tests" / "helpers" / "dio.py"
 SCHEMA = ROOT / "docs" / "interval.schema.json"
 
 # BPF program names are cut to 15 characters by the kernel: all of ours start like this.
-OUR_PROGS = re.compile(r"^(tp_btf|raw_tp)_block")
+OUR_PROGS = re.compile(r"^((tp_btf|raw_tp)_block|sc[ex]_)")
 
 
 def pytest_configure(config):
@@ -115,6 +115,19 @@ class Tracer:
 
 def records(stdout):
     return [json.loads(line) for line in stdout.splitlines() if line.strip()]
+
+
+def merged_p50(buckets):
+    """p50 by the tool's rule over buckets merged from several intervals."""
+    counts = {}
+    for lo, hi, n in buckets:
+        counts[(lo, hi)] = counts.get((lo, hi), 0) + n
+    total = sum(counts.values())
+    rank, cum = (total + 1) // 2, 0
+    for (lo, hi), n in sorted(counts.items()):
+        cum += n
+        if cum >= rank:
+            return lo + (hi - lo) // 2
 
 
 def run_dio(dev, nreads, nwrites, bs=4096):

@@ -83,14 +83,17 @@ def assert_exact(recs, disk, nreads, nwrites):
 def test_exact_counts_across_schedulers(loopdev, no_bpf_leak):
     """N reads and M writes counted exactly, reads and writes apart, under three schedulers."""
     disk = Path(loopdev).name
-    for i, sched in enumerate(("none", "mq-deadline", "bfq")):
-        set_scheduler(loopdev, sched)
-        nreads, nwrites = 200 + i, 120 + i
-        tracer, recs = traced_io(loopdev, nreads, nwrites)
-        assert recs, "no interval record printed"
-        assert_exact(recs, disk, nreads, nwrites)
-        counts, _, _ = tally(recs, disk)
-        print(f"{sched}: reads {counts['read', 'device']} writes {counts['write', 'device']}")
+    try:
+        for i, sched in enumerate(("none", "mq-deadline", "bfq")):
+            set_scheduler(loopdev, sched)
+            nreads, nwrites = 200 + i, 120 + i
+            tracer, recs = traced_io(loopdev, nreads, nwrites)
+            assert recs, "no interval record printed"
+            assert_exact(recs, disk, nreads, nwrites)
+            counts, _, _ = tally(recs, disk)
+            print(f"{sched}: reads {counts['read', 'device']} writes {counts['write', 'device']}")
+    finally:
+        set_scheduler(loopdev, "none")  # the loop device outlives the test: leave it as found
 
 
 def test_sigterm_prints_the_final_interval(loopdev, no_bpf_leak):

@@ -93,15 +93,16 @@ def test_features_without_root_reports_from_btf():
 
 @pytest.mark.root
 def test_missing_required_tracepoint():
-    line = assert_one_line_error(run("--fail-probe", "block_rq_complete", "--duration", "1"),
-                                 "block_rq_complete")
+    line = assert_one_line_error(run("-l", "block", "--fail-probe", "block_rq_complete",
+                                     "--duration", "1"), "block_rq_complete")
     assert "unavailable" in line
 
 
 @pytest.mark.root
 def test_missing_tracepoint_needed_by_a_filter():
-    assert_one_line_error(run("--fail-probe", "block_bio_queue", "-p", str(os.getpid()),
-                              "--duration", "1"), "-p needs tracepoint block:block_bio_queue")
+    assert_one_line_error(run("-l", "block", "--fail-probe", "block_bio_queue", "-p",
+                              str(os.getpid()), "--duration", "1"),
+                          "-p needs tracepoint block:block_bio_queue")
 
 
 @pytest.mark.root

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Tracer, finish_dio, records, run_dio
+from conftest import Tracer, finish_dio, merged_p50, records, run_dio
 
 pytestmark = pytest.mark.root
 
@@ -32,19 +32,6 @@ def stage_hists(recs, op):
             if h["count"]:
                 s["p50"].append(h["p50_ns"])
     return out
-
-
-def merged_p50(buckets):
-    """p50 by the tool's rule over buckets merged from several intervals."""
-    counts = {}
-    for lo, hi, n in buckets:
-        counts[(lo, hi)] = counts.get((lo, hi), 0) + n
-    total = sum(counts.values())
-    rank, cum = (total + 1) // 2, 0
-    for (lo, hi), n in sorted(counts.items()):
-        cum += n
-        if cum >= rank:
-            return lo + (hi - lo) // 2
 
 
 @pytest.mark.parametrize("delay_ms", [2, 20])

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, merged_p50
 
 pytestmark = pytest.mark.root
 
@@ -33,9 +33,10 @@ def test_debian_61_kernel():
             for h in json.loads(line)["hists"]:
                 # the load's 40 reads carry no request flags; readahead from udev does
                 if h["labels"] == {"disk": "nullb0", "op": "read"}:
-                    st = reads.setdefault(h["stage"], {"count": 0, "p50": []})
+                    st = reads.setdefault(h["stage"], {"count": 0, "buckets": []})
                     st["count"] += h["count"]
-                    st["p50"].append(h["p50_ns"])
+                    st["buckets"] += h["buckets"]
         assert reads["device"]["count"] == 40 and reads["total"]["count"] == 40, reads
-        for p50 in reads["device"]["p50"]:
-            assert 2e6 * 0.97 <= p50 <= 2e6 * 1.10, (s.split()[0], p50)
+        # 2 ms timer completion; under TCG emulation the timer fires a little late
+        p50 = merged_p50(reads["device"]["buckets"])
+        assert 2e6 * 0.97 <= p50 <= 2e6 * 1.15, (s.split()[0], p50)

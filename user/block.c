@@ -142,23 +142,6 @@ static int count_disks(void)
 	return n;
 }
 
-static uint64_t fdinfo_memlock(int fd)
-{
-	char path[64], line[256];
-	unsigned long long v = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "memlock: %llu", &v) == 1)
-			break;
-	fclose(f);
-	return v;
-}
-
 static void report_maps(struct block_layer *b, struct layer_report *rep)
 {
 	struct bpf_map *maps[] = { b->skel->maps.inflight, b->skel->maps.block_hists,
@@ -172,7 +155,7 @@ static void report_maps(struct block_layer *b, struct layer_report *rep)
 		struct map_mem *m = &rep->maps[rep->nmaps++];
 
 		snprintf(m->name, sizeof(m->name), "%s", bpf_map__name(maps[i]));
-		m->bytes = fdinfo_memlock(bpf_map__fd(maps[i]));
+		m->bytes = map_memlock(bpf_map__fd(maps[i]));
 		m->note[0] = '\0';
 		if (maps[i] == b->skel->maps.inflight)
 			snprintf(m->note, sizeof(m->note), "%u slots x %zu B",
@@ -339,6 +322,7 @@ static int block_start(void **out, struct layer_report *rep)
 	for (;;) {
 		memset(rep, 0, sizeof(*rep));
 		probe_events(rep, tp_btf);
+		describe_stages(rep);
 		if (check_required(rep))
 			goto fail;
 		err = load(b, rep);
@@ -532,7 +516,7 @@ static int block_collect(void *state, struct interval *iv)
 	nanosleep(&grace, NULL);
 	err = opts.per_disk || opts.per_op ? drain_keys(b, old, iv) : drain_total(b, old, iv);
 
-	for (r = 0; r < DROP_NREASONS && iv->ndrops < MAX_DROPS; r++) {
+	for (r = 0; r <= DROP_HIST_FULL && iv->ndrops < MAX_DROPS; r++) {	/* the block reasons */
 		sum = 0;
 		if (!bpf_map_lookup_elem(bpf_map__fd(b->skel->maps.drops), &r, pc))
 			for (cpu = 0; cpu < b->ncpus; cpu++)

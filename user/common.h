@@ -14,6 +14,9 @@ struct opts {
 	bool json;		/* -j: NDJSON on stdout, errors as JSON on stderr */
 	bool per_disk;		/* -D */
 	bool per_op;		/* -F */
+	bool per_process;	/* -P */
+	const char *comm;	/* --comm: only threads with this comm */
+	unsigned int layers;	/* -l: bit per layer; 0 = every available one */
 	bool ms;		/* -m */
 	bool timestamps;	/* -T */
 	int verbose;		/* -v */
@@ -32,10 +35,16 @@ struct opts {
 
 extern struct opts opts;
 
+/* While set, errorf() speaks only under -v: an optional layer that cannot start is skipped. */
+extern bool errors_muted;
+
 /* One line on stderr: "iostrata: error: ..." or {"type":"error","message":...} under -j. */
 void errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Diagnostics shown under -v only. */
 void vlog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The kernel's memlock figure for a BPF map fd (its /proc/self/fdinfo). */
+uint64_t map_memlock(int fd);
 
 /* clock_gettime(clk) in nanoseconds. */
 uint64_t clock_ns(clockid_t clk);

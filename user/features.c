@@ -101,17 +101,19 @@ static const char *disk_note(const struct disk_info *d)
 	return "request-based (blk-mq): every block stage";
 }
 
-int features_print(const struct layer_report *rep, bool verified, FILE *f)
+int features_print(const struct layer_report *reps, const char *const *names, int n,
+		   bool verified, FILE *f)
 {
 	struct disk_info di[64];
 	struct utsname u;
 	uint64_t total = 0;
-	int i, nd = disk_infos(di, 64);
+	int i, l, nd = disk_infos(di, 64);
 	long bs = btf_size();
 
 	uname(&u);
-	for (i = 0; i < rep->nmaps; i++)
-		total += rep->maps[i].bytes;
+	for (l = 0; l < n; l++)
+		for (i = 0; i < reps[l].nmaps; i++)
+			total += reps[l].maps[i].bytes;
 
 	if (opts.json) {
 		struct jw w;
@@ -124,36 +126,38 @@ int features_print(const struct layer_report *rep, bool verified, FILE *f)
 		jw_str(&w, "tracefs", tracefs_state());
 		jw_bool(&w, "verified_by_attach", verified);
 		jw_arr(&w, "events");
-		for (i = 0; i < rep->nevents; i++) {
-			const struct event_status *e = &rep->events[i];
+		for (l = 0; l < n; l++)
+			for (i = 0; i < reps[l].nevents; i++) {
+				const struct event_status *e = &reps[l].events[i];
 
-			jw_obj(&w, NULL);
-			jw_str(&w, "layer", "block");
-			jw_str(&w, "event", e->event);
-			jw_str(&w, "role", e->role);
-			if (e->method)
-				jw_str(&w, "method", e->method);
-			else
-				jw_null(&w, "method");
-			if (!e->method)
-				jw_str(&w, "reason", e->why);
-			jw_bool(&w, "required", e->required);
-			jw_end_obj(&w);
-		}
+				jw_obj(&w, NULL);
+				jw_str(&w, "layer", names[l]);
+				jw_str(&w, "event", e->event);
+				jw_str(&w, "role", e->role);
+				if (e->method)
+					jw_str(&w, "method", e->method);
+				else
+					jw_null(&w, "method");
+				if (!e->method || *e->why)
+					jw_str(&w, "reason", e->why);
+				jw_bool(&w, "required", e->required);
+				jw_end_obj(&w);
+			}
 		jw_end_arr(&w);
 		jw_arr(&w, "stages");
-		for (i = 0; i < rep->nstages; i++) {
-			const struct stage_status *s = &rep->stages[i];
+		for (l = 0; l < n; l++)
+			for (i = 0; i < reps[l].nstages; i++) {
+				const struct stage_status *s = &reps[l].stages[i];
 
-			jw_obj(&w, NULL);
-			jw_str(&w, "layer", s->layer);
-			jw_str(&w, "stage", s->stage);
-			jw_str(&w, "from", s->from);
-			jw_str(&w, "to", s->to);
-			jw_bool(&w, "available", s->available);
-			jw_str(&w, "how", s->how);
-			jw_end_obj(&w);
-		}
+				jw_obj(&w, NULL);
+				jw_str(&w, "layer", s->layer);
+				jw_str(&w, "stage", s->stage);
+				jw_str(&w, "from", s->from);
+				jw_str(&w, "to", s->to);
+				jw_bool(&w, "available", s->available);
+				jw_str(&w, "how", s->how);
+				jw_end_obj(&w);
+			}
 		jw_end_arr(&w);
 		jw_arr(&w, "disks");
 		for (i = 0; i < nd; i++) {
@@ -166,13 +170,15 @@ int features_print(const struct layer_report *rep, bool verified, FILE *f)
 		}
 		jw_end_arr(&w);
 		jw_arr(&w, "maps");
-		for (i = 0; i < rep->nmaps; i++) {
-			jw_obj(&w, NULL);
-			jw_str(&w, "map", rep->maps[i].name);
-			jw_u64(&w, "bytes", rep->maps[i].bytes);
-			jw_str(&w, "note", rep->maps[i].note);
-			jw_end_obj(&w);
-		}
+		for (l = 0; l < n; l++)
+			for (i = 0; i < reps[l].nmaps; i++) {
+				jw_obj(&w, NULL);
+				jw_str(&w, "layer", names[l]);
+				jw_str(&w, "map", reps[l].maps[i].name);
+				jw_u64(&w, "bytes", reps[l].maps[i].bytes);
+				jw_str(&w, "note", reps[l].maps[i].note);
+				jw_end_obj(&w);
+			}
 		jw_end_arr(&w);
 		jw_u64(&w, "bpf_memory_bytes", total);
 		jw_end_obj(&w);
@@ -189,30 +195,36 @@ int features_print(const struct layer_report *rep, bool verified, FILE *f)
 	fprintf(f, "tracefs    %s\n", tracefs_state());
 	fprintf(f, "checked    %s\n", verified ? "by loading and attaching every program, then "
 		"detaching" : "from BTF only (not root: nothing was loaded)");
-	fprintf(f, "\nblock layer events\n");
-	for (i = 0; i < rep->nevents; i++) {
-		const struct event_status *e = &rep->events[i];
+	for (l = 0; l < n; l++) {
+		fprintf(f, "\n%s layer events\n", names[l]);
+		for (i = 0; i < reps[l].nevents; i++) {
+			const struct event_status *e = &reps[l].events[i];
 
-		fprintf(f, "  %-18s %-7s %s\n", e->event, e->method ? e->method : "-",
-			e->method ? e->role : e->why);
+			fprintf(f, "  %-18s %-10s %s%s%s\n", e->event, e->method ? e->method : "-",
+				e->method ? e->role : e->why, e->method && *e->why ? "; " : "",
+				e->method && *e->why ? e->why : "");
+		}
 	}
 	fprintf(f, "\nstages\n");
-	for (i = 0; i < rep->nstages; i++) {
-		const struct stage_status *s = &rep->stages[i];
+	for (l = 0; l < n; l++)
+		for (i = 0; i < reps[l].nstages; i++) {
+			const struct stage_status *s = &reps[l].stages[i];
 
-		fprintf(f, "  %-6s %-7s %-11s %s\n", s->layer, s->stage,
-			s->available ? "available" : "UNAVAILABLE", s->how);
-	}
+			fprintf(f, "  %-7s %-8s %-11s %s\n", s->layer, s->stage,
+				s->available ? "available" : "UNAVAILABLE", s->how);
+		}
 	fprintf(f, "\ndisks\n");
 	for (i = 0; i < nd; i++)
 		fprintf(f, "  %-10s scheduler %-12s iostats %-2d %s\n", di[i].name, di[i].sched,
 			di[i].iostats, disk_note(&di[i]));
-	if (rep->nmaps) {
+	if (total) {
 		fprintf(f, "\nBPF memory (kernel's memlock figures)\n");
-		for (i = 0; i < rep->nmaps; i++)
-			fprintf(f, "  %-12s %8" PRIu64 " KiB  %s\n", rep->maps[i].name,
-				rep->maps[i].bytes / 1024, rep->maps[i].note);
-		fprintf(f, "  %-12s %8" PRIu64 " KiB\n", "total", total / 1024);
+		for (l = 0; l < n; l++)
+			for (i = 0; i < reps[l].nmaps; i++)
+				fprintf(f, "  %-8s %-12s %8" PRIu64 " KiB  %s\n", names[l],
+					reps[l].maps[i].name, reps[l].maps[i].bytes / 1024,
+					reps[l].maps[i].note);
+		fprintf(f, "  %-21s %8" PRIu64 " KiB\n", "total", total / 1024);
 	}
 	return ferror(f) ? -1 : 0;
 }

@@ -18,6 +18,9 @@ struct rec {
 	char disk[32];		/* labels; "" = not a label of this record */
 	char op[24];
 	char flags[96];
+	char syscall[24];
+	uint32_t pid;		/* 0 = not a label */
+	char comm[16];
 	struct hist h;
 };
 
@@ -99,5 +102,6 @@ struct layer_ops {
 };
 
 extern const struct layer_ops block_layer_ops;	/* user/block.c */
+extern const struct layer_ops syscall_layer_ops;	/* user/syscall.c */
 
 #endif

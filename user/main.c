@@ -33,6 +33,8 @@ struct opts opts = {
 };
 
 static volatile sig_atomic_t exiting;
+bool errors_muted;
+static char muted_error[512];	/* the first error said while muted */
 
 static void on_signal(int sig)
 {
@@ -64,7 +66,16 @@ void errorf(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vmsg(stderr, fmt, ap);
+	if (!errors_muted) {
+		vmsg(stderr, fmt, ap);
+	} else {
+		char msg[512];
+
+		vsnprintf(msg, sizeof(msg), fmt, ap);
+		if (!muted_error[0])
+			snprintf(muted_error, sizeof(muted_error), "%s", msg);
+		vlog("skipped: %s", msg);
+	}
 	va_end(ap);
 }
 
@@ -98,8 +109,12 @@ static const char usage[] =
 "  -d, --disk=DISK       only this disk (vda, /dev/nvme0n1)\n"
 "  -p, --pid=PID         only I/O queued by this process\n"
 "  -c, --cgroup=PATH     only I/O queued from this cgroup v2 or below it\n"
+"  -l, --layers=LIST     block,syscall (default: every available layer; only\n"
+"                        block with -d)\n"
+"      --comm=NAME       only threads named NAME (syscall layer)\n"
 "  -D, --per-disk        a histogram set per disk\n"
 "  -F, --per-op          a histogram set per operation and request flags\n"
+"  -P, --per-process     a histogram set per process (syscall layer)\n"
 "  -m, --milliseconds    show latencies in milliseconds\n"
 "  -T, --timestamp       print the time with each interval\n"
 "  -j, --json            one NDJSON record per interval on stdout\n"
@@ -117,7 +132,7 @@ static const char usage[] =
 "  iostrata -d vda -j --duration 10  NDJSON for vda, stop after 10 s\n"
 "  iostrata features                 what this kernel supports\n";
 
-enum { OPT_DURATION = 256, OPT_INFLIGHT, OPT_FAIL_PROBE, OPT_FORCE_RAW_TP };
+enum { OPT_DURATION = 256, OPT_INFLIGHT, OPT_FAIL_PROBE, OPT_FORCE_RAW_TP, OPT_COMM };
 
 static const struct option long_opts[] = {
 	{ "disk", required_argument, NULL, 'd' },
@@ -125,6 +140,9 @@ static const struct option long_opts[] = {
 	{ "cgroup", required_argument, NULL, 'c' },
 	{ "per-disk", no_argument, NULL, 'D' },
 	{ "per-op", no_argument, NULL, 'F' },
+	{ "per-process", no_argument, NULL, 'P' },
+	{ "layers", required_argument, NULL, 'l' },
+	{ "comm", required_argument, NULL, OPT_COMM },
 	{ "milliseconds", no_argument, NULL, 'm' },
 	{ "timestamp", no_argument, NULL, 'T' },
 	{ "json", no_argument, NULL, 'j' },
@@ -137,6 +155,32 @@ static const struct option long_opts[] = {
 	{ "version", no_argument, NULL, 'V' },
 	{ 0 },
 };
+
+/* Every layer this build has, in the order their records are printed. */
+static const struct layer_ops *const layers[] = { &block_layer_ops, &syscall_layer_ops };
+#define NLAYERS (int)(sizeof(layers) / sizeof(layers[0]))
+
+static int parse_layers(const char *list)
+{
+	char buf[128], *tok, *save = NULL;
+	int i;
+
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		for (i = 0; i < NLAYERS && strcmp(tok, layers[i]->name); i++)
+			;
+		if (i == NLAYERS) {
+			errorf("unknown layer '%s' in -l (layers: block, syscall)", tok);
+			return -1;
+		}
+		opts.layers |= 1u << i;
+	}
+	if (!opts.layers) {
+		errorf("-l needs at least one layer (block, syscall)");
+		return -1;
+	}
+	return 0;
+}
 
 static int parse_seconds(const char *what, const char *s, double *out)
 {
@@ -194,7 +238,7 @@ static int resolve_pid(const char *s)
 /* 0 ok, 1 exit 0 (help/version), -1 usage error */
 static int parse_args(int argc, char **argv, bool features)
 {
-	const char *optstr = features ? ":jvhV" : ":d:p:c:DFmTjvhV";
+	const char *optstr = features ? ":jvhV" : ":d:p:c:l:DFPmTjvhV";
 	const char *pid_arg = NULL;
 	char msg[256];
 	long v;
@@ -208,6 +252,18 @@ static int parse_args(int argc, char **argv, bool features)
 		case 'c': opts.cgroup = optarg; break;
 		case 'D': opts.per_disk = true; break;
 		case 'F': opts.per_op = true; break;
+		case 'P': opts.per_process = true; break;
+		case 'l':
+			if (parse_layers(optarg))
+				return -1;
+			break;
+		case OPT_COMM:
+			if (!*optarg || strlen(optarg) > 15) {
+				errorf("bad --comm '%s': a thread name is 1 to 15 characters", optarg);
+				return -1;
+			}
+			opts.comm = optarg;
+			break;
 		case 'm': opts.ms = true; break;
 		case 'T': opts.timestamps = true; break;
 		case 'j': opts.json = true; break;
@@ -295,29 +351,38 @@ static bool privileged(void)
 	       ((eff & (1ULL << 39 /* CAP_BPF */)) && (eff & (1ULL << 38 /* CAP_PERFMON */)));
 }
 
-/* Every layer this build has, in the order their records are printed. */
-static const struct layer_ops *const layers[] = { &block_layer_ops };
-#define NLAYERS (int)(sizeof(layers) / sizeof(layers[0]))
-
 static int cmd_features(void)
 {
-	struct layer_report rep;
+	struct layer_report reps[NLAYERS];
+	const char *names[NLAYERS];
 	bool verified = privileged();
 	void *state;
-	int i, rc = 0;
+	int i;
 
-	for (i = 0; i < NLAYERS && !rc; i++) {
+	for (i = 0; i < NLAYERS; i++) {
+		names[i] = layers[i]->name;
+		memset(&reps[i], 0, sizeof(reps[i]));
 		if (verified) {
-			/* prove it: load and attach, then detach before printing */
-			if (layers[i]->start(&state, &rep))
-				return 1;
-			layers[i]->stop(state);
+			/* prove it: load and attach, then detach before printing; a layer that
+			 * cannot start says why in its report */
+			errors_muted = true;
+			if (!layers[i]->start(&state, &reps[i]))
+				layers[i]->stop(state);
+			errors_muted = false;
 		} else {
-			layers[i]->report_static(&rep);
+			layers[i]->report_static(&reps[i]);
 		}
-		rc = features_print(&rep, verified, stdout) ? 1 : 0;
 	}
-	return rc;
+	return features_print(reps, names, NLAYERS, verified, stdout) ? 1 : 0;
+}
+
+/* Layers to run: those named with -l; else every one (only block when -d names a disk). */
+static bool wanted(int i, bool *explicit)
+{
+	*explicit = opts.layers != 0;
+	if (opts.layers)
+		return opts.layers & (1u << i);
+	return !(opts.dev && strcmp(layers[i]->name, "block"));
 }
 
 static int emit(struct interval *iv)
@@ -348,12 +413,26 @@ static int cmd_trace(void)
 	long n = 0;
 	int i, err, rc = 0;
 
-	for (i = 0; i < NLAYERS; i++) {
-		if (layers[i]->start(&state[i], &rep)) {
+	for (i = n = 0; i < NLAYERS; i++) {
+		bool explicit;
+
+		if (!wanted(i, &explicit))
+			continue;
+		/* a layer asked for by name must start; one that is merely available may not */
+		errors_muted = !explicit;
+		err = layers[i]->start(&state[i], &rep);
+		errors_muted = false;
+		if (err && explicit) {
 			stop_all(state);
 			return 1;
 		}
+		n += !err;
 	}
+	if (!n) {
+		errorf("%s", muted_error[0] ? muted_error : "no layer could start");
+		return 1;
+	}
+	n = 0;
 	vlog("tracing; interval %.3fs, count %ld, duration %.3fs", opts.interval_s, opts.count,
 	     opts.duration_s);
 
@@ -373,6 +452,8 @@ static int cmd_trace(void)
 		/* the final interval is printed too, when a signal cut it short */
 		memset(&iv, 0, sizeof(iv));
 		for (i = 0; i < NLAYERS && !rc; i++) {
+			if (!state[i])		/* not wanted, or could not start */
+				continue;
 			err = layers[i]->collect(state[i], &iv);
 			if (err) {
 				errorf("reading the %s layer's histograms: %s", layers[i]->name,

@@ -44,6 +44,12 @@ static int rec_cmp(const void *a, const void *b)
 		return c;
 	if ((c = strcmp(x->flags, y->flags)))
 		return c;
+	if ((c = strcmp(x->syscall, y->syscall)))
+		return c;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if ((c = strcmp(x->comm, y->comm)))
+		return c;
 	return x->stage_order - y->stage_order;
 }
 
@@ -58,8 +64,18 @@ static const char *const pct_keys[] = { "p50_ns", "p90_ns", "p99_ns", "p999_ns" 
 
 static void labels_text(const struct rec *r, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s%s%s%s%s", r->disk, *r->disk && *r->op ? " " : "", r->op,
-		 *r->flags ? " " : "", r->flags);
+	const char *parts[6] = { r->disk, r->op, r->flags, r->syscall, NULL, r->comm };
+	char pid[16] = "";
+	size_t used = 0, i;
+
+	if (r->pid)
+		snprintf(pid, sizeof(pid), "pid %u", r->pid);
+	parts[4] = pid;
+	buf[0] = '\0';
+	for (i = 0; i < 6; i++)
+		if (*parts[i] && used < len)
+			used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? " " : "",
+						 parts[i]);
 	if (!*buf)
 		snprintf(buf, len, "all");
 }
@@ -72,7 +88,8 @@ static const char *fmt_v(char *buf, size_t len, uint64_t ns)
 static bool same_group(const struct rec *a, const struct rec *b)
 {
 	return !strcmp(a->layer, b->layer) && !strcmp(a->disk, b->disk) &&
-	       !strcmp(a->op, b->op) && !strcmp(a->flags, b->flags);
+	       !strcmp(a->op, b->op) && !strcmp(a->flags, b->flags) &&
+	       !strcmp(a->syscall, b->syscall) && a->pid == b->pid && !strcmp(a->comm, b->comm);
 }
 
 /* One block of rows per layer and label set: "block [vda read]", then a row per stage. */
@@ -207,6 +224,12 @@ static void hist_json(struct jw *w, const struct rec *r)
 		jw_str(w, "op", r->op);
 	if (*r->flags)
 		jw_str(w, "flags", r->flags);
+	if (*r->syscall)
+		jw_str(w, "syscall", r->syscall);
+	if (r->pid)
+		jw_u64(w, "pid", r->pid);
+	if (*r->comm)
+		jw_str(w, "comm", r->comm);
 	jw_end_obj(w);
 	jw_u64(w, "count", r->h.count);
 	jw_u64(w, "sum_ns", r->h.sum_ns);

@@ -10,6 +10,7 @@ void output_text(const struct interval *iv, FILE *f);
 int output_json(const struct interval *iv, FILE *f);
 const char *output_unmeasured_why(const struct rec *r);
 /* `iostrata features` */
-int features_print(const struct layer_report *rep, bool verified, FILE *f);
+int features_print(const struct layer_report *reps, const char *const *names, int n,
+		   bool verified, FILE *f);
 
 #endif

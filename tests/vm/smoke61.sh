@@ -46,7 +46,7 @@ for mode in tp_btf raw_tp; do
 	grep -E "read  |error" /tmp/l.txt
 done
 echo "=== PROBE"; /iostrata-load --engine io_uring --op timeout --latency 1ms --ios 50 | grep timeout
-echo "=== FAIL"; /iostrata --fail-probe block_rq_complete --duration 1; echo "FAIL rc=$?"
+echo "=== FAIL"; /iostrata -l block --fail-probe block_rq_complete --duration 1; echo "FAIL rc=$?"
 echo "=== DONE"
 poweroff -f
 INIT

@@ -1,0 +1,301 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The syscall layer's loader. Its programs are classic tracepoints (syscalls:sys_enter_* and
+ * sys_exit_*), which need tracefs: mounted here when the host has not (said under -v), and
+ * unmounted again at exit.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "syscall.skel.h"
+#include "common.h"
+#include "layer.h"
+
+#define TRACEFS "/sys/kernel/tracing"
+#define SC_NAME(name) #name,
+static const char *const sc_names[SC_N] = { SYSCALLS(SC_NAME) };
+#undef SC_NAME
+
+struct syscall_layer {
+	struct syscall_bpf *skel;
+	struct bpf_link *links[2 * SC_N];
+	int ncpus;
+	struct hist *vals;
+	bool mounted_tracefs;
+	uint64_t prev_drops[DROP_NREASONS];
+	uint64_t prev_misses;
+};
+
+static bool tp_exists(const char *dir, const char *name)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), TRACEFS "/events/syscalls/%s_%s", dir, name);
+	return !access(path, F_OK);
+}
+
+/* Mount tracefs if the host has not; true when syscall events are visible after. */
+static bool tracefs_ready(bool *mounted)
+{
+	*mounted = false;
+	if (!access(TRACEFS "/events/syscalls", F_OK))
+		return true;
+	if (access(TRACEFS "/events", F_OK) && !mount("tracefs", TRACEFS, "tracefs", 0, NULL)) {
+		*mounted = true;
+		vlog("syscall: mounted tracefs at " TRACEFS " (unmounted at exit)");
+	}
+	return !access(TRACEFS "/events/syscalls", F_OK);
+}
+
+static void fill_report(struct layer_report *rep, bool have_events, const char *why_none)
+{
+	int i, n = 0, missing = 0;
+	char *p;
+
+	memset(rep, 0, sizeof(*rep));
+	/* one line per syscall would not fit: one event row for the family, with the gaps */
+	rep->nevents = 1;
+	rep->events[0].event = "syscalls:sys_{enter,exit}_*";
+	rep->events[0].role = "each traced syscall's entry and exit";
+	rep->events[0].method = have_events ? "tracepoint" : NULL;
+	if (!have_events) {
+		snprintf(rep->events[0].why, sizeof(rep->events[0].why), "%s", why_none);
+	} else {
+		p = rep->events[0].why;
+		for (i = 0; i < SC_N; i++) {
+			if (tp_exists("sys_enter", sc_names[i]) && tp_exists("sys_exit", sc_names[i])) {
+				n++;
+				continue;
+			}
+			missing++;
+			p += snprintf(p, sizeof(rep->events[0].why) - (size_t)(p - rep->events[0].why),
+				      "%s%s", missing > 1 ? "," : "absent: ", sc_names[i]);
+		}
+	}
+	rep->nstages = 1;
+	rep->stages[0].layer = "syscall";
+	rep->stages[0].stage = "duration";
+	rep->stages[0].from = "sys_enter_<syscall>";
+	rep->stages[0].to = "sys_exit_<syscall>";
+	rep->stages[0].available = have_events && n > 0;
+	if (rep->stages[0].available)
+		snprintf(rep->stages[0].how, sizeof(rep->stages[0].how),
+			 "classic tracepoints on %d syscalls (read/write family, fsync family, "
+			 "io_submit, io_getevents, io_pgetevents, io_uring_enter)%s%s", n,
+			 missing ? "; " : "", missing ? rep->events[0].why : "");
+	else
+		snprintf(rep->stages[0].how, sizeof(rep->stages[0].how), "unavailable: %s",
+			 have_events ? "none of the syscalls has tracepoints" : why_none);
+}
+
+static void syscall_report_static(struct layer_report *rep)
+{
+	bool have = !access(TRACEFS "/events/syscalls", F_OK);
+
+	fill_report(rep, have, have ? "" : "tracefs not mounted (as root iostrata mounts it)");
+}
+
+static void syscall_stop(void *state)
+{
+	struct syscall_layer *l = state;
+	int i;
+
+	if (!l)
+		return;
+	for (i = 0; i < 2 * SC_N; i++)
+		bpf_link__destroy(l->links[i]);
+	syscall_bpf__destroy(l->skel);
+	if (l->mounted_tracefs && umount2(TRACEFS, MNT_DETACH))
+		vlog("syscall: could not unmount " TRACEFS ": %s", strerror(errno));
+	free(l->vals);
+	free(l);
+}
+
+static int syscall_start(void **out, struct layer_report *rep)
+{
+	struct syscall_layer *l = calloc(1, sizeof(*l));
+	struct bpf_program *prog;
+	uint32_t zero = 0;
+	int i, err, cg_fd;
+	char name[64];
+
+	*out = NULL;
+	if (!l) {
+		errorf("out of memory for the syscall layer");
+		return -1;
+	}
+	l->ncpus = libbpf_num_possible_cpus();
+	l->vals = calloc((size_t)(l->ncpus > 0 ? l->ncpus : 1), sizeof(struct hist));
+	if (!l->vals) {
+		errorf("out of memory for the syscall layer");
+		free(l);
+		return -1;
+	}
+	if (tp_forced_missing("syscalls") || !tracefs_ready(&l->mounted_tracefs)) {
+		fill_report(rep, false, tp_forced_missing("syscalls") ? "forced missing by "
+			    "--fail-probe" : "no syscall tracepoints (CONFIG_FTRACE_SYSCALLS off, or "
+			    "tracefs cannot be mounted)");
+		errorf("syscall layer unavailable: %s", rep->events[0].why);
+		syscall_stop(l);
+		return -1;
+	}
+	fill_report(rep, true, "");
+	l->skel = syscall_bpf__open();
+	if (!l->skel) {
+		errorf("cannot open the syscall layer's BPF object: %s", strerror(errno));
+		syscall_stop(l);
+		return -1;
+	}
+	l->skel->rodata->filter_tgid = (uint32_t)opts.tgid;
+	l->skel->rodata->filter_cgroup = opts.cgroup != NULL;
+	l->skel->rodata->per_process = opts.per_process;
+	if (opts.comm) {
+		l->skel->rodata->filter_comm = true;
+		strncpy((char *)l->skel->rodata->comm_filter, opts.comm, 15);
+	}
+	bpf_map__set_max_entries(l->skel->maps.sc_hists, opts.per_process ? 2 * 4096 : 2 * SC_N);
+	for (i = 0; i < SC_N; i++) {
+		bool on = tp_exists("sys_enter", sc_names[i]) && tp_exists("sys_exit", sc_names[i]);
+
+		snprintf(name, sizeof(name), "sce_%s", sc_names[i]);
+		bpf_program__set_autoload(bpf_object__find_program_by_name(l->skel->obj, name), on);
+		snprintf(name, sizeof(name), "scx_%s", sc_names[i]);
+		bpf_program__set_autoload(bpf_object__find_program_by_name(l->skel->obj, name), on);
+	}
+	err = syscall_bpf__load(l->skel);
+	if (err) {
+		errorf("cannot load the syscall layer's BPF programs: %s (-v shows the verifier "
+		       "log)", strerror(-err));
+		syscall_stop(l);
+		return -1;
+	}
+	if (opts.cgroup) {
+		cg_fd = open(opts.cgroup, O_RDONLY | O_DIRECTORY);
+		if (cg_fd < 0 || bpf_map__update_elem(l->skel->maps.cgroup_filter, &zero,
+						      sizeof(zero), &cg_fd, sizeof(cg_fd), 0)) {
+			errorf("-c %s: not a cgroup v2 directory", opts.cgroup);
+			if (cg_fd >= 0)
+				close(cg_fd);
+			syscall_stop(l);
+			return -1;
+		}
+		close(cg_fd);
+	}
+	/* exits before entries: a syscall entered now always finds its exit attached */
+	for (i = 0; i < 2 * SC_N; i++) {
+		const char *dir = i < SC_N ? "scx" : "sce";
+		int sc = i % SC_N;
+
+		snprintf(name, sizeof(name), "%s_%s", dir, sc_names[sc]);
+		prog = bpf_object__find_program_by_name(l->skel->obj, name);
+		if (!bpf_program__autoload(prog))
+			continue;
+		l->links[i] = bpf_program__attach(prog);
+		if (!l->links[i]) {
+			errorf("cannot attach to tracepoint syscalls:%s_%s: %s",
+			       dir[2] == 'e' ? "sys_enter" : "sys_exit", sc_names[sc], strerror(errno));
+			syscall_stop(l);
+			return -1;
+		}
+	}
+	{
+		struct bpf_map *maps[] = { l->skel->maps.sc_start, l->skel->maps.sc_hists,
+					   l->skel->maps.sc_zero, l->skel->maps.drops };
+
+		for (i = 0; i < 4; i++) {
+			struct map_mem *m = &rep->maps[rep->nmaps++];
+
+			snprintf(m->name, sizeof(m->name), "%s", bpf_map__name(maps[i]));
+			m->bytes = map_memlock(bpf_map__fd(maps[i]));
+		}
+	}
+	vlog("syscall: attached to the entry and exit tracepoints of its syscalls");
+	rep->loaded = true;
+	*out = l;
+	return 0;
+}
+
+static int syscall_collect(void *state, struct interval *iv)
+{
+	struct syscall_layer *l = state;
+	int fd = bpf_map__fd(l->skel->maps.sc_hists);
+	struct syscall_key *keys = NULL, k, *prev = NULL;
+	size_t nkeys = 0, cap = 0, i;
+	uint32_t old = l->skel->bss->gen & 1, r;
+	struct timespec grace = { 0, 5 * 1000 * 1000 };
+	uint64_t *pc, sum;
+	int cpu, err = 0;
+
+	if (!iv->end_mono_ns)
+		iv->end_mono_ns = clock_ns(CLOCK_MONOTONIC);
+	__atomic_store_n(&l->skel->bss->gen, old ^ 1, __ATOMIC_SEQ_CST);
+	nanosleep(&grace, NULL);	/* see block_collect() */
+
+	while (!bpf_map_get_next_key(fd, prev, &k)) {
+		if (nkeys == cap) {
+			struct syscall_key *n = realloc(keys, (cap = cap ? cap * 2 : 64) * sizeof(k));
+
+			if (!n) {
+				free(keys);
+				return -ENOMEM;
+			}
+			keys = n;
+		}
+		keys[nkeys++] = k;
+		prev = &keys[nkeys - 1];
+	}
+	for (i = 0; i < nkeys && !err; i++) {
+		struct rec *rec;
+
+		if (keys[i].gen != old || bpf_map_lookup_elem(fd, &keys[i], l->vals))
+			continue;
+		rec = recs_add(&iv->recs);
+		if (!rec) {
+			err = -ENOMEM;
+			break;
+		}
+		rec->layer = "syscall";
+		rec->stage = "duration";
+		snprintf(rec->syscall, sizeof(rec->syscall), "%s",
+			 keys[i].sc < SC_N ? sc_names[keys[i].sc] : "?");
+		if (opts.per_process) {
+			rec->pid = keys[i].tgid;
+			snprintf(rec->comm, sizeof(rec->comm), "%.15s", keys[i].comm);
+		}
+		for (cpu = 0; cpu < l->ncpus; cpu++)
+			hist_merge(&rec->h, &l->vals[cpu]);
+		bpf_map_delete_elem(fd, &keys[i]);
+	}
+	free(keys);
+
+	pc = calloc((size_t)l->ncpus, sizeof(*pc));
+	if (!pc)
+		return err ? err : -ENOMEM;
+	for (r = DROP_HIST_FULL; r <= DROP_SC_START_FULL && iv->ndrops < MAX_DROPS; r++) {
+		sum = 0;
+		if (!bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.drops), &r, pc))
+			for (cpu = 0; cpu < l->ncpus; cpu++)
+				sum += pc[cpu];
+		iv->drops[iv->ndrops].name = r == DROP_HIST_FULL ? "syscall_hist_full"
+					     : "syscall_start_full";
+		iv->drops[iv->ndrops++].n = sum - l->prev_drops[r];
+		l->prev_drops[r] = sum;
+	}
+	free(pc);
+	return err;
+}
+
+const struct layer_ops syscall_layer_ops = {
+	.name = "syscall",
+	.start = syscall_start,
+	.collect = syscall_collect,
+	.stop = syscall_stop,
+	.report_static = syscall_report_static,
+};
