@@ -78,6 +78,16 @@ struct syscall_start {
 	__u32 pad;
 };
 
+/* The io_uring layer: submit -> CQE per (generation, opcode, path[, process]). */
+#define URING_PUNTED	0x100	/* in struct inflight.queued: handed to an io-wq worker */
+
+struct uring_key {
+	__u32 gen;
+	__u32 opcode;		/* IORING_OP_* as this kernel numbers it */
+	__u32 flags;		/* URING_PUNTED */
+	__u32 tgid;		/* 0 unless per process */
+};
+
 /* Everything a program saw and could not record; shown in every interval as `drops`. */
 enum drop_reason {
 	DROP_INFLIGHT_FULL,	/* in-flight table probes all busy: a bio/request went untracked */

@@ -61,6 +61,12 @@ const char *op_name(unsigned int op, char *buf, size_t len);
 uint32_t req_flags_mask(void);
 const char *req_flags_str(uint32_t flags, char *buf, size_t len);
 
+/* The lower-case name of value val of a BTF enum, without prefix ("read" for IORING_OP_READ). */
+const char *btf_enum_name(const char *enum_type, const char *prefix, unsigned int val,
+			  char *buf, size_t len);
+/* /proc/PID/comm, or "?" once the process has gone. */
+const char *process_comm(uint32_t pid, char *buf, size_t len);
+
 /* Disks: name <-> kernel dev_t (major << 20 | minor). */
 int disk_resolve(const char *name, uint32_t *dev);
 const char *disk_name(uint32_t dev, char *buf, size_t len);

@@ -19,6 +19,7 @@ struct rec {
 	char op[24];
 	char flags[96];
 	char syscall[24];
+	char opcode[24];
 	uint32_t pid;		/* 0 = not a label */
 	char comm[16];
 	struct hist h;
@@ -103,5 +104,6 @@ struct layer_ops {
 
 extern const struct layer_ops block_layer_ops;	/* user/block.c */
 extern const struct layer_ops syscall_layer_ops;	/* user/syscall.c */
+extern const struct layer_ops uring_layer_ops;	/* user/uring.c */
 
 #endif

@@ -109,12 +109,12 @@ static const char usage[] =
 "  -d, --disk=DISK       only this disk (vda, /dev/nvme0n1)\n"
 "  -p, --pid=PID         only I/O queued by this process\n"
 "  -c, --cgroup=PATH     only I/O queued from this cgroup v2 or below it\n"
-"  -l, --layers=LIST     block,syscall (default: every available layer; only\n"
+"  -l, --layers=LIST     block,uring,syscall (default: every available layer; only\n"
 "                        block with -d)\n"
 "      --comm=NAME       only threads named NAME (syscall layer)\n"
 "  -D, --per-disk        a histogram set per disk\n"
 "  -F, --per-op          a histogram set per operation and request flags\n"
-"  -P, --per-process     a histogram set per process (syscall layer)\n"
+"  -P, --per-process     a histogram set per process (uring, syscall layers)\n"
 "  -m, --milliseconds    show latencies in milliseconds\n"
 "  -T, --timestamp       print the time with each interval\n"
 "  -j, --json            one NDJSON record per interval on stdout\n"
@@ -157,7 +157,8 @@ static const struct option long_opts[] = {
 };
 
 /* Every layer this build has, in the order their records are printed. */
-static const struct layer_ops *const layers[] = { &block_layer_ops, &syscall_layer_ops };
+static const struct layer_ops *const layers[] = { &block_layer_ops, &uring_layer_ops,
+						   &syscall_layer_ops };
 #define NLAYERS (int)(sizeof(layers) / sizeof(layers[0]))
 
 static int parse_layers(const char *list)
@@ -170,13 +171,13 @@ static int parse_layers(const char *list)
 		for (i = 0; i < NLAYERS && strcmp(tok, layers[i]->name); i++)
 			;
 		if (i == NLAYERS) {
-			errorf("unknown layer '%s' in -l (layers: block, syscall)", tok);
+			errorf("unknown layer '%s' in -l (layers: block, uring, syscall)", tok);
 			return -1;
 		}
 		opts.layers |= 1u << i;
 	}
 	if (!opts.layers) {
-		errorf("-l needs at least one layer (block, syscall)");
+		errorf("-l needs at least one layer (block, uring, syscall)");
 		return -1;
 	}
 	return 0;

@@ -46,6 +46,8 @@ static int rec_cmp(const void *a, const void *b)
 		return c;
 	if ((c = strcmp(x->syscall, y->syscall)))
 		return c;
+	if ((c = strcmp(x->opcode, y->opcode)))
+		return c;
 	if (x->pid != y->pid)
 		return x->pid < y->pid ? -1 : 1;
 	if ((c = strcmp(x->comm, y->comm)))
@@ -64,15 +66,15 @@ static const char *const pct_keys[] = { "p50_ns", "p90_ns", "p99_ns", "p999_ns" 
 
 static void labels_text(const struct rec *r, char *buf, size_t len)
 {
-	const char *parts[6] = { r->disk, r->op, r->flags, r->syscall, NULL, r->comm };
+	const char *parts[7] = { r->disk, r->op, r->opcode, r->flags, r->syscall, NULL, r->comm };
 	char pid[16] = "";
 	size_t used = 0, i;
 
 	if (r->pid)
 		snprintf(pid, sizeof(pid), "pid %u", r->pid);
-	parts[4] = pid;
+	parts[5] = pid;
 	buf[0] = '\0';
-	for (i = 0; i < 6; i++)
+	for (i = 0; i < 7; i++)
 		if (*parts[i] && used < len)
 			used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? " " : "",
 						 parts[i]);
@@ -89,7 +91,8 @@ static bool same_group(const struct rec *a, const struct rec *b)
 {
 	return !strcmp(a->layer, b->layer) && !strcmp(a->disk, b->disk) &&
 	       !strcmp(a->op, b->op) && !strcmp(a->flags, b->flags) &&
-	       !strcmp(a->syscall, b->syscall) && a->pid == b->pid && !strcmp(a->comm, b->comm);
+	       !strcmp(a->syscall, b->syscall) && !strcmp(a->opcode, b->opcode) &&
+	       a->pid == b->pid && !strcmp(a->comm, b->comm);
 }
 
 /* One block of rows per layer and label set: "block [vda read]", then a row per stage. */
@@ -226,6 +229,8 @@ static void hist_json(struct jw *w, const struct rec *r)
 		jw_str(w, "flags", r->flags);
 	if (*r->syscall)
 		jw_str(w, "syscall", r->syscall);
+	if (*r->opcode)
+		jw_str(w, "opcode", r->opcode);
 	if (r->pid)
 		jw_u64(w, "pid", r->pid);
 	if (*r->comm)

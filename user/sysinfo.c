@@ -36,6 +36,7 @@ uint64_t map_memlock(int fd)
 	return v;
 }
 
+static int read_line(const char *path, char *buf, size_t len);
 static struct btf *btf;
 static bool btf_tried;
 
@@ -137,6 +138,29 @@ static void lower_after(const char *s, const char *prefix, char *buf, size_t len
 /* v6.0 renamed enum req_opf to req_op */
 static const char *const op_enums[] = { "req_op", "req_opf", NULL };
 static const char *const flag_enums[] = { "req_flag_bits", NULL };
+
+const char *btf_enum_name(const char *enum_type, const char *prefix, unsigned int val,
+			  char *buf, size_t len)
+{
+	const char *const enums[] = { enum_type, NULL };
+	const char *n = enum_name(enums, val);
+
+	if (n)
+		lower_after(n, prefix, buf, len);
+	else
+		snprintf(buf, len, "%u", val);
+	return buf;
+}
+
+const char *process_comm(uint32_t pid, char *buf, size_t len)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%u/comm", pid);
+	if (read_line(path, buf, len))
+		snprintf(buf, len, "?");	/* the process has exited */
+	return buf;
+}
 
 const char *op_name(unsigned int op, char *buf, size_t len)
 {

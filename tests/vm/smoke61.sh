@@ -45,6 +45,13 @@ for mode in tp_btf raw_tp; do
 	cat /tmp/t.err /tmp/t.json
 	grep -E "read  |error" /tmp/l.txt
 done
+echo "=== URING"
+/iostrata -l uring,syscall -P -j --duration 4 > /tmp/u.json 2>/tmp/u.err &
+sleep 1.5
+/iostrata-load --engine io_uring --op timeout --latency 10ms --ios 40 > /dev/null && echo "URING LOAD OK"
+/iostrata-load --device /dev/nullb0 --force --engine psync --ios 30 --size 64m >/dev/null
+wait
+cat /tmp/u.err /tmp/u.json
 echo "=== PROBE"; /iostrata-load --engine io_uring --op timeout --latency 1ms --ios 50 | grep timeout
 echo "=== FAIL"; /iostrata -l block --fail-probe block_rq_complete --duration 1; echo "FAIL rc=$?"
 echo "=== DONE"
@@ -57,8 +64,8 @@ timeout 600 qemu-system-x86_64 -accel tcg,thread=multi -m 1024 -smp 2 \
 	-append "console=ttyS0 panic=-1 quiet" -nographic -no-reboot -nic none \
 	> "$work/console.log" 2>&1 || true
 sed -n '/=== FEATURES/,/=== DONE/p' "$work/console.log"
-for m in "block_rq_complete  tp_btf" "LOAD OK" "FAIL rc=1" "=== DONE"; do
+for m in "block_rq_complete  tp_btf" "LOAD OK" "URING LOAD OK" "FAIL rc=1" "=== DONE"; do
 	grep -q "$m" "$work/console.log" || { echo "smoke61: FAILED: no '$m'" >&2; exit 1; }
 done
-[ "$(grep -c 'LOAD OK' "$work/console.log")" = 2 ] || { echo "smoke61: FAILED: a load run" >&2; exit 1; }
+[ "$(grep -c '^LOAD OK' "$work/console.log")" = 2 ] || { echo "smoke61: FAILED: a load run" >&2; exit 1; }
 echo "smoke61: PASS on $kver"

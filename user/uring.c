@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* The io_uring layer's loader: submit -> CQE per opcode (and per process with -P). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "uring.skel.h"
+#include "common.h"
+#include "layer.h"
+
+enum { EV_SUBMIT, EV_PUNT, EV_COMPLETE, NEV };
+
+struct uring_layer {
+	struct uring_bpf *skel;
+	struct bpf_link *links[NEV];
+	int ncpus;
+	struct hist *vals;
+	uint64_t prev_drops[DROP_NREASONS];
+};
+
+/* Which events this kernel has; the submission event was renamed in v6.4. */
+static void probe(struct layer_report *rep, bool tp_btf)
+{
+	static const char *const submit[] = { "io_uring_submit_req", "io_uring_submit_sqe" };
+	static const char *const names[NEV] = { NULL, "io_uring_queue_async_work",
+						"io_uring_complete" };
+	static const char *const roles[NEV] = {
+		"request submitted: starts submit_cqe",
+		"request punted to an io-wq worker: counted apart",
+		"CQE posted: ends submit_cqe",
+	};
+	int i;
+
+	memset(rep, 0, sizeof(*rep));
+	rep->nevents = NEV;
+	for (i = 0; i < NEV; i++) {
+		struct event_status *e = &rep->events[i];
+
+		e->event = names[i];
+		if (i == EV_SUBMIT)
+			e->event = tp_nargs(submit[0]) >= 0 ? submit[0] : submit[1];
+		e->role = roles[i];
+		e->required = i != EV_PUNT;
+		e->nargs = tp_nargs(e->event);
+		if (e->nargs < 0)
+			snprintf(e->why, sizeof(e->why), "%s", tp_forced_missing(e->event) ?
+				 "forced missing by --fail-probe" : "tracepoint not in this kernel's BTF");
+		else if (i == EV_COMPLETE && e->nargs < 2)
+			snprintf(e->why, sizeof(e->why), "no request argument (kernel before v5.18)");
+		else
+			e->method = tp_btf ? "tp_btf" : "raw_tp";
+	}
+	rep->nstages = 1;
+	rep->stages[0] = (struct stage_status){ .layer = "uring", .stage = "submit_cqe",
+		.from = rep->events[EV_SUBMIT].event, .to = "io_uring_complete" };
+	rep->stages[0].available = rep->events[EV_SUBMIT].method && rep->events[EV_COMPLETE].method;
+	if (rep->stages[0].available)
+		snprintf(rep->stages[0].how, sizeof(rep->stages[0].how), "%s [%s] -> %s [%s]%s",
+			 rep->events[EV_SUBMIT].event, rep->events[EV_SUBMIT].method,
+			 "io_uring_complete", rep->events[EV_COMPLETE].method,
+			 rep->events[EV_PUNT].method ? "" : "; io-wq punts not told apart");
+	else
+		snprintf(rep->stages[0].how, sizeof(rep->stages[0].how), "unavailable: %s: %s",
+			 rep->events[EV_SUBMIT].method ? "io_uring_complete" :
+			 rep->events[EV_SUBMIT].event, rep->events[EV_SUBMIT].method ?
+			 rep->events[EV_COMPLETE].why : rep->events[EV_SUBMIT].why);
+}
+
+static void uring_report_static(struct layer_report *rep)
+{
+	probe(rep, true);
+}
+
+static void uring_stop(void *state)
+{
+	struct uring_layer *l = state;
+	int i;
+
+	if (!l)
+		return;
+	for (i = 0; i < NEV; i++)
+		bpf_link__destroy(l->links[i]);
+	uring_bpf__destroy(l->skel);
+	free(l->vals);
+	free(l);
+}
+
+static struct bpf_program *prog(struct uring_layer *l, const char *method, const char *ev)
+{
+	char name[80];
+
+	snprintf(name, sizeof(name), "%s_%s", method, ev);
+	return bpf_object__find_program_by_name(l->skel->obj, name);
+}
+
+static int load_attach(struct uring_layer *l, struct layer_report *rep)
+{
+	struct bpf_object *obj;
+	struct bpf_program *p;
+	int i, err, cg_fd;
+	uint32_t zero = 0;
+
+	l->skel = uring_bpf__open();
+	if (!l->skel)
+		return -errno;
+	obj = l->skel->obj;
+	l->skel->rodata->filter_tgid = (uint32_t)opts.tgid;
+	l->skel->rodata->filter_cgroup = opts.cgroup != NULL;
+	l->skel->rodata->per_process = opts.per_process;
+	l->skel->rodata->inflight_mask = opts.inflight_slots - 1;
+	bpf_map__set_max_entries(l->skel->maps.inflight, opts.inflight_slots);
+	bpf_object__for_each_program(p, obj)
+		bpf_program__set_autoload(p, false);
+	for (i = 0; i < NEV; i++)
+		if (rep->events[i].method)
+			bpf_program__set_autoload(prog(l, rep->events[i].method, rep->events[i].event),
+						  true);
+	err = uring_bpf__load(l->skel);
+	if (err)
+		return err;
+	if (opts.cgroup) {
+		cg_fd = open(opts.cgroup, O_RDONLY | O_DIRECTORY);
+		if (cg_fd < 0 || bpf_map__update_elem(l->skel->maps.cgroup_filter, &zero,
+						      sizeof(zero), &cg_fd, sizeof(cg_fd), 0)) {
+			if (cg_fd >= 0)
+				close(cg_fd);
+			return -EBADF;
+		}
+		close(cg_fd);
+	}
+	/* completion first, so that no request is submitted with nobody to see its CQE */
+	for (i = NEV - 1; i >= 0; i--) {
+		if (!rep->events[i].method)
+			continue;
+		l->links[i] = bpf_program__attach(prog(l, rep->events[i].method,
+						       rep->events[i].event));
+		if (!l->links[i])
+			return -errno;
+		vlog("uring: %s attached by %s", rep->events[i].event, rep->events[i].method);
+	}
+	return 0;
+}
+
+static int uring_start(void **out, struct layer_report *rep)
+{
+	struct uring_layer *l = calloc(1, sizeof(*l));
+	bool tp_btf = !opts.force_raw_tp;
+	int err = 0, i;
+
+	*out = NULL;
+	if (!l || (l->ncpus = libbpf_num_possible_cpus()) <= 0 ||
+	    !(l->vals = calloc((size_t)l->ncpus, sizeof(struct hist)))) {
+		errorf("out of memory for the io_uring layer");
+		uring_stop(l);
+		return -1;
+	}
+	for (;;) {
+		probe(rep, tp_btf);
+		if (!rep->stages[0].available) {
+			errorf("io_uring layer unavailable: %s", rep->stages[0].how);
+			uring_stop(l);
+			return -1;
+		}
+		err = load_attach(l, rep);
+		if (!err || !tp_btf)
+			break;
+		vlog("uring: tp_btf programs failed (%s); trying their raw_tp twins", strerror(-err));
+		for (i = 0; i < NEV; i++) {
+			bpf_link__destroy(l->links[i]);
+			l->links[i] = NULL;
+		}
+		uring_bpf__destroy(l->skel);
+		l->skel = NULL;
+		tp_btf = false;
+	}
+	if (err) {
+		errorf("cannot load or attach the io_uring layer: %s", strerror(-err));
+		uring_stop(l);
+		return -1;
+	}
+	rep->nmaps = 0;
+	{
+		struct bpf_map *maps[] = { l->skel->maps.inflight, l->skel->maps.uring_hists,
+					   l->skel->maps.uring_zero, l->skel->maps.drops };
+
+		for (i = 0; i < 4; i++) {
+			struct map_mem *m = &rep->maps[rep->nmaps++];
+
+			snprintf(m->name, sizeof(m->name), "%s", bpf_map__name(maps[i]));
+			m->bytes = map_memlock(bpf_map__fd(maps[i]));
+		}
+	}
+	rep->loaded = true;
+	*out = l;
+	return 0;
+}
+
+static const char *opcode_name(uint32_t op, char *buf, size_t len)
+{
+	return btf_enum_name("io_uring_op", "IORING_OP_", op, buf, len);
+}
+
+static int uring_collect(void *state, struct interval *iv)
+{
+	static const char *const drop_names[] = {
+		[DROP_INFLIGHT_FULL] = "uring_inflight_full",
+		[DROP_INFLIGHT_STALE] = "uring_inflight_stale",
+		[DROP_INFLIGHT_REUSED] = "uring_inflight_reused",
+		[DROP_HIST_FULL] = "uring_hist_full",
+	};
+	struct uring_layer *l = state;
+	int fd = bpf_map__fd(l->skel->maps.uring_hists);
+	struct uring_key *keys = NULL, k, *prev = NULL;
+	struct timespec grace = { 0, 5 * 1000 * 1000 };
+	uint32_t old = l->skel->bss->gen & 1, r;
+	size_t nkeys = 0, cap = 0, i;
+	uint64_t *pc, sum;
+	int cpu, err = 0;
+
+	if (!iv->end_mono_ns)
+		iv->end_mono_ns = clock_ns(CLOCK_MONOTONIC);
+	__atomic_store_n(&l->skel->bss->gen, old ^ 1, __ATOMIC_SEQ_CST);
+	nanosleep(&grace, NULL);	/* see block_collect() */
+	while (!bpf_map_get_next_key(fd, prev, &k)) {
+		if (nkeys == cap) {
+			struct uring_key *n = realloc(keys, (cap = cap ? cap * 2 : 64) * sizeof(k));
+
+			if (!n) {
+				free(keys);
+				return -ENOMEM;
+			}
+			keys = n;
+		}
+		keys[nkeys++] = k;
+		prev = &keys[nkeys - 1];
+	}
+	for (i = 0; i < nkeys && !err; i++) {
+		struct rec *rec;
+
+		if (keys[i].gen != old || bpf_map_lookup_elem(fd, &keys[i], l->vals))
+			continue;
+		rec = recs_add(&iv->recs);
+		if (!rec) {
+			err = -ENOMEM;
+			break;
+		}
+		rec->layer = "uring";
+		rec->stage = "submit_cqe";
+		opcode_name(keys[i].opcode, rec->opcode, sizeof(rec->opcode));
+		if (keys[i].flags & URING_PUNTED)
+			snprintf(rec->flags, sizeof(rec->flags), "io-wq");
+		if (keys[i].tgid) {
+			rec->pid = keys[i].tgid;
+			if (bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.uring_comm), &rec->pid,
+						rec->comm))
+				process_comm(rec->pid, rec->comm, sizeof(rec->comm));
+			rec->comm[sizeof(rec->comm) - 1] = '\0';
+		}
+		for (cpu = 0; cpu < l->ncpus; cpu++)
+			hist_merge(&rec->h, &l->vals[cpu]);
+		bpf_map_delete_elem(fd, &keys[i]);
+	}
+	free(keys);
+	pc = calloc((size_t)l->ncpus, sizeof(*pc));
+	if (!pc)
+		return err ? err : -ENOMEM;
+	for (r = 0; r <= DROP_HIST_FULL && iv->ndrops < MAX_DROPS; r++) {
+		sum = 0;
+		if (!bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.drops), &r, pc))
+			for (cpu = 0; cpu < l->ncpus; cpu++)
+				sum += pc[cpu];
+		iv->drops[iv->ndrops].name = drop_names[r];
+		iv->drops[iv->ndrops++].n = sum - l->prev_drops[r];
+		l->prev_drops[r] = sum;
+	}
+	free(pc);
+	return err;
+}
+
+const struct layer_ops uring_layer_ops = {
+	.name = "uring",
+	.start = uring_start,
+	.collect = uring_collect,
+	.stop = uring_stop,
+	.report_static = uring_report_static,
+};
