@@ -37,21 +37,21 @@ echo "=== FEATURES"; /iostrata features
 for mode in tp_btf raw_tp; do
 	extra=""; [ $mode = raw_tp ] && extra=--force-raw-tp
 	echo "=== TRACE $mode"
-	/iostrata -D -F -j $extra --duration 4 -d nullb0 > /tmp/t.json 2>/tmp/t.err &
-	sleep 1.5
+	/iostrata -v -D -F -j $extra --duration 6 -d nullb0 > /tmp/t.json 2>/tmp/t.err &
+	until grep -q "iostrata: tracing" /tmp/t.err; do sleep 0.2; done
 	/iostrata-load --device /dev/nullb0 --force --engine io_uring --qd 1 --rw randread \
 		--ios 40 --size 64m > /tmp/l.txt 2>&1 && echo "LOAD OK"
 	wait
-	cat /tmp/t.err /tmp/t.json
+	grep -v "^iostrata: " /tmp/t.err; cat /tmp/t.json
 	grep -E "read  |error" /tmp/l.txt
 done
 echo "=== URING"
-/iostrata -l uring,syscall -P -j --duration 4 > /tmp/u.json 2>/tmp/u.err &
-sleep 1.5
+/iostrata -v -l uring,syscall -P -j --duration 8 > /tmp/u.json 2>/tmp/u.err &
+until grep -q "iostrata: tracing" /tmp/u.err; do sleep 0.2; done
 /iostrata-load --engine io_uring --op timeout --latency 10ms --ios 40 > /dev/null && echo "URING LOAD OK"
 /iostrata-load --device /dev/nullb0 --force --engine psync --ios 30 --size 64m >/dev/null
 wait
-cat /tmp/u.err /tmp/u.json
+grep -v "^iostrata: " /tmp/u.err; cat /tmp/u.json
 echo "=== PROBE"; /iostrata-load --engine io_uring --op timeout --latency 1ms --ios 50 | grep timeout
 echo "=== FAIL"; /iostrata -l block --fail-probe block_rq_complete --duration 1; echo "FAIL rc=$?"
 echo "=== DONE"
