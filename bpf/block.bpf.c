@@ -20,15 +20,13 @@
 #include <bpf/bpf_core_read.h>
 #include "iostrata.h"
 #include "compat.bpf.h"
-#include "drops.bpf.h"
+#include "common.bpf.h"
 #include "inflight.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Set by the loader before load; frozen afterwards, so the verifier prunes what they disable. */
 const volatile __u32 filter_dev;	/* whole-disk dev_t, 0 = all */
-const volatile __u32 filter_tgid;	/* 0 = all */
-const volatile bool filter_cgroup;	/* cgroup_filter[0] holds the cgroup */
 const volatile bool per_disk;
 const volatile bool per_op;
 const volatile __u32 flags_mask;	/* request flag bits kept in the key (per-flags mode) */
@@ -36,16 +34,6 @@ const volatile __u32 flags_mask;	/* request flag bits kept in the key (per-flags
 const volatile __u32 rq_issue_arg;
 const volatile __u32 bio_queue_arg;
 const volatile __u32 split_arg;
-
-/* Flipped by the loader every interval; see struct block_key. */
-volatile __u32 gen;
-
-struct {
-	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
-} cgroup_filter SEC(".maps");
 
 /* Per disk and/or per op: one histogram set per key, created on first use. */
 struct {
@@ -88,10 +76,7 @@ static __always_inline void stage_add(struct hist *h, __u64 from, __u64 to)
 static __always_inline struct block_hists *hists_get(__u32 dev, __u32 opf)
 {
 	struct block_key key = { .op = BLOCK_OP_ANY };
-	struct block_hists *h;
-	__u32 g = gen & 1, zero = 0;
-	void *z;
-	long err;
+	__u32 g = gen & 1;
 
 	if (!per_disk && !per_op)
 		return bpf_map_lookup_elem(&block_total, &g);
@@ -102,18 +87,7 @@ static __always_inline struct block_hists *hists_get(__u32 dev, __u32 opf)
 		key.op = opf & 0xff;		/* REQ_OP_MASK since v4.10 */
 		key.flags = (opf >> 8) & flags_mask;
 	}
-	h = bpf_map_lookup_elem(&block_hists, &key);
-	if (h)
-		return h;
-	z = bpf_map_lookup_elem(&block_zero, &zero);
-	if (!z)
-		return NULL;
-	err = bpf_map_update_elem(&block_hists, &key, z, BPF_NOEXIST);
-	if (err && err != -17 /* EEXIST: another CPU created it */) {
-		drop(DROP_HIST_FULL);
-		return NULL;
-	}
-	return bpf_map_lookup_elem(&block_hists, &key);
+	return hists_lookup_or_init(&block_hists, &key, &block_zero);
 }
 
 /*

@@ -47,9 +47,7 @@ static __always_inline int H(on_bio_queue)(struct bio *bio)
 	if (filter_dev && H(disk_dev)(disk) != filter_dev)
 		return 0;
 	id = bpf_get_current_pid_tgid();
-	if (filter_tgid && (__u32)(id >> 32) != filter_tgid)
-		return 0;
-	if (filter_cgroup && bpf_current_task_under_cgroup(&cgroup_filter, 0) != 1)
+	if (!owner_passes(id))
 		return 0;
 	inflight_put(PTR_U64(bio), bpf_ktime_get_ns(), 0, id >> 32, true);
 	return 0;

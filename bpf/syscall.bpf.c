@@ -13,24 +13,13 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include "iostrata.h"
-#include "drops.bpf.h"
+#include "common.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-const volatile __u32 filter_tgid;
-const volatile bool filter_cgroup;
 const volatile bool filter_comm;
 const volatile char comm_filter[16];
 const volatile bool per_process;
-
-volatile __u32 gen;
-
-struct {
-	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
-} cgroup_filter SEC(".maps");
 
 /* Entry time by thread: a thread is in at most one syscall at a time. */
 struct {
@@ -76,9 +65,7 @@ static __always_inline int on_enter(__u32 sc)
 	struct syscall_start st = { .sc = sc };
 	__u32 tid = (__u32)id;
 
-	if (filter_tgid && (__u32)(id >> 32) != filter_tgid)
-		return 0;
-	if (filter_cgroup && bpf_current_task_under_cgroup(&cgroup_filter, 0) != 1)
+	if (!owner_passes(id))
 		return 0;
 	if (filter_comm && !comm_matches())
 		return 0;
@@ -86,26 +73,6 @@ static __always_inline int on_enter(__u32 sc)
 	if (bpf_map_update_elem(&sc_start, &tid, &st, BPF_ANY))
 		drop(DROP_SC_START_FULL);
 	return 0;
-}
-
-static __always_inline struct hist *hist_of(struct syscall_key *key)
-{
-	struct hist *h = bpf_map_lookup_elem(&sc_hists, key);
-	__u32 zero = 0;
-	void *z;
-	long err;
-
-	if (h)
-		return h;
-	z = bpf_map_lookup_elem(&sc_zero, &zero);
-	if (!z)
-		return NULL;
-	err = bpf_map_update_elem(&sc_hists, key, z, BPF_NOEXIST);
-	if (err && err != -17 /* EEXIST */) {
-		drop(DROP_HIST_FULL);
-		return NULL;
-	}
-	return bpf_map_lookup_elem(&sc_hists, key);
 }
 
 static __always_inline int on_exit(__u32 sc)
@@ -133,7 +100,7 @@ static __always_inline int on_exit(__u32 sc)
 		key.tgid = id >> 32;
 		bpf_get_current_comm(key.comm, sizeof(key.comm));
 	}
-	h = hist_of(&key);
+	h = hists_lookup_or_init(&sc_hists, &key, &sc_zero);
 	if (h)
 		hist_record(h, now - start);
 	return 0;

@@ -13,23 +13,12 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include "iostrata.h"
-#include "drops.bpf.h"
+#include "common.bpf.h"
 #include "inflight.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-const volatile __u32 filter_tgid;
-const volatile bool filter_cgroup;
 const volatile bool per_process;
-
-volatile __u32 gen;
-
-struct {
-	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
-} cgroup_filter SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
@@ -70,9 +59,7 @@ static __always_inline int on_submit(__u64 req)
 
 	if (!req)
 		return 0;
-	if (filter_tgid && (__u32)(id >> 32) != filter_tgid)
-		return 0;
-	if (filter_cgroup && bpf_current_task_under_cgroup(&cgroup_filter, 0) != 1)
+	if (!owner_passes(id))
 		return 0;
 	opcode = BPF_CORE_READ((struct io_kiocb *)req, opcode);
 	if (per_process) {
@@ -103,9 +90,8 @@ static __always_inline int on_complete(__u64 req)
 {
 	struct uring_key key = {};
 	__u64 now, ts, info = 0;
-	__u32 tgid = 0, zero = 0;
+	__u32 tgid = 0;
 	struct hist *h;
-	void *z;
 
 	if (!req)		/* an extra CQE tied to no request */
 		return 0;
@@ -118,18 +104,9 @@ static __always_inline int on_complete(__u64 req)
 	key.flags = info & URING_PUNTED;
 	if (per_process)
 		key.tgid = tgid;
-	h = bpf_map_lookup_elem(&uring_hists, &key);
-	if (!h) {
-		z = bpf_map_lookup_elem(&uring_zero, &zero);
-		if (!z)
-			return 0;
-		if (bpf_map_update_elem(&uring_hists, &key, z, BPF_NOEXIST) == -7 /* E2BIG */)
-			drop(DROP_HIST_FULL);
-		h = bpf_map_lookup_elem(&uring_hists, &key);
-		if (!h)
-			return 0;
-	}
-	hist_record(h, now - ts);
+	h = hists_lookup_or_init(&uring_hists, &key, &uring_zero);
+	if (h)
+		hist_record(h, now - ts);
 	return 0;
 }
 

@@ -16,6 +16,7 @@
 #include "block.skel.h"
 #include "common.h"
 #include "layer.h"
+#include "maps.h"
 
 struct block_layer {
 	struct block_bpf *skel;
@@ -147,24 +148,14 @@ static void report_maps(struct block_layer *b, struct layer_report *rep)
 	struct bpf_map *maps[] = { b->skel->maps.inflight, b->skel->maps.block_hists,
 				   b->skel->maps.block_total, b->skel->maps.block_zero,
 				   b->skel->maps.drops };
-	size_t val = sizeof(struct block_hists);
-	unsigned int i;
 
 	rep->nmaps = 0;
-	for (i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
-		struct map_mem *m = &rep->maps[rep->nmaps++];
-
-		snprintf(m->name, sizeof(m->name), "%s", bpf_map__name(maps[i]));
-		m->bytes = map_memlock(bpf_map__fd(maps[i]));
-		m->note[0] = '\0';
-		if (maps[i] == b->skel->maps.inflight)
-			snprintf(m->note, sizeof(m->note), "%u slots x %zu B",
-				 bpf_map__max_entries(maps[i]), sizeof(struct inflight));
-		else if (maps[i] == b->skel->maps.block_hists)
-			snprintf(m->note, sizeof(m->note),
-				 "allocated on use: %zu B x %d CPUs per key, up to %u keys",
-				 val, b->ncpus, bpf_map__max_entries(maps[i]));
-	}
+	report_maps_mem(rep, maps, (int)(sizeof(maps) / sizeof(maps[0])));
+	snprintf(rep->maps[0].note, sizeof(rep->maps[0].note), "%u slots x %zu B",
+		 bpf_map__max_entries(maps[0]), sizeof(struct inflight));
+	snprintf(rep->maps[1].note, sizeof(rep->maps[1].note),
+		 "allocated on use: %zu B x %d CPUs per key, up to %u keys",
+		 sizeof(struct block_hists), b->ncpus, bpf_map__max_entries(maps[1]));
 }
 
 static int configure(struct block_layer *b, struct layer_report *rep)
@@ -298,8 +289,7 @@ static int block_start(void **out, struct layer_report *rep)
 {
 	bool tp_btf = !opts.force_raw_tp;
 	struct block_layer *b;
-	int err, cg_fd;
-	uint32_t zero = 0;
+	int err;
 
 	*out = NULL;
 	if (!vmlinux_btf()) {
@@ -342,15 +332,8 @@ static int block_start(void **out, struct layer_report *rep)
 	}
 
 	if (opts.cgroup) {
-		cg_fd = open(opts.cgroup, O_RDONLY | O_DIRECTORY);
-		if (cg_fd < 0 || bpf_map__update_elem(b->skel->maps.cgroup_filter, &zero,
-						      sizeof(zero), &cg_fd, sizeof(cg_fd), 0)) {
-			errorf("-c %s: not a cgroup v2 directory", opts.cgroup);
-			if (cg_fd >= 0)
-				close(cg_fd);
+		if (cgroup_filter_set(b->skel->maps.cgroup_filter))
 			goto fail;
-		}
-		close(cg_fd);
 	}
 	describe_stages(rep);
 	report_maps(b, rep);
@@ -449,24 +432,10 @@ static int drain_total(struct block_layer *b, uint32_t g, struct interval *iv)
 static int drain_keys(struct block_layer *b, uint32_t g, struct interval *iv)
 {
 	int fd = bpf_map__fd(b->skel->maps.block_hists);
-	struct block_key *keys = NULL, k, *prev = NULL;
-	size_t nkeys = 0, cap = 0, i;
-	int err = 0;
+	struct block_key *keys;
+	size_t nkeys, i;
+	int err = map_keys(fd, sizeof(*keys), (void **)&keys, &nkeys);
 
-	/* collect first: deleting while walking would restart the walk */
-	while (!bpf_map_get_next_key(fd, prev, &k)) {
-		if (nkeys == cap) {
-			struct block_key *n = realloc(keys, (cap = cap ? cap * 2 : 64) * sizeof(k));
-
-			if (!n) {
-				free(keys);
-				return -ENOMEM;
-			}
-			keys = n;
-		}
-		keys[nkeys++] = k;
-		prev = &keys[nkeys - 1];
-	}
 	for (i = 0; i < nkeys && !err; i++) {
 		if (keys[i].gen != g || bpf_map_lookup_elem(fd, &keys[i], b->vals))
 			continue;
@@ -498,40 +467,20 @@ static uint64_t recursion_misses(struct block_layer *b)
 static int block_collect(void *state, struct interval *iv)
 {
 	struct block_layer *b = state;
-	uint64_t *pc = calloc((size_t)b->ncpus, sizeof(uint64_t)), sum, misses;
-	struct timespec grace = { 0, 5 * 1000 * 1000 };
-	uint32_t old = b->skel->bss->gen & 1, r;
-	int cpu, err;
+	uint32_t old = gen_retire(&b->skel->bss->gen, iv);
+	uint64_t misses;
+	int err;
 
-	if (!pc)
-		return -ENOMEM;
-	/*
-	 * Retire the current generation. Tracing programs run to completion in microseconds
-	 * with migration disabled, so after the grace period nothing still writes the old one;
-	 * a write that were to land later would only be reported one interval late.
-	 */
-	if (!iv->end_mono_ns)	/* the first layer to retire its generation ends the interval */
-		iv->end_mono_ns = clock_ns(CLOCK_MONOTONIC);
-	__atomic_store_n(&b->skel->bss->gen, old ^ 1, __ATOMIC_SEQ_CST);
-	nanosleep(&grace, NULL);
 	err = opts.per_disk || opts.per_op ? drain_keys(b, old, iv) : drain_total(b, old, iv);
-
-	for (r = 0; r <= DROP_HIST_FULL && iv->ndrops < MAX_DROPS; r++) {	/* the block reasons */
-		sum = 0;
-		if (!bpf_map_lookup_elem(bpf_map__fd(b->skel->maps.drops), &r, pc))
-			for (cpu = 0; cpu < b->ncpus; cpu++)
-				sum += pc[cpu];
-		iv->drops[iv->ndrops].name = drop_names[r];
-		iv->drops[iv->ndrops++].n = sum - b->prev_drops[r];
-		b->prev_drops[r] = sum;
-	}
+	if (!err)
+		err = drops_read(b->skel->maps.drops, b->ncpus, 0, DROP_HIST_FULL, drop_names,
+				 b->prev_drops, iv);
 	misses = recursion_misses(b);
 	if (iv->ndrops < MAX_DROPS) {
 		iv->drops[iv->ndrops].name = "prog_recursion";
 		iv->drops[iv->ndrops++].n = misses - b->prev_misses;
 	}
 	b->prev_misses = misses;
-	free(pc);
 	return err;
 }
 

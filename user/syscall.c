@@ -17,6 +17,7 @@
 #include "syscall.skel.h"
 #include "common.h"
 #include "layer.h"
+#include "maps.h"
 
 #define TRACEFS "/sys/kernel/tracing"
 #define SC_NAME(name) #name,
@@ -122,8 +123,7 @@ static int syscall_start(void **out, struct layer_report *rep)
 {
 	struct syscall_layer *l = calloc(1, sizeof(*l));
 	struct bpf_program *prog;
-	uint32_t zero = 0;
-	int i, err, cg_fd;
+	int i, err;
 	char name[64];
 
 	*out = NULL;
@@ -176,17 +176,9 @@ static int syscall_start(void **out, struct layer_report *rep)
 		syscall_stop(l);
 		return -1;
 	}
-	if (opts.cgroup) {
-		cg_fd = open(opts.cgroup, O_RDONLY | O_DIRECTORY);
-		if (cg_fd < 0 || bpf_map__update_elem(l->skel->maps.cgroup_filter, &zero,
-						      sizeof(zero), &cg_fd, sizeof(cg_fd), 0)) {
-			errorf("-c %s: not a cgroup v2 directory", opts.cgroup);
-			if (cg_fd >= 0)
-				close(cg_fd);
-			syscall_stop(l);
-			return -1;
-		}
-		close(cg_fd);
+	if (opts.cgroup && cgroup_filter_set(l->skel->maps.cgroup_filter)) {
+		syscall_stop(l);
+		return -1;
 	}
 	/* exits before entries: a syscall entered now always finds its exit attached */
 	for (i = 0; i < 2 * SC_N; i++) {
@@ -209,12 +201,7 @@ static int syscall_start(void **out, struct layer_report *rep)
 		struct bpf_map *maps[] = { l->skel->maps.sc_start, l->skel->maps.sc_hists,
 					   l->skel->maps.sc_zero, l->skel->maps.drops };
 
-		for (i = 0; i < 4; i++) {
-			struct map_mem *m = &rep->maps[rep->nmaps++];
-
-			snprintf(m->name, sizeof(m->name), "%s", bpf_map__name(maps[i]));
-			m->bytes = map_memlock(bpf_map__fd(maps[i]));
-		}
+		report_maps_mem(rep, maps, 4);
 	}
 	vlog("syscall: attached to the entry and exit tracepoints of its syscalls");
 	rep->loaded = true;
@@ -224,33 +211,17 @@ static int syscall_start(void **out, struct layer_report *rep)
 
 static int syscall_collect(void *state, struct interval *iv)
 {
+	static const char *const drop_names[DROP_NREASONS] = {
+		[DROP_HIST_FULL] = "syscall_hist_full",
+		[DROP_SC_START_FULL] = "syscall_start_full",
+	};
 	struct syscall_layer *l = state;
+	uint32_t old = gen_retire(&l->skel->bss->gen, iv);
 	int fd = bpf_map__fd(l->skel->maps.sc_hists);
-	struct syscall_key *keys = NULL, k, *prev = NULL;
-	size_t nkeys = 0, cap = 0, i;
-	uint32_t old = l->skel->bss->gen & 1, r;
-	struct timespec grace = { 0, 5 * 1000 * 1000 };
-	uint64_t *pc, sum;
-	int cpu, err = 0;
+	struct syscall_key *keys;
+	size_t nkeys, i;
+	int cpu, err = map_keys(fd, sizeof(*keys), (void **)&keys, &nkeys);
 
-	if (!iv->end_mono_ns)
-		iv->end_mono_ns = clock_ns(CLOCK_MONOTONIC);
-	__atomic_store_n(&l->skel->bss->gen, old ^ 1, __ATOMIC_SEQ_CST);
-	nanosleep(&grace, NULL);	/* see block_collect() */
-
-	while (!bpf_map_get_next_key(fd, prev, &k)) {
-		if (nkeys == cap) {
-			struct syscall_key *n = realloc(keys, (cap = cap ? cap * 2 : 64) * sizeof(k));
-
-			if (!n) {
-				free(keys);
-				return -ENOMEM;
-			}
-			keys = n;
-		}
-		keys[nkeys++] = k;
-		prev = &keys[nkeys - 1];
-	}
 	for (i = 0; i < nkeys && !err; i++) {
 		struct rec *rec;
 
@@ -274,22 +245,8 @@ static int syscall_collect(void *state, struct interval *iv)
 		bpf_map_delete_elem(fd, &keys[i]);
 	}
 	free(keys);
-
-	pc = calloc((size_t)l->ncpus, sizeof(*pc));
-	if (!pc)
-		return err ? err : -ENOMEM;
-	for (r = DROP_HIST_FULL; r <= DROP_SC_START_FULL && iv->ndrops < MAX_DROPS; r++) {
-		sum = 0;
-		if (!bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.drops), &r, pc))
-			for (cpu = 0; cpu < l->ncpus; cpu++)
-				sum += pc[cpu];
-		iv->drops[iv->ndrops].name = r == DROP_HIST_FULL ? "syscall_hist_full"
-					     : "syscall_start_full";
-		iv->drops[iv->ndrops++].n = sum - l->prev_drops[r];
-		l->prev_drops[r] = sum;
-	}
-	free(pc);
-	return err;
+	return err ? err : drops_read(l->skel->maps.drops, l->ncpus, DROP_HIST_FULL,
+				      DROP_SC_START_FULL, drop_names, l->prev_drops, iv);
 }
 
 const struct layer_ops syscall_layer_ops = {

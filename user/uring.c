@@ -11,6 +11,7 @@
 #include "uring.skel.h"
 #include "common.h"
 #include "layer.h"
+#include "maps.h"
 
 enum { EV_SUBMIT, EV_PUNT, EV_COMPLETE, NEV };
 
@@ -101,8 +102,7 @@ static int load_attach(struct uring_layer *l, struct layer_report *rep)
 {
 	struct bpf_object *obj;
 	struct bpf_program *p;
-	int i, err, cg_fd;
-	uint32_t zero = 0;
+	int i, err;
 
 	l->skel = uring_bpf__open();
 	if (!l->skel)
@@ -122,16 +122,8 @@ static int load_attach(struct uring_layer *l, struct layer_report *rep)
 	err = uring_bpf__load(l->skel);
 	if (err)
 		return err;
-	if (opts.cgroup) {
-		cg_fd = open(opts.cgroup, O_RDONLY | O_DIRECTORY);
-		if (cg_fd < 0 || bpf_map__update_elem(l->skel->maps.cgroup_filter, &zero,
-						      sizeof(zero), &cg_fd, sizeof(cg_fd), 0)) {
-			if (cg_fd >= 0)
-				close(cg_fd);
-			return -EBADF;
-		}
-		close(cg_fd);
-	}
+	if (opts.cgroup && cgroup_filter_set(l->skel->maps.cgroup_filter))
+		return -EBADF;
 	/* completion first, so that no request is submitted with nobody to see its CQE */
 	for (i = NEV - 1; i >= 0; i--) {
 		if (!rep->events[i].method)
@@ -187,57 +179,28 @@ static int uring_start(void **out, struct layer_report *rep)
 		struct bpf_map *maps[] = { l->skel->maps.inflight, l->skel->maps.uring_hists,
 					   l->skel->maps.uring_zero, l->skel->maps.drops };
 
-		for (i = 0; i < 4; i++) {
-			struct map_mem *m = &rep->maps[rep->nmaps++];
-
-			snprintf(m->name, sizeof(m->name), "%s", bpf_map__name(maps[i]));
-			m->bytes = map_memlock(bpf_map__fd(maps[i]));
-		}
+		report_maps_mem(rep, maps, 4);
 	}
 	rep->loaded = true;
 	*out = l;
 	return 0;
 }
 
-static const char *opcode_name(uint32_t op, char *buf, size_t len)
-{
-	return btf_enum_name("io_uring_op", "IORING_OP_", op, buf, len);
-}
-
 static int uring_collect(void *state, struct interval *iv)
 {
-	static const char *const drop_names[] = {
+	static const char *const drop_names[DROP_NREASONS] = {
 		[DROP_INFLIGHT_FULL] = "uring_inflight_full",
 		[DROP_INFLIGHT_STALE] = "uring_inflight_stale",
 		[DROP_INFLIGHT_REUSED] = "uring_inflight_reused",
 		[DROP_HIST_FULL] = "uring_hist_full",
 	};
 	struct uring_layer *l = state;
+	uint32_t old = gen_retire(&l->skel->bss->gen, iv);
 	int fd = bpf_map__fd(l->skel->maps.uring_hists);
-	struct uring_key *keys = NULL, k, *prev = NULL;
-	struct timespec grace = { 0, 5 * 1000 * 1000 };
-	uint32_t old = l->skel->bss->gen & 1, r;
-	size_t nkeys = 0, cap = 0, i;
-	uint64_t *pc, sum;
-	int cpu, err = 0;
+	struct uring_key *keys;
+	size_t nkeys, i;
+	int cpu, err = map_keys(fd, sizeof(*keys), (void **)&keys, &nkeys);
 
-	if (!iv->end_mono_ns)
-		iv->end_mono_ns = clock_ns(CLOCK_MONOTONIC);
-	__atomic_store_n(&l->skel->bss->gen, old ^ 1, __ATOMIC_SEQ_CST);
-	nanosleep(&grace, NULL);	/* see block_collect() */
-	while (!bpf_map_get_next_key(fd, prev, &k)) {
-		if (nkeys == cap) {
-			struct uring_key *n = realloc(keys, (cap = cap ? cap * 2 : 64) * sizeof(k));
-
-			if (!n) {
-				free(keys);
-				return -ENOMEM;
-			}
-			keys = n;
-		}
-		keys[nkeys++] = k;
-		prev = &keys[nkeys - 1];
-	}
 	for (i = 0; i < nkeys && !err; i++) {
 		struct rec *rec;
 
@@ -250,7 +213,8 @@ static int uring_collect(void *state, struct interval *iv)
 		}
 		rec->layer = "uring";
 		rec->stage = "submit_cqe";
-		opcode_name(keys[i].opcode, rec->opcode, sizeof(rec->opcode));
+		btf_enum_name("io_uring_op", "IORING_OP_", keys[i].opcode, rec->opcode,
+			      sizeof(rec->opcode));
 		if (keys[i].flags & URING_PUNTED)
 			snprintf(rec->flags, sizeof(rec->flags), "io-wq");
 		if (keys[i].tgid) {
@@ -265,20 +229,8 @@ static int uring_collect(void *state, struct interval *iv)
 		bpf_map_delete_elem(fd, &keys[i]);
 	}
 	free(keys);
-	pc = calloc((size_t)l->ncpus, sizeof(*pc));
-	if (!pc)
-		return err ? err : -ENOMEM;
-	for (r = 0; r <= DROP_HIST_FULL && iv->ndrops < MAX_DROPS; r++) {
-		sum = 0;
-		if (!bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.drops), &r, pc))
-			for (cpu = 0; cpu < l->ncpus; cpu++)
-				sum += pc[cpu];
-		iv->drops[iv->ndrops].name = drop_names[r];
-		iv->drops[iv->ndrops++].n = sum - l->prev_drops[r];
-		l->prev_drops[r] = sum;
-	}
-	free(pc);
-	return err;
+	return err ? err : drops_read(l->skel->maps.drops, l->ncpus, 0, DROP_HIST_FULL,
+				      drop_names, l->prev_drops, iv);
 }
 
 const struct layer_ops uring_layer_ops = {

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* What every layer's BPF object has: its owner filters, its generation, its histogram maps. */
+#ifndef IOSTRATA_COMMON_BPF_H
+#define IOSTRATA_COMMON_BPF_H
+
+#include "iostrata.h"
+#include "drops.bpf.h"
+
+/* Set by the loader before load; frozen afterwards, so the verifier prunes what they disable. */
+const volatile __u32 filter_tgid;	/* 0 = all */
+const volatile bool filter_cgroup;	/* cgroup_filter[0] holds the cgroup */
+
+/* Flipped by the loader every interval; histogram keys carry it (see block_key). */
+volatile __u32 gen;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} cgroup_filter SEC(".maps");
+
+/* Does the current task pass -p and -c? Decided where the submitter runs. */
+static __always_inline bool owner_passes(__u64 pid_tgid)
+{
+	if (filter_tgid && (__u32)(pid_tgid >> 32) != filter_tgid)
+		return false;
+	if (filter_cgroup && bpf_current_task_under_cgroup(&cgroup_filter, 0) != 1)
+		return false;
+	return true;
+}
+
+/*
+ * The value of key in a per-CPU hash of histograms, created from zero_map's single zeroed
+ * value on first use (values are too big for the stack); a full map is counted.
+ */
+static __always_inline void *hists_lookup_or_init(void *map, const void *key, void *zero_map)
+{
+	__u32 zero = 0;
+	void *v = bpf_map_lookup_elem(map, key), *z;
+	long err;
+
+	if (v)
+		return v;
+	z = bpf_map_lookup_elem(zero_map, &zero);
+	if (!z)
+		return NULL;
+	err = bpf_map_update_elem(map, key, z, BPF_NOEXIST);
+	if (err && err != -17 /* EEXIST: another CPU created it */) {
+		drop(DROP_HIST_FULL);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(map, key);
+}
+
+#endif /* IOSTRATA_COMMON_BPF_H */

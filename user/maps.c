@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "common.h"
+#include "maps.h"
+
+uint32_t gen_retire(volatile uint32_t *gen, struct interval *iv)
+{
+	struct timespec grace = { 0, 5 * 1000 * 1000 };
+	uint32_t old = *gen & 1;
+
+	if (!iv->end_mono_ns)
+		iv->end_mono_ns = clock_ns(CLOCK_MONOTONIC);
+	__atomic_store_n(gen, old ^ 1, __ATOMIC_SEQ_CST);
+	nanosleep(&grace, NULL);
+	return old;
+}
+
+int map_keys(int fd, size_t key_size, void **keys, size_t *n)
+{
+	size_t cap = 0;
+	char *v = NULL, *grown;
+
+	*n = 0;
+	*keys = NULL;
+	for (;;) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 64;
+			grown = realloc(v, cap * key_size);
+			if (!grown) {
+				free(v);
+				return -ENOMEM;
+			}
+			v = grown;
+		}
+		/* the previous key is the last one stored */
+		if (bpf_map_get_next_key(fd, *n ? v + (*n - 1) * key_size : NULL,
+					 v + *n * key_size))
+			break;
+		(*n)++;
+	}
+	*keys = v;
+	return 0;
+}
+
+int drops_read(struct bpf_map *drops, int ncpus, uint32_t first, uint32_t last,
+	       const char *const *names, uint64_t *prev, struct interval *iv)
+{
+	uint64_t *pc = calloc((size_t)ncpus, sizeof(*pc)), sum;
+	uint32_t r;
+	int cpu;
+
+	if (!pc)
+		return -ENOMEM;
+	for (r = first; r <= last && iv->ndrops < MAX_DROPS; r++) {
+		if (!names[r])
+			continue;
+		sum = 0;
+		if (!bpf_map_lookup_elem(bpf_map__fd(drops), &r, pc))
+			for (cpu = 0; cpu < ncpus; cpu++)
+				sum += pc[cpu];
+		iv->drops[iv->ndrops].name = names[r];
+		iv->drops[iv->ndrops++].n = sum - prev[r];
+		prev[r] = sum;
+	}
+	free(pc);
+	return 0;
+}
+
+int cgroup_filter_set(struct bpf_map *map)
+{
+	uint32_t zero = 0;
+	int fd = open(opts.cgroup, O_RDONLY | O_DIRECTORY);
+
+	if (fd < 0 || bpf_map__update_elem(map, &zero, sizeof(zero), &fd, sizeof(fd), 0)) {
+		errorf("-c %s: not a cgroup v2 directory", opts.cgroup);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+void report_maps_mem(struct layer_report *rep, struct bpf_map *const *maps, int n)
+{
+	int i;
+
+	for (i = 0; i < n && rep->nmaps < MAX_MAPS; i++) {
+		struct map_mem *m = &rep->maps[rep->nmaps++];
+
+		snprintf(m->name, sizeof(m->name), "%s", bpf_map__name(maps[i]));
+		m->bytes = map_memlock(bpf_map__fd(maps[i]));
+		m->note[0] = '\0';
+	}
+}

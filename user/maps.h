@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* What every layer's loader does with its maps: the shared steps, written once. */
+#ifndef IOSTRATA_MAPS_H
+#define IOSTRATA_MAPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "layer.h"
+
+struct bpf_map;
+
+/*
+ * Retire the histogram generation the programs write (flip `gen`, then a grace period: tracing
+ * programs run to completion in microseconds with migration disabled; an event from a program
+ * delayed past it would be reported an interval late, never lost). Returns the retired one and
+ * marks the interval's end if no layer did yet.
+ */
+uint32_t gen_retire(volatile uint32_t *gen, struct interval *iv);
+
+/* Every key of a hash map, collected before any is deleted (deleting restarts a walk);
+ * *keys is to be freed, and NULL on failure. */
+int map_keys(int fd, size_t key_size, void **keys, size_t *n);
+
+/*
+ * Append to iv the growth since the last call of per-CPU counters drops[first..last], named
+ * names[i] (NULL names are skipped); prev holds the last sums.
+ */
+int drops_read(struct bpf_map *drops, int ncpus, uint32_t first, uint32_t last,
+	       const char *const *names, uint64_t *prev, struct interval *iv);
+
+/* Put -c's cgroup into a CGROUP_ARRAY map; one-line error on failure. */
+int cgroup_filter_set(struct bpf_map *map);
+
+/* The kernel's memlock figure of each map, into rep->maps. */
+void report_maps_mem(struct layer_report *rep, struct bpf_map *const *maps, int n);
+
+#endif
