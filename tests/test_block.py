@@ -68,7 +68,7 @@ def assert_exact(recs, disk, nreads, nwrites):
     counts, unmeasured, sums = tally(recs, disk)
     for op, n in (("read", nreads), ("write", nwrites)):
         # every request began after tracing did: device and total are measured for each
-        assert counts[op, "device"] == n, (op, counts)
+        assert counts[op, "device"] == n, (op, counts, dict(unmeasured), drops(recs))
         assert counts[op, "total"] == n, (op, counts)
         assert unmeasured[op, "device"] == 0 and unmeasured[op, "total"] == 0
         # wait is measured where the kernel stamps request start, said unmeasured otherwise

@@ -441,7 +441,9 @@ static int cmd_trace(void)
 	if (opts.duration_s)
 		end = start + (uint64_t)(opts.duration_s * 1e9);
 	next = start;
-	while (!exiting) {
+	for (;;) {
+		bool final;
+
 		next += (uint64_t)(opts.interval_s * 1e9);
 		if (end && next > end)
 			next = end;
@@ -450,7 +452,12 @@ static int cmd_trace(void)
 		while (!exiting &&
 		       clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &deadline, NULL) == EINTR)
 			;
-		/* the final interval is printed too, when a signal cut it short */
+		/*
+		 * The interval a signal cut short is printed too. Only a signal seen before the
+		 * generation is retired makes it the last: one arriving during the drain finds
+		 * events already in the new generation, which one more round reports.
+		 */
+		final = exiting;
 		memset(&iv, 0, sizeof(iv));
 		for (i = 0; i < NLAYERS && !rc; i++) {
 			if (!state[i])		/* not wanted, or could not start */
@@ -469,7 +476,7 @@ static int cmd_trace(void)
 		if (!rc && emit(&iv))
 			rc = errno == EPIPE ? -1 : 1;	/* a closed pipe is a reader's way to stop */
 		recs_clear(&iv.recs);
-		if (rc || (opts.count && ++n >= opts.count) || (end && t >= end))
+		if (rc || final || (opts.count && ++n >= opts.count) || (end && t >= end))
 			break;
 	}
 	stop_all(state);

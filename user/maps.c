@@ -19,7 +19,8 @@ uint32_t gen_retire(volatile uint32_t *gen, struct interval *iv)
 	if (!iv->end_mono_ns)
 		iv->end_mono_ns = clock_ns(CLOCK_MONOTONIC);
 	__atomic_store_n(gen, old ^ 1, __ATOMIC_SEQ_CST);
-	nanosleep(&grace, NULL);
+	while (nanosleep(&grace, &grace) && errno == EINTR)	/* a signal does not shorten it */
+		;
 	return old;
 }
 
