@@ -436,12 +436,11 @@ static int drain_keys(struct block_layer *b, uint32_t g, struct interval *iv)
 	size_t nkeys, i;
 	int err = map_keys(fd, sizeof(*keys), (void **)&keys, &nkeys);
 
-	for (i = 0; i < nkeys && !err; i++) {
-		if (keys[i].gen != g || bpf_map_lookup_elem(fd, &keys[i], b->vals))
-			continue;
-		err = add_recs(b, &keys[i], iv);
-		bpf_map_delete_elem(fd, &keys[i]);
-	}
+	for (i = 0; i < nkeys && !err; i++)
+		if (keys[i].gen == g &&
+		    retired_read_and_zero(fd, &keys[i], b->vals,
+					  (size_t)b->ncpus * sizeof(struct block_hists)))
+			err = add_recs(b, &keys[i], iv);
 	free(keys);
 	return err;
 }

@@ -102,3 +102,31 @@ void report_maps_mem(struct layer_report *rep, struct bpf_map *const *maps, int 
 		m->note[0] = '\0';
 	}
 }
+
+bool retired_read_and_zero(int fd, const void *key, void *vals, size_t vals_size)
+{
+	static const char zero[64];
+	const char *p = vals;
+	size_t i;
+	bool empty = true;
+
+	if (bpf_map_lookup_elem(fd, key, vals))
+		return false;
+	for (i = 0; i < vals_size && empty; i += sizeof(zero))
+		empty = !memcmp(p + i, zero, vals_size - i < sizeof(zero) ? vals_size - i : sizeof(zero));
+	if (empty) {
+		/* idle for a whole generation: free its room (the race above needs an event
+		 * exactly now on a key that had none for an interval) */
+		bpf_map_delete_elem(fd, key);
+		return false;
+	}
+	{
+		void *zeros = calloc(1, vals_size);
+
+		if (zeros) {
+			bpf_map_update_elem(fd, key, zeros, BPF_EXIST);
+			free(zeros);
+		}
+	}
+	return true;
+}

@@ -3,6 +3,7 @@
 #ifndef IOSTRATA_MAPS_H
 #define IOSTRATA_MAPS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "layer.h"
@@ -20,6 +21,15 @@ uint32_t gen_retire(volatile uint32_t *gen, struct interval *iv);
 /* Every key of a hash map, collected before any is deleted (deleting restarts a walk);
  * *keys is to be freed, and NULL on failure. */
 int map_keys(int fd, size_t key_size, void **keys, size_t *n);
+
+/*
+ * Read a retired key's per-CPU values into vals, then zero them in place. Zeroing, not
+ * deleting: a program preempted past the grace period still holds a pointer to the element,
+ * and its late write then lands in the zeroed element, reported when this generation is read
+ * again, where a deleted element would lose it. A key that held nothing is deleted, so keys
+ * of processes and disks gone free their room. Returns false when the key held nothing.
+ */
+bool retired_read_and_zero(int fd, const void *key, void *vals, size_t vals_size);
 
 /*
  * Append to iv the growth since the last call of per-CPU counters drops[first..last], named

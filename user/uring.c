@@ -204,7 +204,9 @@ static int uring_collect(void *state, struct interval *iv)
 	for (i = 0; i < nkeys && !err; i++) {
 		struct rec *rec;
 
-		if (keys[i].gen != old || bpf_map_lookup_elem(fd, &keys[i], l->vals))
+		if (keys[i].gen != old ||
+		    !retired_read_and_zero(fd, &keys[i], l->vals,
+					   (size_t)l->ncpus * sizeof(struct hist)))
 			continue;
 		rec = recs_add(&iv->recs);
 		if (!rec) {
@@ -226,7 +228,6 @@ static int uring_collect(void *state, struct interval *iv)
 		}
 		for (cpu = 0; cpu < l->ncpus; cpu++)
 			hist_merge(&rec->h, &l->vals[cpu]);
-		bpf_map_delete_elem(fd, &keys[i]);
 	}
 	free(keys);
 	return err ? err : drops_read(l->skel->maps.drops, l->ncpus, 0, DROP_HIST_FULL,
