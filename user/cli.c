@@ -2,6 +2,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include "cli.h"
+#include "json.h"
 
 const char *cli_getopt_problem(int c, char **argv, char *buf, size_t len)
 {
@@ -12,4 +13,21 @@ const char *cli_getopt_problem(int c, char **argv, char *buf, size_t len)
 	else
 		snprintf(buf, len, "unknown option '%s' (see --help)", argv[optind - 1]);
 	return buf;
+}
+
+void cli_error_line(FILE *f, const char *prog, bool json, const char *msg)
+{
+	if (json) {
+		struct jw w;
+
+		jw_init(&w);
+		jw_obj(&w, NULL);
+		jw_str(&w, "type", "error");
+		jw_str(&w, "message", msg);
+		jw_end_obj(&w);
+		jw_flush_line(&w, f);
+		jw_free(&w);
+	} else {
+		fprintf(f, "%s: error: %s\n", prog, msg);
+	}
 }

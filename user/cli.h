@@ -3,12 +3,17 @@
 #ifndef IOSTRATA_CLI_H
 #define IOSTRATA_CLI_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 /*
  * The one-line message for what getopt_long returned as a problem: ':' (an option missing its
  * argument; the option string must start with ':') or '?' (an unknown option).
  */
 const char *cli_getopt_problem(int c, char **argv, char *buf, size_t len);
+
+/* One error line: "PROG: error: MSG", or {"type":"error","message":MSG} under --json. */
+void cli_error_line(FILE *f, const char *prog, bool json, const char *msg);
 
 #endif

@@ -46,19 +46,7 @@ static void vmsg(FILE *f, const char *fmt, va_list ap)
 	char msg[512];
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	if (opts.json) {
-		struct jw w;
-
-		jw_init(&w);
-		jw_obj(&w, NULL);
-		jw_str(&w, "type", "error");
-		jw_str(&w, "message", msg);
-		jw_end_obj(&w);
-		jw_flush_line(&w, f);
-		jw_free(&w);
-	} else {
-		fprintf(f, "iostrata: error: %s\n", msg);
-	}
+	cli_error_line(f, "iostrata", opts.json, msg);
 }
 
 void errorf(const char *fmt, ...)

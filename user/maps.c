@@ -130,3 +130,35 @@ bool retired_read_and_zero(int fd, const void *key, void *vals, size_t vals_size
 	}
 	return true;
 }
+
+int drain_hists(int fd, size_t key_size, uint32_t gen, int ncpus, struct hist *vals,
+		const char *layer, const char *stage,
+		void (*label)(const void *key, struct rec *r, void *ctx), void *ctx,
+		struct interval *iv)
+{
+	char *keys;
+	size_t nkeys, i;
+	int cpu, err = map_keys(fd, key_size, (void **)&keys, &nkeys);
+
+	for (i = 0; i < nkeys && !err; i++) {
+		const void *key = keys + i * key_size;
+		struct rec *rec;
+		uint32_t g;
+
+		memcpy(&g, key, sizeof(g));
+		if (g != gen || !retired_read_and_zero(fd, key, vals, (size_t)ncpus * sizeof(*vals)))
+			continue;
+		rec = recs_add(&iv->recs);
+		if (!rec) {
+			err = -ENOMEM;
+			break;
+		}
+		rec->layer = layer;
+		rec->stage = stage;
+		label(key, rec, ctx);
+		for (cpu = 0; cpu < ncpus; cpu++)
+			hist_merge(&rec->h, &vals[cpu]);
+	}
+	free(keys);
+	return err;
+}

@@ -32,6 +32,16 @@ int map_keys(int fd, size_t key_size, void **keys, size_t *n);
 bool retired_read_and_zero(int fd, const void *key, void *vals, size_t vals_size);
 
 /*
+ * For each retired non-empty key of a per-CPU hash of single histograms whose keys start with
+ * their __u32 generation: a record (layer, stage) with the CPUs' sum, labelled by label().
+ * vals holds ncpus histograms.
+ */
+int drain_hists(int fd, size_t key_size, uint32_t gen, int ncpus, struct hist *vals,
+		const char *layer, const char *stage,
+		void (*label)(const void *key, struct rec *r, void *ctx), void *ctx,
+		struct interval *iv);
+
+/*
  * Append to iv the growth since the last call of per-CPU counters drops[first..last], named
  * names[i] (NULL names are skipped); prev holds the last sums.
  */

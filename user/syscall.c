@@ -209,6 +209,17 @@ static int syscall_start(void **out, struct layer_report *rep)
 	return 0;
 }
 
+static void syscall_label(const void *key, struct rec *rec, void *ctx)
+{
+	const struct syscall_key *k = key;
+
+	snprintf(rec->syscall, sizeof(rec->syscall), "%s", k->sc < SC_N ? sc_names[k->sc] : "?");
+	if (opts.per_process) {
+		rec->pid = k->tgid;
+		snprintf(rec->comm, sizeof(rec->comm), "%.15s", k->comm);
+	}
+}
+
 static int syscall_collect(void *state, struct interval *iv)
 {
 	static const char *const drop_names[DROP_NREASONS] = {
@@ -217,35 +228,9 @@ static int syscall_collect(void *state, struct interval *iv)
 	};
 	struct syscall_layer *l = state;
 	uint32_t old = gen_retire(&l->skel->bss->gen, iv);
-	int fd = bpf_map__fd(l->skel->maps.sc_hists);
-	struct syscall_key *keys;
-	size_t nkeys, i;
-	int cpu, err = map_keys(fd, sizeof(*keys), (void **)&keys, &nkeys);
+	int err = drain_hists(bpf_map__fd(l->skel->maps.sc_hists), sizeof(struct syscall_key), old,
+			      l->ncpus, l->vals, "syscall", "duration", syscall_label, NULL, iv);
 
-	for (i = 0; i < nkeys && !err; i++) {
-		struct rec *rec;
-
-		if (keys[i].gen != old ||
-		    !retired_read_and_zero(fd, &keys[i], l->vals,
-					   (size_t)l->ncpus * sizeof(struct hist)))
-			continue;
-		rec = recs_add(&iv->recs);
-		if (!rec) {
-			err = -ENOMEM;
-			break;
-		}
-		rec->layer = "syscall";
-		rec->stage = "duration";
-		snprintf(rec->syscall, sizeof(rec->syscall), "%s",
-			 keys[i].sc < SC_N ? sc_names[keys[i].sc] : "?");
-		if (opts.per_process) {
-			rec->pid = keys[i].tgid;
-			snprintf(rec->comm, sizeof(rec->comm), "%.15s", keys[i].comm);
-		}
-		for (cpu = 0; cpu < l->ncpus; cpu++)
-			hist_merge(&rec->h, &l->vals[cpu]);
-	}
-	free(keys);
 	return err ? err : drops_read(l->skel->maps.drops, l->ncpus, DROP_HIST_FULL,
 				      DROP_SC_START_FULL, drop_names, l->prev_drops, iv);
 }

@@ -186,6 +186,22 @@ static int uring_start(void **out, struct layer_report *rep)
 	return 0;
 }
 
+static void uring_label(const void *key, struct rec *rec, void *ctx)
+{
+	const struct uring_key *k = key;
+	struct uring_layer *l = ctx;
+
+	btf_enum_name("io_uring_op", "IORING_OP_", k->opcode, rec->opcode, sizeof(rec->opcode));
+	if (k->flags & URING_PUNTED)
+		snprintf(rec->flags, sizeof(rec->flags), "io-wq");
+	if (k->tgid) {
+		rec->pid = k->tgid;
+		if (bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.uring_comm), &rec->pid, rec->comm))
+			process_comm(rec->pid, rec->comm, sizeof(rec->comm));
+		rec->comm[sizeof(rec->comm) - 1] = '\0';
+	}
+}
+
 static int uring_collect(void *state, struct interval *iv)
 {
 	static const char *const drop_names[DROP_NREASONS] = {
@@ -196,40 +212,9 @@ static int uring_collect(void *state, struct interval *iv)
 	};
 	struct uring_layer *l = state;
 	uint32_t old = gen_retire(&l->skel->bss->gen, iv);
-	int fd = bpf_map__fd(l->skel->maps.uring_hists);
-	struct uring_key *keys;
-	size_t nkeys, i;
-	int cpu, err = map_keys(fd, sizeof(*keys), (void **)&keys, &nkeys);
+	int err = drain_hists(bpf_map__fd(l->skel->maps.uring_hists), sizeof(struct uring_key), old,
+			      l->ncpus, l->vals, "uring", "submit_cqe", uring_label, l, iv);
 
-	for (i = 0; i < nkeys && !err; i++) {
-		struct rec *rec;
-
-		if (keys[i].gen != old ||
-		    !retired_read_and_zero(fd, &keys[i], l->vals,
-					   (size_t)l->ncpus * sizeof(struct hist)))
-			continue;
-		rec = recs_add(&iv->recs);
-		if (!rec) {
-			err = -ENOMEM;
-			break;
-		}
-		rec->layer = "uring";
-		rec->stage = "submit_cqe";
-		btf_enum_name("io_uring_op", "IORING_OP_", keys[i].opcode, rec->opcode,
-			      sizeof(rec->opcode));
-		if (keys[i].flags & URING_PUNTED)
-			snprintf(rec->flags, sizeof(rec->flags), "io-wq");
-		if (keys[i].tgid) {
-			rec->pid = keys[i].tgid;
-			if (bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.uring_comm), &rec->pid,
-						rec->comm))
-				process_comm(rec->pid, rec->comm, sizeof(rec->comm));
-			rec->comm[sizeof(rec->comm) - 1] = '\0';
-		}
-		for (cpu = 0; cpu < l->ncpus; cpu++)
-			hist_merge(&rec->h, &l->vals[cpu]);
-	}
-	free(keys);
 	return err ? err : drops_read(l->skel->maps.drops, l->ncpus, 0, DROP_HIST_FULL,
 				      drop_names, l->prev_drops, iv);
 }

@@ -61,19 +61,7 @@ void lerr(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (lo.json) {
-		struct jw w;
-
-		jw_init(&w);
-		jw_obj(&w, NULL);
-		jw_str(&w, "type", "error");
-		jw_str(&w, "message", msg);
-		jw_end_obj(&w);
-		jw_flush_line(&w, stderr);
-		jw_free(&w);
-	} else {
-		fprintf(stderr, "iostrata-load: error: %s\n", msg);
-	}
+	cli_error_line(stderr, "iostrata-load", lo.json, msg);
 }
 
 uint64_t now_ns(void)
