@@ -337,7 +337,6 @@ static int block_start(void **out, struct layer_report *rep)
 	}
 	describe_stages(rep);
 	report_maps(b, rep);
-	rep->loaded = true;
 	*out = b;
 	return 0;
 fail:

@@ -85,7 +85,6 @@ struct layer_report {
 	int nstages;
 	struct map_mem maps[MAX_MAPS];
 	int nmaps;
-	bool loaded;		/* programs were loaded and attached to verify the report */
 };
 
 /*

@@ -204,7 +204,6 @@ static int syscall_start(void **out, struct layer_report *rep)
 		report_maps_mem(rep, maps, 4);
 	}
 	vlog("syscall: attached to the entry and exit tracepoints of its syscalls");
-	rep->loaded = true;
 	*out = l;
 	return 0;
 }

@@ -181,7 +181,6 @@ static int uring_start(void **out, struct layer_report *rep)
 
 		report_maps_mem(rep, maps, 4);
 	}
-	rep->loaded = true;
 	*out = l;
 	return 0;
 }
