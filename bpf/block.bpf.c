@@ -22,6 +22,7 @@
 #include "compat.bpf.h"
 #include "common.bpf.h"
 #include "inflight.bpf.h"
+#include "req.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -29,6 +30,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const volatile __u32 filter_dev;	/* whole-disk dev_t, 0 = all */
 const volatile bool per_disk;
 const volatile bool per_op;
+const volatile bool link_reqs;	/* an io_uring or aio layer runs: link their requests' bios */
 const volatile __u32 flags_mask;	/* request flag bits kept in the key (per-flags mode) */
 /* Index of the pointer argument: 1 where the prototype still has a request_queue first. */
 const volatile __u32 rq_issue_arg;
@@ -63,14 +65,6 @@ struct {
 static __always_inline bool owner_filtered(void)
 {
 	return filter_tgid || filter_cgroup;
-}
-
-static __always_inline void stage_add(struct hist *h, __u64 from, __u64 to)
-{
-	if (from && to >= from)
-		hist_record(h, to - from);
-	else
-		h->unmeasured++;
 }
 
 static __always_inline struct block_hists *hists_get(__u32 dev, __u32 opf)

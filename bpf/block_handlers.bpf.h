@@ -37,7 +37,7 @@ static __always_inline __u32 H(disk_dev)(struct gendisk *disk)
 static __always_inline int H(on_bio_queue)(struct bio *bio)
 {
 	struct gendisk *disk = H(bio_disk)(bio);
-	__u64 id;
+	__u64 id, now;
 
 	if (!disk)
 		return 0;
@@ -49,7 +49,15 @@ static __always_inline int H(on_bio_queue)(struct bio *bio)
 	id = bpf_get_current_pid_tgid();
 	if (!owner_passes(id))
 		return 0;
-	inflight_put(PTR_U64(bio), bpf_ktime_get_ns(), 0, id >> 32, true);
+	now = bpf_ktime_get_ns();
+	inflight_put(PTR_U64(bio), now, 0, id >> 32, true);
+	if (link_reqs) {
+		/* queued by the submitter (or its io-wq / SQPOLL thread): same tgid as the request */
+		struct ioreq *r = req_of_bio(bio, id >> 32);
+
+		if (r && !r->bio_q)
+			r->bio_q = now;
+	}
 	return 0;
 }
 
@@ -110,6 +118,29 @@ static __always_inline int H(on_rq_issue)(struct request *rq)
 	return 0;
 }
 
+/*
+ * Stamp the io_uring/aio requests whose bios this block request carried: the earliest issue and
+ * the latest completion over all the block requests holding their bios. tgid is the request's
+ * (its earliest bio's): aio bios of another process merged into it are not linked.
+ */
+static __always_inline void H(link_done)(struct request *rq, __u64 issued, __u64 now, __u32 tgid)
+{
+	struct bio *bio = KR(rq, bio);
+	struct ioreq *r;
+	__u32 i;
+
+	for (i = 0; i < BIO_WALK_MAX && bio; i++) {
+		r = req_of_bio(bio, tgid);
+		if (r && r->bio_q) {
+			if (issued && (!r->issue || issued < r->issue))
+				r->issue = issued;
+			if (now > r->done)
+				r->done = now;
+		}
+		bio = KR(bio, bi_next);
+	}
+}
+
 static __always_inline int H(on_rq_complete)(struct request *rq, unsigned int nr_bytes)
 {
 	__u64 now, queued = 0, issued;
@@ -136,6 +167,8 @@ static __always_inline int H(on_rq_complete)(struct request *rq, unsigned int nr
 	/* with a pid/cgroup filter, only requests holding a bio that passed it are counted */
 	if (owner_filtered() && !queued)
 		return 0;
+	if (link_reqs)
+		H(link_done)(rq, issued, now, tgid);
 
 	if (per_op)
 		opf = KR(rq, cmd_flags);

@@ -53,4 +53,13 @@ static __always_inline void *hists_lookup_or_init(void *map, const void *key, vo
 	return bpf_map_lookup_elem(map, key);
 }
 
+/* A stage whose start was not seen is counted as unmeasured, never given a made-up value. */
+static __always_inline void stage_add(struct hist *h, __u64 from, __u64 to)
+{
+	if (from && to >= from)
+		hist_record(h, to - from);
+	else
+		h->unmeasured++;
+}
+
 #endif /* IOSTRATA_COMMON_BPF_H */

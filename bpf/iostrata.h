@@ -52,6 +52,7 @@ struct inflight {
 #define INFLIGHT_SLOTS_DEFAULT	(1u << 17)
 #define INFLIGHT_STALE_NS	(120ULL * 1000000000ULL)
 #define BIO_WALK_MAX		8	/* bios per request whose queue time is looked up */
+#define AIO_BATCH_MAX		1024	/* iocbs (events) followed per io_submit (io_getevents) */
 
 /* The syscall layer: one duration histogram per (generation, syscall[, process]). */
 #define SYSCALLS(X)							\
@@ -78,14 +79,75 @@ struct syscall_start {
 	__u32 pad;
 };
 
-/* The io_uring layer: submit -> CQE per (generation, opcode, path[, process]). */
-#define URING_PUNTED	0x100	/* in struct inflight.queued: handed to an io-wq worker */
+/*
+ * The io_uring and aio layers: one entry per request in flight, in a table shared with the block
+ * layer's programs, which link a request to its bios (bi_end_io -> kiocb) and stamp the entry
+ * when its first bio is queued and when the last request holding its bios completes.
+ */
+struct ioreq {
+	__u64 key;	/* io_kiocb (io_uring) or the user's struct iocb * (aio, with tgid); 0 = free */
+	__u64 ts;	/* submitted; 0 while claimed */
+	__u64 bio_q;	/* its first bio queued; 0 = no bio linked */
+	__u64 issue;	/* earliest issue of a block request holding its bios */
+	__u64 done;	/* latest completion of a block request holding its bios */
+	__u32 tgid;	/* submitter */
+	__u16 opcode;	/* IORING_OP_* / IOCB_CMD_* */
+	__u16 flags;	/* REQ_FL_* */
+};
 
-struct uring_key {
+#define REQ_SLOTS_DEFAULT	(1u << 16)
+
+/* Request paths, told apart in the histogram key (the `flags` label). */
+#define REQ_FL_PUNTED	0x01	/* io_uring: handed to an io-wq worker */
+#define REQ_FL_POLL	0x02	/* io_uring: waited on poll before it could run */
+#define REQ_FL_CHAIN	0x04	/* io_uring: part of an IOSQE_IO_LINK/HARDLINK chain */
+#define REQ_FL_FAILED	0x08	/* completed with an error */
+#define REQ_FL_SQPOLL	0x10	/* io_uring: submitted by the ring's SQPOLL thread */
+
+/* The stages of one request; aio uses the first six (its event is ready at block completion). */
+enum req_stage {
+	REQ_SUBMIT_DONE,	/* uring submit_cqe; aio submit_complete */
+	REQ_DONE_REAP,		/* uring cqe_reap (an upper bound); aio complete_reap */
+	REQ_TOTAL,		/* submitted -> reaped */
+	REQ_SUBMIT_BIO,		/* linked: submitted -> first bio queued */
+	REQ_WAIT,		/* linked: first bio queued -> first block request issued */
+	REQ_DEVICE,		/* linked: issued -> last block request completed */
+	REQ_DEVICE_CQE,		/* linked, io_uring: block completion -> CQE posted */
+	REQ_NSTAGES,
+};
+
+struct ioreq_key {
 	__u32 gen;
-	__u32 opcode;		/* IORING_OP_* as this kernel numbers it */
-	__u32 flags;		/* URING_PUNTED */
+	__u16 opcode;
+	__u16 flags;		/* REQ_FL_* */
 	__u32 tgid;		/* 0 unless per process */
+};
+
+struct ioreq_hists {
+	struct hist stage[REQ_NSTAGES];
+};
+
+/* io_uring: per ring, the last CQEs posted, to bound when the application reaped them. */
+#define RING_SLOTS	256
+struct ring_cqe {
+	__u64 posted;		/* CQE posted; 0 = accounted for */
+	__u64 submitted;
+	__u32 idx;		/* the CQE's free-running ring index */
+	__u16 opcode;
+	__u16 flags;
+};
+
+struct ring_state {
+	__u32 head;		/* CQ head last read */
+	__u32 tgid;		/* 0 until initialised */
+	struct ring_cqe cqe[RING_SLOTS];
+};
+
+/* Events of the traced applications, counted (not failures of ours). */
+enum app_event {
+	EV_CQE_OVERFLOW,	/* io_uring: a CQE went to the overflow list (CQ ring full) */
+	EV_AIO_REAP_UNOBSERVED,	/* aio: an iocb submitted again without io_getevents returning it */
+	EV_NEVENTS,
 };
 
 /* Everything a program saw and could not record; shown in every interval as `drops`. */
@@ -95,6 +157,8 @@ enum drop_reason {
 	DROP_INFLIGHT_REUSED,	/* a pointer was queued again while its old entry was still there */
 	DROP_HIST_FULL,		/* no room for a new histogram key: a completion was not counted */
 	DROP_SC_START_FULL,	/* syscall layer: no room to note a syscall's entry */
+	DROP_REAP_UNSEEN,	/* io_uring: more than RING_SLOTS CQEs unreaped; a reap not bounded */
+	DROP_AIO_BATCH,		/* aio: iocbs or events beyond AIO_BATCH_MAX in one call */
 	DROP_NREASONS,
 };
 

@@ -1,47 +1,71 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * iostrata io_uring layer: per request, the kernel time from submission to its CQE.
+ * iostrata io_uring layer: where each request's time went.
  *
  *   submit_cqe   io_uring_submit_req (io_uring_submit_sqe before v6.4) -> io_uring_complete
+ *   cqe_reap     io_uring_complete -> the first of this ring's later events that finds the CQ
+ *                head past the CQE (an upper bound: reaping is a store in user memory)
+ *   total        submitted -> reaped (bound as above)
+ *   submit_bio, wait, device, device_cqe
+ *                for requests whose bios the block programs linked (req.bpf.h): submitted ->
+ *                first bio queued -> first block request issued -> last one completed -> CQE
  *
- * Keyed by the request pointer in the shared in-flight table; a request handed to an io-wq
- * worker (io_uring_queue_async_work) is counted apart. Requests are recycled: the pointer is
- * unique only while in flight, so a request whose CQE never comes (IOSQE_CQE_SKIP_SUCCESS,
- * cancellation) leaves an entry that is reclaimed, and counted, when the pointer is reused.
+ * Requests live in the shared request table, keyed by the request pointer. Requests are
+ * recycled: the pointer is unique only while in flight, so a request whose CQE never comes
+ * (IOSQE_CQE_SKIP_SUCCESS, cancellation, a ring torn down) leaves an entry that is reclaimed,
+ * and counted, when the pointer is reused or the entry grows stale.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include "iostrata.h"
 #include "common.bpf.h"
-#include "inflight.bpf.h"
+#include "req.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-const volatile bool per_process;
+const volatile bool cq_tail_after;	/* io_uring_complete fires after the CQE took its index */
+
+#define IORING_SETUP_SQPOLL_BIT	(1U << 1)
+#define IORING_OP_TIMEOUT_	/* ETIME is a timeout's success */ 62
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 1024);		/* resized by the loader */
-	__type(key, struct uring_key);
-	__type(value, struct hist);
+	__type(key, struct ioreq_key);
+	__type(value, struct ioreq_hists);
 } uring_hists SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct hist);
+	__type(value, struct ioreq_hists);
 } uring_zero SEC(".maps");
 
-/* -P: each submitting process's name, noted once, so it is known after the process exits. */
+/* Per ring (io_ring_ctx pointer); LRU, since nothing marks a ring's teardown. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
+	__uint(max_entries, 256);		/* resized by the loader */
+	__type(key, __u64);
+	__type(value, struct ring_state);
+} rings SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, char[16]);
-} uring_comm SEC(".maps");
+	__type(value, struct ring_state);
+} ring_zero SEC(".maps");
+
+/* Application events (enum app_event). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, EV_NEVENTS);
+	__type(key, __u32);
+	__type(value, __u64);
+} app_events SEC(".maps");
 
 /* A tracepoint argument as an integer, whether the program type typed it or not. */
 static __always_inline __u64 arg_u64(__u64 *ctx, int i)
@@ -52,61 +76,189 @@ static __always_inline __u64 arg_u64(__u64 *ctx, int i)
 	return v;
 }
 
-static __always_inline int on_submit(__u64 req)
+static __always_inline struct ioreq_hists *hists_of(__u16 opcode, __u16 flags, __u32 tgid)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u8 opcode;
+	return req_hists_of(&uring_hists, &uring_zero, opcode, flags, tgid);
+}
 
-	if (!req)
+struct reap_ctx {
+	struct ring_state *rs;
+	__u32 from;
+	__u64 now;
+};
+
+static long reap_one(__u64 i, struct reap_ctx *c)
+{
+	__u32 idx = c->from + (__u32)i;
+	struct ring_cqe *q = &c->rs->cqe[idx & (RING_SLOTS - 1)];
+	struct ioreq_hists *h;
+	__u64 posted = q->posted;
+
+	if (q->idx != idx || !posted)
 		return 0;
-	if (!owner_passes(id))
-		return 0;
-	opcode = BPF_CORE_READ((struct io_kiocb *)req, opcode);
-	if (per_process) {
-		__u32 tgid = id >> 32;
-
-		if (!bpf_map_lookup_elem(&uring_comm, &tgid)) {
-			char comm[16];
-
-			bpf_get_current_comm(comm, sizeof(comm));
-			bpf_map_update_elem(&uring_comm, &tgid, comm, BPF_NOEXIST);
-		}
+	q->posted = 0;
+	h = hists_of(q->opcode, q->flags, c->rs->tgid);
+	if (h) {
+		stage_add(&h->stage[REQ_DONE_REAP], posted, c->now);
+		stage_add(&h->stage[REQ_TOTAL], q->submitted, c->now);
 	}
-	/* the entry's queued field carries the opcode (and URING_PUNTED once punted) */
-	inflight_put(req, bpf_ktime_get_ns(), (__u64)opcode | (1ULL << 32), id >> 32, true);
 	return 0;
 }
 
-static __always_inline int on_punt(__u64 req)
+/*
+ * Any event of a ring is a moment to read its CQ head: every CQE behind it was reaped before
+ * now. Two CPUs may look at once: the one that moves rs->head accounts for the CQEs it passed.
+ */
+static __always_inline void reap_check(struct ring_state *rs, struct io_ring_ctx *ctx, __u64 now)
 {
-	struct inflight *e = inflight_find(req);
+	__u32 head = BPF_CORE_READ(ctx, rings, cq.head), old = rs->head, n;
+	struct reap_ctx c = { .rs = rs, .now = now };
+
+	if (head == old || __sync_val_compare_and_swap(&rs->head, old, head) != old)
+		return;
+	n = head - old;
+	if (n > RING_SLOTS) {	/* posted before tracing began, or overwritten: see ring_post */
+		old = head - RING_SLOTS;
+		n = RING_SLOTS;
+	}
+	c.from = old;
+	bpf_loop(n, reap_one, &c, 0);
+}
+
+static __always_inline struct ring_state *ring_of(struct io_ring_ctx *ctx, __u32 tgid)
+{
+	__u64 key = (__u64)ctx;
+	struct ring_state *rs = hists_lookup_or_init(&rings, &key, &ring_zero);
+
+	if (rs && !rs->tgid) {	/* new: start from the ring's present head */
+		rs->head = BPF_CORE_READ(ctx, rings, cq.head);
+		rs->tgid = tgid;
+	}
+	return rs;
+}
+
+static __always_inline void count_event(__u32 ev)
+{
+	__u64 *n = bpf_map_lookup_elem(&app_events, &ev);
+
+	if (n)
+		__sync_fetch_and_add(n, 1);
+}
+
+static __always_inline int on_submit(struct io_kiocb *req)
+{
+	__u64 id = bpf_get_current_pid_tgid(), now;
+	struct io_ring_ctx *ctx;
+	struct ring_state *rs;
+	__u32 tgid = id >> 32, rflags = 0;
+	struct ioreq *e;
+	bool existed;
+
+	if (!req || !owner_passes(id))
+		return 0;
+	req_note_comm(tgid);
+	now = bpf_ktime_get_ns();
+	ctx = BPF_CORE_READ(req, ctx);
+	rs = ring_of(ctx, tgid);
+	if (rs)
+		reap_check(rs, ctx, now);
+
+	e = req_tab_claim((__u64)req, 0, now, &existed);
+	if (!e)
+		return 0;
+	if (existed)	/* its CQE never came (CQE_SKIP_SUCCESS, cancelled): reclaimed */
+		drop(DROP_INFLIGHT_REUSED);
+	e->opcode = BPF_CORE_READ(req, opcode);
+	e->flags = 0;
+	/* REQ_F_LINK/HARDLINK share IOSQE_IO_LINK/HARDLINK's bits 2 and 3 in every version; the
+	 * field grew from 32 to 64 bits (v6.10): its low word is first on little-endian */
+	bpf_probe_read_kernel(&rflags, sizeof(rflags),
+			      (void *)req + bpf_core_field_offset(struct io_kiocb, flags));
+	if (rflags & (3u << 2))
+		e->flags |= REQ_FL_CHAIN;
+	if (BPF_CORE_READ(ctx, flags) & IORING_SETUP_SQPOLL_BIT)
+		e->flags |= REQ_FL_SQPOLL;
+	e->tgid = tgid;
+	e->bio_q = e->issue = e->done = 0;
+	e->ts = now;
+	return 0;
+}
+
+static __always_inline int on_flag(__u64 req, __u16 flag)
+{
+	struct ioreq *e = req_tab_find(req, 0);
 
 	if (e)
-		e->queued |= URING_PUNTED;
+		e->flags |= flag;
 	return 0;
 }
 
-static __always_inline int on_complete(__u64 req)
+/* The free-running index the CQE took: the ring's cached tail, before or after it moved. */
+static __always_inline __u32 cqe_index(struct io_ring_ctx *ctx)
 {
-	struct uring_key key = {};
-	__u64 now, ts, info = 0;
-	__u32 tgid = 0;
-	struct hist *h;
+	return BPF_CORE_READ(ctx, cached_cq_tail) - (cq_tail_after ? 1 : 0);
+}
+
+static __always_inline int on_complete(struct io_ring_ctx *ctx, struct io_kiocb *req)
+{
+	struct ioreq_hists *h;
+	struct ring_state *rs;
+	struct ring_cqe *q;
+	struct ioreq *e;
+	__u64 now, ts;
+	__u32 idx, tgid;
+	__u16 opcode, flags;
+	int res;
 
 	if (!req)		/* an extra CQE tied to no request */
 		return 0;
-	now = bpf_ktime_get_ns();
-	ts = inflight_take(req, now, &info, &tgid);
-	if (!ts || now < ts)
+	e = req_tab_find((__u64)req, 0);
+	if (!e)
 		return 0;
-	key.gen = gen & 1;
-	key.opcode = info & 0xff;
-	key.flags = info & URING_PUNTED;
-	if (per_process)
-		key.tgid = tgid;
-	h = hists_lookup_or_init(&uring_hists, &key, &uring_zero);
-	if (h)
-		hist_record(h, now - ts);
+	now = bpf_ktime_get_ns();
+	ts = e->ts;
+	opcode = e->opcode;
+	flags = e->flags;
+	tgid = e->tgid;
+	res = BPF_CORE_READ(req, cqe.res);
+	if (res < 0 && !(opcode == IORING_OP_TIMEOUT_ && res == -62 /* ETIME */))
+		flags |= REQ_FL_FAILED;
+	if (!ts || now < ts || now - ts > INFLIGHT_STALE_NS) {
+		req_tab_free(e);
+		if (ts)
+			drop(DROP_INFLIGHT_STALE);
+		return 0;
+	}
+	h = hists_of(opcode, flags, tgid);
+	if (h) {
+		stage_add(&h->stage[REQ_SUBMIT_DONE], ts, now);
+		req_linked_stages(h, e, now, true);
+	}
+	req_tab_free(e);
+
+	rs = ring_of(ctx, tgid);
+	if (!rs)
+		return 0;
+	reap_check(rs, ctx, now);
+	idx = cqe_index(ctx);
+	q = &rs->cqe[idx & (RING_SLOTS - 1)];
+	if (q->posted)		/* more than RING_SLOTS CQEs unreaped: that one's reap is unseen */
+		drop(DROP_REAP_UNSEEN);
+	q->submitted = ts;
+	q->idx = idx;
+	q->opcode = opcode;
+	q->flags = flags;
+	q->posted = now;
+	return 0;
+}
+
+static __always_inline int on_wait(struct io_ring_ctx *ctx)
+{
+	__u64 key = (__u64)ctx;
+	struct ring_state *rs = bpf_map_lookup_elem(&rings, &key);
+
+	if (rs)
+		reap_check(rs, ctx, bpf_ktime_get_ns());
 	return 0;
 }
 
@@ -115,7 +267,12 @@ static __always_inline int on_complete(__u64 req)
 SEC("tp_btf/" #event) int tp_btf_##event(__u64 *ctx) { return call; }	\
 SEC("raw_tp/" #event) int raw_tp_##event(__u64 *ctx) { return call; }
 
-TWIN(io_uring_submit_req, on_submit(arg_u64(ctx, 0)))
-TWIN(io_uring_submit_sqe, on_submit(arg_u64(ctx, 0)))
-TWIN(io_uring_queue_async_work, on_punt(arg_u64(ctx, 0)))
-TWIN(io_uring_complete, on_complete(arg_u64(ctx, 1)))
+#define ARGP(i)	((void *)arg_u64(ctx, i))
+
+TWIN(io_uring_submit_req, on_submit(ARGP(0)))
+TWIN(io_uring_submit_sqe, on_submit(ARGP(0)))
+TWIN(io_uring_queue_async_work, on_flag(arg_u64(ctx, 0), REQ_FL_PUNTED))
+TWIN(io_uring_poll_arm, on_flag(arg_u64(ctx, 0), REQ_FL_POLL))
+TWIN(io_uring_complete, on_complete(ARGP(0), ARGP(1)))
+TWIN(io_uring_cqring_wait, on_wait(ARGP(0)))
+TWIN(io_uring_cqe_overflow, (count_event(EV_CQE_OVERFLOW), 0))

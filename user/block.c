@@ -17,6 +17,7 @@
 #include "common.h"
 #include "layer.h"
 #include "maps.h"
+#include "req.h"
 
 struct block_layer {
 	struct block_bpf *skel;
@@ -175,6 +176,12 @@ static int configure(struct block_layer *b, struct layer_report *rep)
 	skel->rodata->rq_issue_arg = rep->events[EV_RQ_ISSUE].arg;
 	skel->rodata->inflight_mask = opts.inflight_slots - 1;
 	if (bpf_map__set_max_entries(skel->maps.inflight, opts.inflight_slots))
+		return -1;
+	/* an io_uring or aio layer runs: stamp their requests with their bios' block times */
+	skel->rodata->link_reqs = reqs_fd() >= 0;
+	REQ_RODATA(skel->rodata);
+	if (reqs_fd() >= 0 ? reqs_use(skel->maps.reqs) :
+	    bpf_map__set_max_entries(skel->maps.reqs, 1))
 		return -1;
 	/* two generations x disks x (op, flags) combinations, with room for hot-plugged disks */
 	if (opts.per_disk)

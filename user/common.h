@@ -15,6 +15,8 @@ struct opts {
 	bool per_disk;		/* -D */
 	bool per_op;		/* -F */
 	bool per_process;	/* -P */
+	bool per_opcode;	/* -O: io_uring opcode / aio command */
+	bool waterfall;		/* -W: the terminal view as a waterfall of stages */
 	const char *comm;	/* --comm: only threads with this comm */
 	unsigned int layers;	/* -l: bit per layer; 0 = every available one */
 	bool ms;		/* -m */
@@ -27,7 +29,7 @@ struct opts {
 	uint32_t dev;		/* -d resolved (kernel dev_t) */
 	pid_t tgid;		/* -p resolved to its process */
 	const char *cgroup;	/* -c */
-	uint32_t inflight_slots;	/* --inflight */
+	uint32_t inflight_slots;	/* --inflight: slots of the bio/request and the io_uring/aio tables */
 	const char *fail_tp[MAX_FAIL_TPS];	/* --fail-probe: act as if the kernel lacked it */
 	int nfail_tp;
 	bool force_raw_tp;	/* --force-raw-tp: testing: the raw_tp twins only */
@@ -66,6 +68,10 @@ const char *btf_enum_name(const char *enum_type, const char *prefix, unsigned in
 			  char *buf, size_t len);
 /* /proc/PID/comm, or "?" once the process has gone. */
 const char *process_comm(uint32_t pid, char *buf, size_t len);
+
+/* Mount tracefs (for classic tracepoints) if the host has not; true when syscall events are
+ * visible after. *mounted tells the caller to unmount it when done. */
+bool tracefs_ready(bool *mounted);
 
 /* Disks: name <-> kernel dev_t (major << 20 | minor). */
 int disk_resolve(const char *name, uint32_t *dev);

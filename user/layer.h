@@ -48,6 +48,8 @@ struct interval {
 	struct recs recs;
 	struct drop_count drops[MAX_DROPS];
 	int ndrops;
+	struct drop_count events[MAX_DROPS];	/* the traced applications' events (CQE overflow) */
+	int nevents;
 };
 
 /* How one tracepoint attaches here, or why it cannot. */
@@ -95,6 +97,7 @@ struct layer_report {
  */
 struct layer_ops {
 	const char *name;
+	bool requests;		/* uses the shared request table (bpf/req.bpf.h) */
 	int (*start)(void **state, struct layer_report *rep);
 	int (*collect)(void *state, struct interval *iv);
 	void (*stop)(void *state);
@@ -104,5 +107,6 @@ struct layer_ops {
 extern const struct layer_ops block_layer_ops;	/* user/block.c */
 extern const struct layer_ops syscall_layer_ops;	/* user/syscall.c */
 extern const struct layer_ops uring_layer_ops;	/* user/uring.c */
+extern const struct layer_ops aio_layer_ops;	/* user/aio.c */
 
 #endif

@@ -24,6 +24,7 @@
 #include "json.h"
 #include "layer.h"
 #include "output.h"
+#include "req.h"
 
 #define IOSTRATA_VERSION "0.1.0"
 
@@ -97,12 +98,14 @@ static const char usage[] =
 "  -d, --disk=DISK       only this disk (vda, /dev/nvme0n1)\n"
 "  -p, --pid=PID         only I/O queued by this process\n"
 "  -c, --cgroup=PATH     only I/O queued from this cgroup v2 or below it\n"
-"  -l, --layers=LIST     block,uring,syscall (default: every available layer; only\n"
-"                        block with -d)\n"
+"  -l, --layers=LIST     block,uring,aio,syscall (default: every available layer;\n"
+"                        only block with -d)\n"
 "      --comm=NAME       only threads named NAME (syscall layer)\n"
 "  -D, --per-disk        a histogram set per disk\n"
 "  -F, --per-op          a histogram set per operation and request flags\n"
-"  -P, --per-process     a histogram set per process (uring, syscall layers)\n"
+"  -P, --per-process     a histogram set per process (uring, aio, syscall layers)\n"
+"  -O, --per-opcode      a histogram set per io_uring opcode / aio command\n"
+"  -W, --waterfall       per process/opcode: each stage's count, p50, p99 and share\n"
 "  -m, --milliseconds    show latencies in milliseconds\n"
 "  -T, --timestamp       print the time with each interval\n"
 "  -j, --json            one NDJSON record per interval on stdout\n"
@@ -129,6 +132,8 @@ static const struct option long_opts[] = {
 	{ "per-disk", no_argument, NULL, 'D' },
 	{ "per-op", no_argument, NULL, 'F' },
 	{ "per-process", no_argument, NULL, 'P' },
+	{ "per-opcode", no_argument, NULL, 'O' },
+	{ "waterfall", no_argument, NULL, 'W' },
 	{ "layers", required_argument, NULL, 'l' },
 	{ "comm", required_argument, NULL, OPT_COMM },
 	{ "milliseconds", no_argument, NULL, 'm' },
@@ -146,7 +151,7 @@ static const struct option long_opts[] = {
 
 /* Every layer this build has, in the order their records are printed. */
 static const struct layer_ops *const layers[] = { &block_layer_ops, &uring_layer_ops,
-						   &syscall_layer_ops };
+						   &aio_layer_ops, &syscall_layer_ops };
 #define NLAYERS (int)(sizeof(layers) / sizeof(layers[0]))
 
 static int parse_layers(const char *list)
@@ -159,13 +164,13 @@ static int parse_layers(const char *list)
 		for (i = 0; i < NLAYERS && strcmp(tok, layers[i]->name); i++)
 			;
 		if (i == NLAYERS) {
-			errorf("unknown layer '%s' in -l (layers: block, uring, syscall)", tok);
+			errorf("unknown layer '%s' in -l (layers: block, uring, aio, syscall)", tok);
 			return -1;
 		}
 		opts.layers |= 1u << i;
 	}
 	if (!opts.layers) {
-		errorf("-l needs at least one layer (block, uring, syscall)");
+		errorf("-l needs at least one layer (block, uring, aio, syscall)");
 		return -1;
 	}
 	return 0;
@@ -227,7 +232,7 @@ static int resolve_pid(const char *s)
 /* 0 ok, 1 exit 0 (help/version), -1 usage error */
 static int parse_args(int argc, char **argv, bool features)
 {
-	const char *optstr = features ? ":jvhV" : ":d:p:c:l:DFPmTjvhV";
+	const char *optstr = features ? ":jvhV" : ":d:p:c:l:DFPOWmTjvhV";
 	const char *pid_arg = NULL;
 	char msg[256];
 	long v;
@@ -242,6 +247,8 @@ static int parse_args(int argc, char **argv, bool features)
 		case 'D': opts.per_disk = true; break;
 		case 'F': opts.per_op = true; break;
 		case 'P': opts.per_process = true; break;
+		case 'O': opts.per_opcode = true; break;
+		case 'W': opts.waterfall = true; break;
 		case 'l':
 			if (parse_layers(optarg))
 				return -1;
@@ -402,6 +409,15 @@ static int cmd_trace(void)
 	long n = 0;
 	int i, err, rc = 0;
 
+	/* the io_uring and aio layers share one request table, which the block layer links to */
+	for (i = 0; i < NLAYERS; i++) {
+		bool explicit;
+
+		if (wanted(i, &explicit) && layers[i]->requests && reqs_open(opts.inflight_slots) < 0) {
+			errorf("cannot create the request table: %s", strerror(errno));
+			return 1;
+		}
+	}
 	for (i = n = 0; i < NLAYERS; i++) {
 		bool explicit;
 
@@ -413,12 +429,14 @@ static int cmd_trace(void)
 		errors_muted = false;
 		if (err && explicit) {
 			stop_all(state);
+			reqs_close();
 			return 1;
 		}
 		n += !err;
 	}
 	if (!n) {
 		errorf("%s", muted_error[0] ? muted_error : "no layer could start");
+		reqs_close();
 		return 1;
 	}
 	n = 0;
@@ -468,6 +486,7 @@ static int cmd_trace(void)
 			break;
 	}
 	stop_all(state);
+	reqs_close();
 	return rc < 0 ? 0 : rc;
 }
 

@@ -54,21 +54,27 @@ int map_keys(int fd, size_t key_size, void **keys, size_t *n)
 int drops_read(struct bpf_map *drops, int ncpus, uint32_t first, uint32_t last,
 	       const char *const *names, uint64_t *prev, struct interval *iv)
 {
+	return counters_read(drops, ncpus, first, last, names, prev, iv->drops, &iv->ndrops);
+}
+
+int counters_read(struct bpf_map *map, int ncpus, uint32_t first, uint32_t last,
+		  const char *const *names, uint64_t *prev, struct drop_count *out, int *nout)
+{
 	uint64_t *pc = calloc((size_t)ncpus, sizeof(*pc)), sum;
 	uint32_t r;
 	int cpu;
 
 	if (!pc)
 		return -ENOMEM;
-	for (r = first; r <= last && iv->ndrops < MAX_DROPS; r++) {
+	for (r = first; r <= last && *nout < MAX_DROPS; r++) {
 		if (!names[r])
 			continue;
 		sum = 0;
-		if (!bpf_map_lookup_elem(bpf_map__fd(drops), &r, pc))
+		if (!bpf_map_lookup_elem(bpf_map__fd(map), &r, pc))
 			for (cpu = 0; cpu < ncpus; cpu++)
 				sum += pc[cpu];
-		iv->drops[iv->ndrops].name = names[r];
-		iv->drops[iv->ndrops++].n = sum - prev[r];
+		out[*nout].name = names[r];
+		out[(*nout)++].n = sum - prev[r];
 		prev[r] = sum;
 	}
 	free(pc);
@@ -131,14 +137,16 @@ bool retired_read_and_zero(int fd, const void *key, void *vals, size_t vals_size
 	return true;
 }
 
-int drain_hists(int fd, size_t key_size, uint32_t gen, int ncpus, struct hist *vals,
-		const char *layer, const char *stage,
+int drain_hists(int fd, size_t key_size, uint32_t gen, int ncpus, struct hist *vals, int nstages,
+		const char *layer, const char *const *stages,
 		void (*label)(const void *key, struct rec *r, void *ctx), void *ctx,
 		struct interval *iv)
 {
+	size_t vals_size = (size_t)ncpus * (size_t)nstages * sizeof(*vals);
+	static struct hist sum;
 	char *keys;
 	size_t nkeys, i;
-	int cpu, err = map_keys(fd, key_size, (void **)&keys, &nkeys);
+	int cpu, st, err = map_keys(fd, key_size, (void **)&keys, &nkeys);
 
 	for (i = 0; i < nkeys && !err; i++) {
 		const void *key = keys + i * key_size;
@@ -146,18 +154,27 @@ int drain_hists(int fd, size_t key_size, uint32_t gen, int ncpus, struct hist *v
 		uint32_t g;
 
 		memcpy(&g, key, sizeof(g));
-		if (g != gen || !retired_read_and_zero(fd, key, vals, (size_t)ncpus * sizeof(*vals)))
+		if (g != gen || !retired_read_and_zero(fd, key, vals, vals_size))
 			continue;
-		rec = recs_add(&iv->recs);
-		if (!rec) {
-			err = -ENOMEM;
-			break;
+		for (st = 0; st < nstages; st++) {
+			if (!stages[st])
+				continue;
+			memset(&sum, 0, sizeof(sum));
+			for (cpu = 0; cpu < ncpus; cpu++)
+				hist_merge(&sum, &vals[cpu * nstages + st]);
+			if (!sum.count && !sum.unmeasured)
+				continue;
+			rec = recs_add(&iv->recs);
+			if (!rec) {
+				err = -ENOMEM;
+				break;
+			}
+			rec->layer = layer;
+			rec->stage = stages[st];
+			rec->stage_order = st;
+			label(key, rec, ctx);
+			rec->h = sum;
 		}
-		rec->layer = layer;
-		rec->stage = stage;
-		label(key, rec, ctx);
-		for (cpu = 0; cpu < ncpus; cpu++)
-			hist_merge(&rec->h, &vals[cpu]);
 	}
 	free(keys);
 	return err;

@@ -32,12 +32,13 @@ int map_keys(int fd, size_t key_size, void **keys, size_t *n);
 bool retired_read_and_zero(int fd, const void *key, void *vals, size_t vals_size);
 
 /*
- * For each retired non-empty key of a per-CPU hash of single histograms whose keys start with
- * their __u32 generation: a record (layer, stage) with the CPUs' sum, labelled by label().
- * vals holds ncpus histograms.
+ * For each retired non-empty key of a per-CPU hash whose keys start with their __u32 generation
+ * and whose values are nstages histograms: a record (layer, stages[i]) per stage that saw
+ * anything, with the CPUs' sum, labelled by label(). vals holds ncpus * nstages histograms.
+ * A NULL stage name is not reported.
  */
-int drain_hists(int fd, size_t key_size, uint32_t gen, int ncpus, struct hist *vals,
-		const char *layer, const char *stage,
+int drain_hists(int fd, size_t key_size, uint32_t gen, int ncpus, struct hist *vals, int nstages,
+		const char *layer, const char *const *stages,
 		void (*label)(const void *key, struct rec *r, void *ctx), void *ctx,
 		struct interval *iv);
 
@@ -47,6 +48,10 @@ int drain_hists(int fd, size_t key_size, uint32_t gen, int ncpus, struct hist *v
  */
 int drops_read(struct bpf_map *drops, int ncpus, uint32_t first, uint32_t last,
 	       const char *const *names, uint64_t *prev, struct interval *iv);
+
+/* The same for any per-CPU counter array, into out[*nout] (the interval's drops or events). */
+int counters_read(struct bpf_map *map, int ncpus, uint32_t first, uint32_t last,
+		  const char *const *names, uint64_t *prev, struct drop_count *out, int *nout);
 
 /* Put -c's cgroup into a CGROUP_ARRAY map; one-line error on failure. */
 int cgroup_filter_set(struct bpf_map *map);

@@ -102,7 +102,7 @@ static void print_summary(const struct interval *iv, FILE *f)
 	size_t i;
 	int j;
 
-	fprintf(f, "%-10s %9s %8s %8s %8s %8s %8s\n", "STAGE", "COUNT", "P50", "P90", "P99",
+	fprintf(f, "%-17s %9s %8s %8s %8s %8s %8s\n", "STAGE", "COUNT", "P50", "P90", "P99",
 		"P99.9", "MAX");
 	for (i = 0; i < iv->recs.n; i++) {
 		const struct rec *r = &iv->recs.v[i];
@@ -113,7 +113,7 @@ static void print_summary(const struct interval *iv, FILE *f)
 			fprintf(f, "%s [%s]\n", r->layer, lab);
 		}
 		if (!r->h.count) {
-			fprintf(f, "  %-8s %9s %8s %8s %8s %8s %8s\n", r->stage, "0", "-", "-", "-",
+			fprintf(f, "  %-15s %9s %8s %8s %8s %8s %8s\n", r->stage, "0", "-", "-", "-",
 				"-", "-");
 			continue;
 		}
@@ -122,7 +122,7 @@ static void print_summary(const struct interval *iv, FILE *f)
 			fmt_v(v[j], sizeof(v[j]), p);
 		}
 		fmt_v(v[4], sizeof(v[4]), r->h.max_ns);
-		fprintf(f, "  %-8s %9" PRIu64 " %8s %8s %8s %8s %8s\n", r->stage,
+		fprintf(f, "  %-15s %9" PRIu64 " %8s %8s %8s %8s %8s\n", r->stage,
 			(uint64_t)r->h.count, v[0], v[1], v[2], v[3], v[4]);
 	}
 	/* what could not be measured is said, not hidden in a smaller count */
@@ -145,6 +145,13 @@ const char *output_unmeasured_why(const struct rec *r)
 			return "issue not seen (before tracing began, or see drops)";
 		return "no queued bio seen (before tracing, flush/passthrough, or see drops)";
 	}
+	if (!strcmp(r->stage, "complete_reap") || !strcmp(r->stage, "total"))
+		return "reap not observable (the iocb was reaped without io_getevents)";
+	if (!strcmp(r->stage, "submit_complete"))
+		return "completion not observable (not linked to bios)";
+	if (!strcmp(r->stage, "submit_bio") || !strcmp(r->stage, "wait") ||
+	    !strcmp(r->stage, "device") || !strcmp(r->stage, "device_cqe"))
+		return "not linked to bios (buffered or no block I/O, another disk, or see drops)";
 	return "no start event";
 }
 
@@ -208,7 +215,15 @@ void output_text(const struct interval *iv, FILE *f)
 		fprintf(f, " %s=%" PRIu64, iv->drops[j].name, iv->drops[j].n);
 		any = 1;
 	}
-	fprintf(f, "%s\n\n", any ? "" : " none");
+	fprintf(f, "%s\n", any ? "" : " none");
+	for (j = any = 0; j < iv->nevents; j++) {
+		if (!iv->events[j].n)
+			continue;
+		fprintf(f, "%s %s=%" PRIu64, any ? "" : "events:", iv->events[j].name,
+			iv->events[j].n);
+		any = 1;
+	}
+	fprintf(f, "%s\n", any ? "\n" : "");
 	fflush(f);
 }
 
@@ -274,6 +289,10 @@ int output_json(const struct interval *iv, FILE *f)
 	jw_obj(&w, "drops");
 	for (j = 0; j < iv->ndrops; j++)
 		jw_u64(&w, iv->drops[j].name, iv->drops[j].n);
+	jw_end_obj(&w);
+	jw_obj(&w, "events");
+	for (j = 0; j < iv->nevents; j++)
+		jw_u64(&w, iv->events[j].name, iv->events[j].n);
 	jw_end_obj(&w);
 	jw_end_obj(&w);
 	err = jw_flush_line(&w, f);

@@ -42,19 +42,6 @@ static bool tp_exists(const char *dir, const char *name)
 	return !access(path, F_OK);
 }
 
-/* Mount tracefs if the host has not; true when syscall events are visible after. */
-static bool tracefs_ready(bool *mounted)
-{
-	*mounted = false;
-	if (!access(TRACEFS "/events/syscalls", F_OK))
-		return true;
-	if (access(TRACEFS "/events", F_OK) && !mount("tracefs", TRACEFS, "tracefs", 0, NULL)) {
-		*mounted = true;
-		vlog("syscall: mounted tracefs at " TRACEFS " (unmounted at exit)");
-	}
-	return !access(TRACEFS "/events/syscalls", F_OK);
-}
-
 static void fill_report(struct layer_report *rep, bool have_events, const char *why_none)
 {
 	int i, n = 0, missing = 0;
@@ -225,10 +212,11 @@ static int syscall_collect(void *state, struct interval *iv)
 		[DROP_HIST_FULL] = "syscall_hist_full",
 		[DROP_SC_START_FULL] = "syscall_start_full",
 	};
+	static const char *const stages[] = { "duration" };
 	struct syscall_layer *l = state;
 	uint32_t old = gen_retire(&l->skel->bss->gen, iv);
 	int err = drain_hists(bpf_map__fd(l->skel->maps.sc_hists), sizeof(struct syscall_key), old,
-			      l->ncpus, l->vals, "syscall", "duration", syscall_label, NULL, iv);
+			      l->ncpus, l->vals, 1, "syscall", stages, syscall_label, NULL, iv);
 
 	return err ? err : drops_read(l->skel->maps.drops, l->ncpus, DROP_HIST_FULL,
 				      DROP_SC_START_FULL, drop_names, l->prev_drops, iv);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mount.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "common.h"
@@ -317,4 +318,19 @@ const char *disk_name(uint32_t dev, char *buf, size_t len)
 	}
 	snprintf(buf, len, "%u:%u", dev >> MINORBITS, dev & ((1u << MINORBITS) - 1));
 	return buf;
+}
+
+#define TRACEFS "/sys/kernel/tracing"
+
+/* Mount tracefs if the host has not; true when syscall events are visible after. */
+bool tracefs_ready(bool *mounted)
+{
+	*mounted = false;
+	if (!access(TRACEFS "/events/syscalls", F_OK))
+		return true;
+	if (access(TRACEFS "/events", F_OK) && !mount("tracefs", TRACEFS, "tracefs", 0, NULL)) {
+		*mounted = true;
+		vlog("mounted tracefs at " TRACEFS " (unmounted at exit)");
+	}
+	return !access(TRACEFS "/events/syscalls", F_OK);
 }

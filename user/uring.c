@@ -12,8 +12,15 @@
 #include "common.h"
 #include "layer.h"
 #include "maps.h"
+#include "req.h"
 
-enum { EV_SUBMIT, EV_PUNT, EV_COMPLETE, NEV };
+enum { EV_SUBMIT, EV_PUNT, EV_POLL, EV_COMPLETE, EV_WAIT, EV_OVERFLOW, NEV };
+
+static const char *const stage_names[REQ_NSTAGES] = {
+	[REQ_SUBMIT_DONE] = "submit_cqe", [REQ_DONE_REAP] = "cqe_reap", [REQ_TOTAL] = "total",
+	[REQ_SUBMIT_BIO] = "submit_bio", [REQ_WAIT] = "wait", [REQ_DEVICE] = "device",
+	[REQ_DEVICE_CQE] = "device_cqe",
+};
 
 struct uring_layer {
 	struct uring_bpf *skel;
@@ -21,19 +28,28 @@ struct uring_layer {
 	int ncpus;
 	struct hist *vals;
 	uint64_t prev_drops[DROP_NREASONS];
+	uint64_t prev_events[EV_NEVENTS];
 };
 
 /* Which events this kernel has; the submission event was renamed in v6.4. */
 static void probe(struct layer_report *rep, bool tp_btf)
 {
 	static const char *const submit[] = { "io_uring_submit_req", "io_uring_submit_sqe" };
-	static const char *const names[NEV] = { NULL, "io_uring_queue_async_work",
-						"io_uring_complete" };
-	static const char *const roles[NEV] = {
-		"request submitted: starts submit_cqe",
-		"request punted to an io-wq worker: counted apart",
-		"CQE posted: ends submit_cqe",
+	static const char *const names[NEV] = {
+		NULL, "io_uring_queue_async_work", "io_uring_poll_arm", "io_uring_complete",
+		"io_uring_cqring_wait", "io_uring_cqe_overflow",
 	};
+	static const char *const roles[NEV] = {
+		"request submitted: starts submit_cqe; reads the CQ head (cqe_reap)",
+		"request punted to an io-wq worker: flags io-wq",
+		"request waits on poll first: flags poll",
+		"CQE posted: ends submit_cqe, starts cqe_reap; reads the CQ head",
+		"application waits for CQEs: reads the CQ head (cqe_reap)",
+		"CQE overflowed the CQ ring: counted",
+	};
+	const struct req_syms *sy = req_syms();
+	struct stage_status *st;
+	const char *link = req_link_problem();
 	int i;
 
 	memset(rep, 0, sizeof(*rep));
@@ -45,7 +61,7 @@ static void probe(struct layer_report *rep, bool tp_btf)
 		if (i == EV_SUBMIT)
 			e->event = tp_nargs(submit[0]) >= 0 ? submit[0] : submit[1];
 		e->role = roles[i];
-		e->required = i != EV_PUNT;
+		e->required = i == EV_SUBMIT || i == EV_COMPLETE;
 		e->nargs = tp_nargs(e->event);
 		if (e->nargs < 0)
 			snprintf(e->why, sizeof(e->why), "%s", tp_forced_missing(e->event) ?
@@ -55,20 +71,44 @@ static void probe(struct layer_report *rep, bool tp_btf)
 		else
 			e->method = tp_btf ? "tp_btf" : "raw_tp";
 	}
-	rep->nstages = 1;
-	rep->stages[0] = (struct stage_status){ .layer = "uring", .stage = "submit_cqe",
-		.from = rep->events[EV_SUBMIT].event, .to = "io_uring_complete" };
-	rep->stages[0].available = rep->events[EV_SUBMIT].method && rep->events[EV_COMPLETE].method;
-	if (rep->stages[0].available)
-		snprintf(rep->stages[0].how, sizeof(rep->stages[0].how), "%s [%s] -> %s [%s]%s",
-			 rep->events[EV_SUBMIT].event, rep->events[EV_SUBMIT].method,
-			 "io_uring_complete", rep->events[EV_COMPLETE].method,
-			 rep->events[EV_PUNT].method ? "" : "; io-wq punts not told apart");
-	else
-		snprintf(rep->stages[0].how, sizeof(rep->stages[0].how), "unavailable: %s: %s",
-			 rep->events[EV_SUBMIT].method ? "io_uring_complete" :
-			 rep->events[EV_SUBMIT].event, rep->events[EV_SUBMIT].method ?
-			 rep->events[EV_COMPLETE].why : rep->events[EV_SUBMIT].why);
+	rep->nstages = REQ_NSTAGES;
+	for (i = 0; i < REQ_NSTAGES; i++) {
+		st = &rep->stages[i];
+		*st = (struct stage_status){ .layer = "uring", .stage = stage_names[i] };
+		st->available = rep->events[EV_SUBMIT].method && rep->events[EV_COMPLETE].method;
+		if (!st->available) {
+			snprintf(st->how, sizeof(st->how), "unavailable: %s: %s",
+				 rep->events[EV_SUBMIT].method ? "io_uring_complete" :
+				 rep->events[EV_SUBMIT].event, rep->events[EV_SUBMIT].method ?
+				 rep->events[EV_COMPLETE].why : rep->events[EV_SUBMIT].why);
+			continue;
+		}
+		switch (i) {
+		case REQ_SUBMIT_DONE:
+			st->from = rep->events[EV_SUBMIT].event;
+			st->to = "io_uring_complete";
+			snprintf(st->how, sizeof(st->how), "%s [%s] -> io_uring_complete [%s]%s",
+				 st->from, rep->events[EV_SUBMIT].method,
+				 rep->events[EV_COMPLETE].method,
+				 rep->events[EV_PUNT].method ? "" : "; io-wq punts not told apart");
+			break;
+		case REQ_DONE_REAP:
+		case REQ_TOTAL:
+			st->from = i == REQ_TOTAL ? rep->events[EV_SUBMIT].event : "io_uring_complete";
+			st->to = "CQ head read at the ring's next event";
+			snprintf(st->how, sizeof(st->how), "%s -> the ring's next submit, CQE or wait "
+				 "that finds the CQ head past it: an upper bound", st->from);
+			break;
+		default:
+			st->from = i == REQ_SUBMIT_BIO ? rep->events[EV_SUBMIT].event : "block events";
+			st->to = i == REQ_DEVICE_CQE ? "io_uring_complete" : "block events";
+			if (*link || !sy->kc_uring)
+				st->available = 0;
+			snprintf(st->how, sizeof(st->how), "%s", *link ? link : !sy->kc_uring ?
+				 "io_complete_rw not in /proc/kallsyms" :
+				 "O_DIRECT requests linked through bi_end_io; needs the block layer");
+		}
+	}
 }
 
 static void uring_report_static(struct layer_report *rep)
@@ -111,8 +151,12 @@ static int load_attach(struct uring_layer *l, struct layer_report *rep)
 	l->skel->rodata->filter_tgid = (uint32_t)opts.tgid;
 	l->skel->rodata->filter_cgroup = opts.cgroup != NULL;
 	l->skel->rodata->per_process = opts.per_process;
-	l->skel->rodata->inflight_mask = opts.inflight_slots - 1;
-	bpf_map__set_max_entries(l->skel->maps.inflight, opts.inflight_slots);
+	l->skel->rodata->per_opcode = opts.per_opcode;
+	/* v6.4+ io_uring_complete(ctx, req, cqe) fires after the CQE took its index (see bpf) */
+	l->skel->rodata->cq_tail_after = rep->events[EV_COMPLETE].nargs <= 3;
+	REQ_RODATA(l->skel->rodata);
+	if (reqs_use(l->skel->maps.reqs))
+		return -EINVAL;
 	bpf_object__for_each_program(p, obj)
 		bpf_program__set_autoload(p, false);
 	for (i = 0; i < NEV; i++)
@@ -145,15 +189,15 @@ static int uring_start(void **out, struct layer_report *rep)
 
 	*out = NULL;
 	if (!l || (l->ncpus = libbpf_num_possible_cpus()) <= 0 ||
-	    !(l->vals = calloc((size_t)l->ncpus, sizeof(struct hist)))) {
+	    !(l->vals = calloc((size_t)l->ncpus, sizeof(struct ioreq_hists)))) {
 		errorf("out of memory for the io_uring layer");
 		uring_stop(l);
 		return -1;
 	}
 	for (;;) {
 		probe(rep, tp_btf);
-		if (!rep->stages[0].available) {
-			errorf("io_uring layer unavailable: %s", rep->stages[0].how);
+		if (!rep->stages[REQ_SUBMIT_DONE].available) {
+			errorf("io_uring layer unavailable: %s", rep->stages[REQ_SUBMIT_DONE].how);
 			uring_stop(l);
 			return -1;
 		}
@@ -176,29 +220,26 @@ static int uring_start(void **out, struct layer_report *rep)
 	}
 	rep->nmaps = 0;
 	{
-		struct bpf_map *maps[] = { l->skel->maps.inflight, l->skel->maps.uring_hists,
-					   l->skel->maps.uring_zero, l->skel->maps.drops };
+		struct bpf_map *maps[] = { l->skel->maps.reqs, l->skel->maps.uring_hists,
+					   l->skel->maps.rings, l->skel->maps.uring_zero,
+					   l->skel->maps.ring_zero, l->skel->maps.drops };
 
-		report_maps_mem(rep, maps, 4);
+		report_maps_mem(rep, maps, (int)(sizeof(maps) / sizeof(maps[0])));
 	}
 	*out = l;
 	return 0;
 }
 
+static const char *opcode_name(unsigned int op, char *buf, size_t len)
+{
+	return btf_enum_name("io_uring_op", "IORING_OP_", op, buf, len);
+}
+
 static void uring_label(const void *key, struct rec *rec, void *ctx)
 {
-	const struct uring_key *k = key;
 	struct uring_layer *l = ctx;
 
-	btf_enum_name("io_uring_op", "IORING_OP_", k->opcode, rec->opcode, sizeof(rec->opcode));
-	if (k->flags & URING_PUNTED)
-		snprintf(rec->flags, sizeof(rec->flags), "io-wq");
-	if (k->tgid) {
-		rec->pid = k->tgid;
-		if (bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.uring_comm), &rec->pid, rec->comm))
-			process_comm(rec->pid, rec->comm, sizeof(rec->comm));
-		rec->comm[sizeof(rec->comm) - 1] = '\0';
-	}
+	req_label(key, rec, opcode_name, bpf_map__fd(l->skel->maps.req_comm));
 }
 
 static int uring_collect(void *state, struct interval *iv)
@@ -208,18 +249,30 @@ static int uring_collect(void *state, struct interval *iv)
 		[DROP_INFLIGHT_STALE] = "uring_inflight_stale",
 		[DROP_INFLIGHT_REUSED] = "uring_inflight_reused",
 		[DROP_HIST_FULL] = "uring_hist_full",
+		[DROP_REAP_UNSEEN] = "uring_reap_unseen",
+	};
+	static const char *const event_names[EV_NEVENTS] = {
+		[EV_CQE_OVERFLOW] = "uring_cqe_overflow",
 	};
 	struct uring_layer *l = state;
 	uint32_t old = gen_retire(&l->skel->bss->gen, iv);
-	int err = drain_hists(bpf_map__fd(l->skel->maps.uring_hists), sizeof(struct uring_key), old,
-			      l->ncpus, l->vals, "uring", "submit_cqe", uring_label, l, iv);
+	int err = drain_hists(bpf_map__fd(l->skel->maps.uring_hists), sizeof(struct ioreq_key), old,
+			      l->ncpus, l->vals, REQ_NSTAGES, "uring", stage_names, uring_label, l,
+			      iv);
 
-	return err ? err : drops_read(l->skel->maps.drops, l->ncpus, 0, DROP_HIST_FULL,
-				      drop_names, l->prev_drops, iv);
+	if (!err)
+		err = drops_read(l->skel->maps.drops, l->ncpus, 0, DROP_REAP_UNSEEN, drop_names,
+				 l->prev_drops, iv);
+	if (!err)
+		err = counters_read(l->skel->maps.app_events, l->ncpus, EV_CQE_OVERFLOW,
+				    EV_CQE_OVERFLOW, event_names, l->prev_events, iv->events,
+				    &iv->nevents);
+	return err;
 }
 
 const struct layer_ops uring_layer_ops = {
 	.name = "uring",
+	.requests = true,
 	.start = uring_start,
 	.collect = uring_collect,
 	.stop = uring_stop,

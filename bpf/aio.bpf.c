@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * iostrata aio layer (native Linux aio: io_submit / io_getevents). There are no aio tracepoints:
+ * requests are followed through the syscalls, by the user's iocb pointer and the process.
+ *
+ *   submit_complete  io_submit entry -> the last block request holding its bios completed
+ *                    (aio_complete runs right there, in the block completion); linked only
+ *   complete_reap    that completion -> io_getevents/io_pgetevents returned the event
+ *   total            io_submit entry -> io_getevents returned it
+ *   submit_bio, wait, device
+ *                    the linked request's block stages (req.bpf.h)
+ *
+ * An entry is made per iocb at io_submit's entry (its bios are queued inside the call) and
+ * removed at its exit for the iocbs a partial submit did not take. An application that reaps
+ * the completion ring in user space never returns its iocbs through io_getevents: when one of
+ * its iocbs is submitted again, the old entry is still there. That reap is counted as not
+ * observable, never given a time.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include "iostrata.h"
+#include "common.bpf.h"
+#include "req.bpf.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1024);		/* resized by the loader */
+	__type(key, struct ioreq_key);
+	__type(value, struct ioreq_hists);
+} aio_hists SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ioreq_hists);
+} aio_zero SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, EV_NEVENTS);
+	__type(key, __u32);
+	__type(value, __u64);
+} app_events SEC(".maps");
+
+/* A thread's io_submit or io_getevents arguments, from entry to exit. */
+struct aio_call {
+	__u64 ptr;	/* iocbpp / events */
+	__u64 ts;
+	__u32 nr;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct aio_call);
+} aio_calls SEC(".maps");
+
+struct walk {
+	__u64 ptr;
+	__u64 now;
+	__u32 tgid;
+	__u32 from;
+};
+
+static __always_inline struct ioreq_hists *hists_of(__u16 opcode, __u16 flags, __u32 tgid)
+{
+	return req_hists_of(&aio_hists, &aio_zero, opcode, flags, tgid);
+}
+
+/* An entry still there when its iocb is submitted again: reaped without io_getevents. */
+static __always_inline void reap_unobserved(struct ioreq *e)
+{
+	struct ioreq_hists *h = hists_of(e->opcode, e->flags, e->tgid);
+	__u32 ev = EV_AIO_REAP_UNOBSERVED;
+	__u64 *n = bpf_map_lookup_elem(&app_events, &ev);
+
+	if (n)
+		__sync_fetch_and_add(n, 1);
+	if (!h)
+		return;
+	/* its completion was seen if linked: that stage is real; the reap is not */
+	if (e->done)
+		stage_add(&h->stage[REQ_SUBMIT_DONE], e->ts, e->done);
+	h->stage[REQ_DONE_REAP].unmeasured++;
+	h->stage[REQ_TOTAL].unmeasured++;
+}
+
+static long submit_one(__u64 i, struct walk *w)
+{
+	struct iocb *user = NULL;
+	struct ioreq *e;
+	__u16 opcode = 0;
+	bool existed;
+
+	if (bpf_probe_read_user(&user, sizeof(user), (void *)(w->ptr + i * sizeof(user))) || !user)
+		return 0;
+	bpf_probe_read_user(&opcode, sizeof(opcode), &user->aio_lio_opcode);
+	e = req_tab_claim((__u64)user, w->tgid, w->now, &existed);
+	if (!e)
+		return 0;
+	if (existed && e->ts)
+		reap_unobserved(e);
+	e->opcode = opcode;
+	e->flags = 0;
+	e->bio_q = e->issue = e->done = 0;
+	e->ts = w->now;
+	return 0;
+}
+
+/* iocbs a partial submit did not take (ret..nr): their entries go. */
+static long unsubmit_one(__u64 i, struct walk *w)
+{
+	struct iocb *user = NULL;
+	struct ioreq *e;
+
+	if (bpf_probe_read_user(&user, sizeof(user),
+				(void *)(w->ptr + (w->from + i) * sizeof(user))) || !user)
+		return 0;
+	e = req_tab_find((__u64)user, w->tgid);
+	if (e && e->ts == w->now)	/* w->now: this call's entry time */
+		req_tab_free(e);
+	return 0;
+}
+
+static long reap_one(__u64 i, struct walk *w)
+{
+	struct ioreq_hists *h;
+	struct io_event ev;
+	struct ioreq *e;
+	__u64 ts;
+
+	if (bpf_probe_read_user(&ev, sizeof(ev), (void *)(w->ptr + i * sizeof(ev))))
+		return 0;
+	e = req_tab_find(ev.obj, w->tgid);
+	if (!e)
+		return 0;
+	ts = e->ts;
+	if (ts && w->now >= ts && w->now - ts <= INFLIGHT_STALE_NS) {
+		h = hists_of(e->opcode, e->flags | (ev.res < 0 ? REQ_FL_FAILED : 0), w->tgid);
+		if (h) {
+			stage_add(&h->stage[REQ_SUBMIT_DONE], e->done ? ts : 0, e->done);
+			stage_add(&h->stage[REQ_DONE_REAP], e->done, w->now);
+			stage_add(&h->stage[REQ_TOTAL], ts, w->now);
+			req_linked_stages(h, e, w->now, false);
+		}
+	} else if (ts) {
+		drop(DROP_INFLIGHT_STALE);
+	}
+	req_tab_free(e);
+	return 0;
+}
+
+static __always_inline __u32 batch(__u64 n)
+{
+	if (n > AIO_BATCH_MAX) {
+		drop(DROP_AIO_BATCH);
+		return AIO_BATCH_MAX;
+	}
+	return (__u32)n;
+}
+
+SEC("tracepoint/syscalls/sys_enter_io_submit")
+int aio_submit_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct aio_call call = {};
+	struct walk w = {};
+	__u32 tid = (__u32)id;
+	long nr = (long)ctx->args[1];
+
+	if (nr <= 0 || !owner_passes(id))
+		return 0;
+	req_note_comm(id >> 32);
+	w.ptr = ctx->args[2];
+	w.now = bpf_ktime_get_ns();
+	w.tgid = id >> 32;
+	call.ptr = w.ptr;
+	call.ts = w.now;
+	call.nr = batch((__u64)nr);
+	if (bpf_map_update_elem(&aio_calls, &tid, &call, BPF_ANY)) {
+		drop(DROP_SC_START_FULL);
+		return 0;
+	}
+	bpf_loop(call.nr, submit_one, &w, 0);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_io_submit")
+int aio_submit_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	struct aio_call *call = bpf_map_lookup_elem(&aio_calls, &tid);
+	struct walk w = {};
+	long ret = ctx->ret;
+
+	if (!call)
+		return 0;
+	if (ret < 0)
+		ret = 0;
+	if (ret < call->nr) {
+		w.ptr = call->ptr;
+		w.now = call->ts;
+		w.tgid = id >> 32;
+		w.from = (__u32)ret;
+		bpf_loop(call->nr - (__u32)ret, unsubmit_one, &w, 0);
+	}
+	bpf_map_delete_elem(&aio_calls, &tid);
+	return 0;
+}
+
+/* io_getevents and io_pgetevents: (ctx_id, min_nr, nr, events, ...) */
+static __always_inline int getevents_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct aio_call call = { .ptr = ctx->args[3] };
+	__u32 tid = (__u32)id;
+
+	if (!owner_passes(id))
+		return 0;
+	if (bpf_map_update_elem(&aio_calls, &tid, &call, BPF_ANY))
+		drop(DROP_SC_START_FULL);
+	return 0;
+}
+
+static __always_inline int getevents_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	struct aio_call *call = bpf_map_lookup_elem(&aio_calls, &tid);
+	struct walk w = {};
+	long ret = ctx->ret;
+
+	if (!call)
+		return 0;
+	if (ret > 0) {
+		w.ptr = call->ptr;
+		w.now = bpf_ktime_get_ns();
+		w.tgid = id >> 32;
+		bpf_loop(batch((__u64)ret), reap_one, &w, 0);
+	}
+	bpf_map_delete_elem(&aio_calls, &tid);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_io_getevents")
+int aio_getevents_enter(struct trace_event_raw_sys_enter *ctx) { return getevents_enter(ctx); }
+SEC("tracepoint/syscalls/sys_exit_io_getevents")
+int aio_getevents_exit(struct trace_event_raw_sys_exit *ctx) { return getevents_exit(ctx); }
+SEC("tracepoint/syscalls/sys_enter_io_pgetevents")
+int aio_pgetevents_enter(struct trace_event_raw_sys_enter *ctx) { return getevents_enter(ctx); }
+SEC("tracepoint/syscalls/sys_exit_io_pgetevents")
+int aio_pgetevents_exit(struct trace_event_raw_sys_exit *ctx) { return getevents_exit(ctx); }

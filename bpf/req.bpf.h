@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The request table (struct ioreq in iostrata.h) that the io_uring, aio and block objects share:
+ * the loader creates it once and hands each object its fd before load.
+ *
+ * Linking a bio to its request: the bio's bi_end_io says who owns it. For the O_DIRECT paths
+ * (iomap filesystems, raw block devices) the owner leads to the kiocb; the kiocb's ki_complete
+ * says whether io_uring (kiocb == io_kiocb: io_rw sits at offset 0 of the request) or aio (kiocb
+ * == aio_kiocb, whose ki_res.obj is the user's iocb pointer) submitted it. The function
+ * addresses come from /proc/kallsyms through .rodata; 0 = not found, that path not linked.
+ * Buffered I/O (page cache end_io) has no such link: its requests stay unlinked.
+ */
+#ifndef IOSTRATA_REQ_BPF_H
+#define IOSTRATA_REQ_BPF_H
+
+#include "table.bpf.h"
+#include "common.bpf.h"
+
+const volatile __u32 req_mask = REQ_SLOTS_DEFAULT - 1;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, REQ_SLOTS_DEFAULT);
+	__type(key, __u32);
+	__type(value, struct ioreq);
+} reqs SEC(".maps");
+
+TABLE(req_tab, struct ioreq, reqs, req_mask)
+
+/* bi_end_io and ki_complete functions, from /proc/kallsyms */
+const volatile __u64 endio_iomap;		/* iomap_dio_bio_end_io */
+const volatile __u64 endio_blkdev;		/* blkdev_bio_end_io */
+const volatile __u64 endio_blkdev_async;	/* blkdev_bio_end_io_async */
+const volatile __u64 endio_chain;		/* bio_chain_endio */
+const volatile __u64 kc_uring;			/* io_complete_rw */
+const volatile __u64 kc_uring_iopoll;		/* io_complete_rw_iopoll */
+const volatile __u64 kc_aio;			/* aio_complete_rw */
+
+/* Histogram keys of the io_uring and aio layers: -P and -O */
+const volatile bool per_process;
+const volatile bool per_opcode;
+
+static __always_inline struct ioreq_hists *req_hists_of(void *map, void *zero, __u16 opcode,
+							__u16 flags, __u32 tgid)
+{
+	struct ioreq_key key = { .gen = gen & 1, .flags = flags };
+
+	key.opcode = per_opcode ? opcode : 0xffff;
+	key.tgid = per_process ? tgid : 0;
+	return hists_lookup_or_init(map, &key, zero);
+}
+
+/* -P: each submitting process's name, noted once, so it is known after the process exits. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, char[16]);
+} req_comm SEC(".maps");
+
+static __always_inline void req_note_comm(__u32 tgid)
+{
+	if (per_process && !bpf_map_lookup_elem(&req_comm, &tgid)) {
+		char comm[16];
+
+		bpf_get_current_comm(comm, sizeof(comm));
+		bpf_map_update_elem(&req_comm, &tgid, comm, BPF_NOEXIST);
+	}
+}
+
+/* The request that owns bio, or NULL. tgid: the aio submitter's (aio keys are user pointers). */
+static __always_inline struct ioreq *req_of_bio(struct bio *bio, __u32 tgid)
+{
+	__u64 end = (__u64)BPF_CORE_READ(bio, bi_end_io), kc;
+	void *priv = BPF_CORE_READ(bio, bi_private);
+	struct kiocb *iocb;
+
+	if (!end)
+		return NULL;
+	if (end == endio_chain) {	/* a split-off part: its parent carries the owner */
+		bio = priv;
+		end = (__u64)BPF_CORE_READ(bio, bi_end_io);
+		priv = BPF_CORE_READ(bio, bi_private);
+		if (!end)
+			return NULL;
+	}
+	if (end == endio_iomap)
+		iocb = BPF_CORE_READ((struct iomap_dio *)priv, iocb);
+	else if (end == endio_blkdev)
+		iocb = BPF_CORE_READ((struct blkdev_dio *)priv, iocb);
+	else if (end == endio_blkdev_async)	/* the bio is embedded in its blkdev_dio */
+		iocb = BPF_CORE_READ((struct blkdev_dio *)((void *)bio -
+			bpf_core_field_offset(struct blkdev_dio, bio)), iocb);
+	else
+		return NULL;
+	if (!iocb)
+		return NULL;
+	kc = (__u64)BPF_CORE_READ(iocb, ki_complete);
+	if (!kc)
+		return NULL;
+	if (kc == kc_uring || kc == kc_uring_iopoll)
+		return req_tab_find((__u64)iocb, 0);
+	if (kc == kc_aio && tgid)
+		return req_tab_find((__u64)BPF_CORE_READ((struct aio_kiocb *)iocb, ki_res.obj), tgid);
+	return NULL;
+}
+
+/*
+ * A request's stages from its entry, at its end (CQE posted / event reaped). Linked stages get
+ * unmeasured counts when no bio was linked, so their `unmeasured` is the unlinked count.
+ */
+static __always_inline void req_linked_stages(struct ioreq_hists *h, struct ioreq *e, __u64 end,
+					      bool device_cqe)
+{
+	__u64 issue = e->issue, done = e->done;
+
+	stage_add(&h->stage[REQ_SUBMIT_BIO], e->bio_q ? e->ts : 0, e->bio_q);
+	stage_add(&h->stage[REQ_WAIT], done ? e->bio_q : 0, issue);
+	stage_add(&h->stage[REQ_DEVICE], e->bio_q ? issue : 0, done);
+	if (device_cqe)
+		stage_add(&h->stage[REQ_DEVICE_CQE], e->bio_q ? done : 0, end);
+}
+
+#endif /* IOSTRATA_REQ_BPF_H */

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The request table the io_uring, aio and block objects share (bpf/req.bpf.h), the kernel
+ * functions that link a bio to its request, and the records of a request's stages.
+ */
+#ifndef IOSTRATA_REQ_H
+#define IOSTRATA_REQ_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "layer.h"
+
+struct bpf_map;
+
+/* Addresses from /proc/kallsyms (0 = absent or hidden by kptr_restrict). */
+struct req_syms {
+	uint64_t endio_iomap, endio_blkdev, endio_blkdev_async, endio_chain;
+	uint64_t kc_uring, kc_uring_iopoll, kc_aio;
+};
+const struct req_syms *req_syms(void);
+
+/* Why linking is off ("" when the kernel's functions were all found). */
+const char *req_link_problem(void);
+
+/* Create the shared table (when an io_uring or aio layer is to run); -1 with errno. */
+int reqs_open(uint32_t slots);
+void reqs_close(void);
+/* The shared table's fd, -1 when none: then an object keeps a table of its own. */
+int reqs_fd(void);
+
+/* Before load: give the object the shared table, or size its own. */
+int reqs_use(struct bpf_map *m);
+
+/* Every object with bpf/req.bpf.h: the link functions and table mask into its .rodata. */
+#define REQ_RODATA(ro) do {							\
+	const struct req_syms *s_ = req_syms();					\
+	(ro)->req_mask = opts.inflight_slots - 1;					\
+	(ro)->endio_iomap = s_->endio_iomap;					\
+	(ro)->endio_blkdev = s_->endio_blkdev;					\
+	(ro)->endio_blkdev_async = s_->endio_blkdev_async;			\
+	(ro)->endio_chain = s_->endio_chain;					\
+	(ro)->kc_uring = s_->kc_uring;						\
+	(ro)->kc_uring_iopoll = s_->kc_uring_iopoll;				\
+	(ro)->kc_aio = s_->kc_aio;						\
+} while (0)
+
+/* "io-wq,poll,chain,failed,sqpoll" for REQ_FL_* bits. */
+const char *req_flags_name(unsigned int flags, char *buf, size_t len);
+
+/* Label a record from a struct ioreq_key: opcode via name(), flags, pid and comm. */
+void req_label(const void *key, struct rec *rec, const char *(*name)(unsigned int, char *, size_t),
+	       int comm_fd);
+
+#endif
