@@ -29,7 +29,7 @@ BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 SKELS     := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
 USER_SRCS := $(wildcard user/*.c)
 USER_OBJS := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS))
-TEST_BINS := $(BIN)/test_hist $(BIN)/slowfs
+TEST_BINS := $(BIN)/test_hist $(BIN)/slowfs $(BIN)/reaper
 BENCH_BINS := $(BIN)/bench-floor
 LOAD_SRCS  := $(wildcard tools/load/*.c)
 LOAD_OBJS  := $(patsubst tools/load/%.c,$(BUILD)/load/%.o,$(LOAD_SRCS)) \
@@ -94,6 +94,11 @@ $(BIN)/test_hist: tests/unit/test_hist.c bpf/hist.h user/histfmt.c user/histfmt.
 $(BIN)/bench-floor: bench/floor.c $(BUILD)/floor.skel.h | $(BIN)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $< $(LDLIBS) -o $@
+
+# Applications that reap in ways the tracer must not misreport (lazy io_uring, user-space aio).
+$(BIN)/reaper: tests/helpers/reaper.c $(BUILD)/.deps-ok | $(BIN)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $< -luring -o $@
 
 # A FUSE filesystem whose file has a known latency: the tests' known-latency device.
 $(BIN)/slowfs: tests/helpers/slowfs.c $(BUILD)/.deps-ok | $(BIN)

@@ -77,7 +77,7 @@ static __always_inline struct ioreq_hists *hists_of(__u16 opcode, __u16 flags, _
 /* An entry still there when its iocb is submitted again: reaped without io_getevents. */
 static __always_inline void reap_unobserved(struct ioreq *e)
 {
-	struct ioreq_hists *h = hists_of(e->opcode, e->flags, e->tgid);
+	struct ioreq_hists *h = hists_of(e->opcode, e->flags & ~REQ_FL_RW, e->tgid);
 	__u32 ev = EV_AIO_REAP_UNOBSERVED;
 	__u64 *n = bpf_map_lookup_elem(&app_events, &ev);
 
@@ -108,7 +108,8 @@ static long submit_one(__u64 i, struct walk *w)
 	if (existed && e->ts)
 		reap_unobserved(e);
 	e->opcode = opcode;
-	e->flags = 0;
+	/* IOCB_CMD_PREAD, PWRITE, PREADV, PWRITEV (UAPI numbers, fixed) */
+	e->flags = opcode == 0 || opcode == 1 || opcode == 7 || opcode == 8 ? REQ_FL_RW : 0;
 	e->bio_q = e->issue = e->done = 0;
 	e->ts = w->now;
 	return 0;
@@ -143,7 +144,8 @@ static long reap_one(__u64 i, struct walk *w)
 		return 0;
 	ts = e->ts;
 	if (ts && w->now >= ts && w->now - ts <= INFLIGHT_STALE_NS) {
-		h = hists_of(e->opcode, e->flags | (ev.res < 0 ? REQ_FL_FAILED : 0), w->tgid);
+		h = hists_of(e->opcode, (e->flags & ~REQ_FL_RW) | (ev.res < 0 ? REQ_FL_FAILED : 0),
+			     w->tgid);
 		if (h) {
 			stage_add(&h->stage[REQ_SUBMIT_DONE], e->done ? ts : 0, e->done);
 			stage_add(&h->stage[REQ_DONE_REAP], e->done, w->now);

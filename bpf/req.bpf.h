@@ -61,9 +61,11 @@ struct {
 static __always_inline void req_note_comm(__u32 tgid)
 {
 	if (per_process && !bpf_map_lookup_elem(&req_comm, &tgid)) {
+		struct task_struct *t = (void *)bpf_get_current_task();
 		char comm[16];
 
-		bpf_get_current_comm(comm, sizeof(comm));
+		/* the process's name: the submitter may be its io-wq or SQPOLL thread */
+		BPF_CORE_READ_STR_INTO(&comm, t, group_leader, comm);
 		bpf_map_update_elem(&req_comm, &tgid, comm, BPF_NOEXIST);
 	}
 }
@@ -106,13 +108,17 @@ static __always_inline struct ioreq *req_of_bio(struct bio *bio, __u32 tgid)
 }
 
 /*
- * A request's stages from its entry, at its end (CQE posted / event reaped). Linked stages get
- * unmeasured counts when no bio was linked, so their `unmeasured` is the unlinked count.
+ * A request's stages from its entry, at its end (CQE posted / event reaped). A read or write
+ * with no bio linked counts as unmeasured in the linked stages: their `unmeasured` is the
+ * unlinked count.
  */
 static __always_inline void req_linked_stages(struct ioreq_hists *h, struct ioreq *e, __u64 end,
 					      bool device_cqe)
 {
 	__u64 issue = e->issue, done = e->done;
+
+	if (!e->bio_q && !(e->flags & REQ_FL_RW))
+		return;		/* not a read or write: no bios to link, so not "unlinked" either */
 
 	stage_add(&h->stage[REQ_SUBMIT_BIO], e->bio_q ? e->ts : 0, e->bio_q);
 	stage_add(&h->stage[REQ_WAIT], done ? e->bio_q : 0, issue);

@@ -27,7 +27,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const volatile bool cq_tail_after;	/* io_uring_complete fires after the CQE took its index */
 
 #define IORING_SETUP_SQPOLL_BIT	(1U << 1)
-#define IORING_OP_TIMEOUT_	/* ETIME is a timeout's success */ 62
+#define IORING_OP_TIMEOUT_	11	/* UAPI; its ETIME result is a success */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
@@ -145,6 +145,12 @@ static __always_inline void count_event(__u32 ev)
 		__sync_fetch_and_add(n, 1);
 }
 
+/* IORING_OP_READV, WRITEV, READ_FIXED, WRITE_FIXED, READ, WRITE (UAPI numbers, fixed) */
+static __always_inline bool uring_rw(__u8 op)
+{
+	return op == 1 || op == 2 || op == 4 || op == 5 || op == 22 || op == 23;
+}
+
 static __always_inline int on_submit(struct io_kiocb *req)
 {
 	__u64 id = bpf_get_current_pid_tgid(), now;
@@ -169,7 +175,7 @@ static __always_inline int on_submit(struct io_kiocb *req)
 	if (existed)	/* its CQE never came (CQE_SKIP_SUCCESS, cancelled): reclaimed */
 		drop(DROP_INFLIGHT_REUSED);
 	e->opcode = BPF_CORE_READ(req, opcode);
-	e->flags = 0;
+	e->flags = uring_rw(e->opcode) ? REQ_FL_RW : 0;
 	/* REQ_F_LINK/HARDLINK share IOSQE_IO_LINK/HARDLINK's bits 2 and 3 in every version; the
 	 * field grew from 32 to 64 bits (v6.10): its low word is first on little-endian */
 	bpf_probe_read_kernel(&rflags, sizeof(rflags),
@@ -229,7 +235,7 @@ static __always_inline int on_complete(struct io_ring_ctx *ctx, struct io_kiocb 
 			drop(DROP_INFLIGHT_STALE);
 		return 0;
 	}
-	h = hists_of(opcode, flags, tgid);
+	h = hists_of(opcode, flags & ~REQ_FL_RW, tgid);
 	if (h) {
 		stage_add(&h->stage[REQ_SUBMIT_DONE], ts, now);
 		req_linked_stages(h, e, now, true);
@@ -247,7 +253,7 @@ static __always_inline int on_complete(struct io_ring_ctx *ctx, struct io_kiocb 
 	q->submitted = ts;
 	q->idx = idx;
 	q->opcode = opcode;
-	q->flags = flags;
+	q->flags = flags & ~REQ_FL_RW;
 	q->posted = now;
 	return 0;
 }

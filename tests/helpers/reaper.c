@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Test helper: applications that reap completions in ways a tracer must not misreport.
+ *
+ *   reaper uring-lazy N DELAY_MS   submit N NOPs, leave their CQEs in the ring for DELAY_MS,
+ *                                  consume them, then submit and reap one more NOP (the ring
+ *                                  event that lets the tracer see the CQ head move)
+ *   reaper aio-ring N FILE         N O_DIRECT 4 KiB reads of FILE through io_submit, one at a
+ *                                  time with the same iocb, each reaped from the aio ring in
+ *                                  user memory, never through io_getevents
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <liburing.h>
+#include <linux/aio_abi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+struct aio_ring {	/* the kernel's aio completion ring header, at the context's address */
+	unsigned id, nr, head, tail, magic, compat_features, incompat_features, header_length;
+	struct io_event events[];
+};
+
+static int die(const char *what)
+{
+	perror(what);
+	return 1;
+}
+
+static int uring_lazy(int n, int delay_ms)
+{
+	struct io_uring ring;
+	struct io_uring_cqe *cqe;
+	struct timespec ts = { delay_ms / 1000, (long)(delay_ms % 1000) * 1000000L };
+	int i;
+
+	if (io_uring_queue_init(n + 1, &ring, 0))
+		return die("io_uring_queue_init");
+	for (i = 0; i < n; i++)
+		io_uring_prep_nop(io_uring_get_sqe(&ring));
+	if (io_uring_submit(&ring) != n)
+		return die("io_uring_submit");
+	/* wait until all n CQEs are posted, without consuming any */
+	while (io_uring_cq_ready(&ring) < (unsigned)n)
+		if (io_uring_wait_cqe_nr(&ring, &cqe, (unsigned)n))
+			return die("io_uring_wait_cqe_nr");
+	nanosleep(&ts, NULL);
+	io_uring_cq_advance(&ring, (unsigned)n);
+	io_uring_prep_nop(io_uring_get_sqe(&ring));
+	if (io_uring_submit_and_wait(&ring, 1) != 1 || io_uring_wait_cqe(&ring, &cqe))
+		return die("io_uring_submit_and_wait");
+	io_uring_cqe_seen(&ring, cqe);
+	io_uring_queue_exit(&ring);
+	return 0;
+}
+
+static int aio_ring(int n, const char *path)
+{
+	aio_context_t ctx = 0;
+	struct iocb cb, *cbs[1] = { &cb };
+	struct aio_ring *r;
+	void *buf;
+	int fd, i;
+
+	fd = open(path, O_RDONLY | O_DIRECT);
+	if (fd < 0)
+		return die(path);
+	if (posix_memalign(&buf, 4096, 4096))
+		return die("posix_memalign");
+	if (syscall(SYS_io_setup, 8, &ctx))
+		return die("io_setup");
+	r = (struct aio_ring *)ctx;
+	for (i = 0; i < n; i++) {
+		memset(&cb, 0, sizeof(cb));
+		cb.aio_lio_opcode = IOCB_CMD_PREAD;
+		cb.aio_fildes = (unsigned)fd;
+		cb.aio_buf = (unsigned long)buf;
+		cb.aio_nbytes = 4096;
+		cb.aio_offset = (long long)(i % 16) * 4096;
+		if (syscall(SYS_io_submit, ctx, 1, cbs) != 1)
+			return die("io_submit");
+		while (__atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) == r->head)
+			;
+		if (r->events[r->head].res != 4096) {
+			fprintf(stderr, "read returned %lld\n", (long long)r->events[r->head].res);
+			return 1;
+		}
+		__atomic_store_n(&r->head, (r->head + 1) % r->nr, __ATOMIC_RELEASE);
+	}
+	syscall(SYS_io_destroy, ctx);
+	close(fd);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 4 && !strcmp(argv[1], "uring-lazy"))
+		return uring_lazy(atoi(argv[2]), atoi(argv[3]));
+	if (argc == 4 && !strcmp(argv[1], "aio-ring"))
+		return aio_ring(atoi(argv[2]), argv[3]);
+	fprintf(stderr, "usage: reaper uring-lazy N DELAY_MS | aio-ring N FILE\n");
+	return 2;
+}
