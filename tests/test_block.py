@@ -184,6 +184,6 @@ def test_features_names_a_missing_optional_tracepoint(no_bpf_leak):
     ev = {e["event"]: e for e in f["events"]}
     assert ev["block_bio_queue"]["method"] is None
     assert "forced missing" in ev["block_bio_queue"]["reason"]
-    st = {s["stage"]: s for s in f["stages"]}
+    st = {s["stage"]: s for s in f["stages"] if s["layer"] == "block"}
     assert st["total"]["available"] is False and "block_bio_queue" in st["total"]["how"]
     assert st["device"]["available"] is True

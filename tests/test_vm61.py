@@ -22,23 +22,41 @@ def test_debian_61_kernel():
     assert "PASS" in r.stdout and "SKIP" not in r.stdout
     uring = r.stdout.split("=== URING")[1].split("=== PROBE")[0]
     r.stdout = r.stdout.split("=== URING")[0]
-    timeouts, preads = [], 0
+    timeouts, preads, linked, hist_full = [], 0, {}, {"uring": 0, "aio": 0}
     for line in uring.splitlines():
         if line.startswith('{"type":"interval"'):
+            for layer in hist_full:
+                hist_full[layer] += json.loads(line)["drops"].get(f"{layer}_hist_full", 0)
             for h in json.loads(line)["hists"]:
                 lab = h["labels"]
-                if h["layer"] == "uring" and lab.get("opcode") == "timeout":
+                if h["layer"] == "uring" and lab.get("opcode") == "timeout" and \
+                        h["stage"] == "submit_cqe":
                     timeouts.append(h)
                 if h["layer"] == "syscall" and lab.get("syscall") == "pread64" and \
                         lab.get("comm") == "iostrata-load":
                     preads += h["count"]
+                if h["layer"] in ("uring", "aio") and lab.get("opcode") in ("read", "pread"):
+                    st = linked.setdefault((h["layer"], h["stage"]), {"count": 0, "buckets": []})
+                    st["count"] += h["count"]
+                    st["buckets"] += h["buckets"]
+    # io_uring and aio O_DIRECT reads on null_blk, linked to their bios on 6.1 too; their
+    # device stage is null_blk's 2 ms (late by TCG's emulated timers, never early)
+    # On 6.1 a new histogram key's per-CPU value (30 KB) is allocated in atomic context and
+    # the first attempts can fail: each such request is counted in <layer>_hist_full, not lost
+    for layer, first in (("uring", "submit_cqe"), ("aio", "total")):
+        for stage in (first, "submit_bio", "wait", "device"):
+            n = linked[layer, stage]["count"]
+            assert 40 - hist_full[layer] <= n <= 40, (layer, stage, n, hist_full)
+        dev = merged_p50(linked[layer, "device"]["buckets"])
+        assert 2e6 * 0.97 <= dev <= 2e6 * 1.25, (layer, dev)
     # io_uring_submit_sqe (the 6.1 name) -> io_uring_complete (the 6.1 prototype)
-    assert sum(h["count"] for h in timeouts) == 40, uring[-1500:]
+    assert 40 - hist_full["uring"] <= sum(h["count"] for h in timeouts) <= 40, uring[-1500:]
     # never early; late by TCG's emulated timers (the 5 % check is test_uring.py, on the host)
     p50 = merged_p50([b for h in timeouts for b in h["buckets"]])
     assert 10e6 * 0.97 <= p50 <= 10e6 * 1.25, p50
-    # 30 reads, and the one pread64 with which iostrata-load checks the device for a signature
-    assert preads == 31, uring[-1500:]
+    # 30 reads, and the one pread64 with which each of three iostrata-load runs on the device
+    # checks it for a signature
+    assert preads == 33, uring[-1500:]
     sections = r.stdout.split("=== TRACE ")[1:]
     assert [s.split()[0] for s in sections] == ["tp_btf", "raw_tp"]
     feats = r.stdout.split("=== FEATURES")[1].split("=== TRACE")[0]

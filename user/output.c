@@ -95,6 +95,8 @@ static bool same_group(const struct rec *a, const struct rec *b)
 	       a->pid == b->pid && !strcmp(a->comm, b->comm);
 }
 
+static bool waterfall_layer(const struct rec *r);
+
 /* One block of rows per layer and label set: "block [vda read]", then a row per stage. */
 static void print_summary(const struct interval *iv, FILE *f)
 {
@@ -108,6 +110,8 @@ static void print_summary(const struct interval *iv, FILE *f)
 		const struct rec *r = &iv->recs.v[i];
 		uint64_t p;
 
+		if (opts.waterfall && waterfall_layer(r))
+			continue;	/* shown as a waterfall */
 		if (!i || !same_group(r, &iv->recs.v[i - 1])) {
 			labels_text(r, lab, sizeof(lab));
 			fprintf(f, "%s [%s]\n", r->layer, lab);
@@ -188,6 +192,99 @@ static void print_hist(const struct rec *r, FILE *f)
 	}
 }
 
+/*
+ * -W: per process and opcode, one row per stage of a request's life in the order it lives them,
+ * with its share of the mean total; the io_uring/aio records of every path (flags) merged.
+ */
+static const char *const wf_order[] = { "submit_bio", "wait", "device", "device_cqe",
+					 "cqe_reap", "complete_reap", "submit_cqe",
+					 "submit_complete", "total" };
+#define WF_N (sizeof(wf_order) / sizeof(wf_order[0]))
+
+static bool waterfall_layer(const struct rec *r)
+{
+	return !strcmp(r->layer, "uring") || !strcmp(r->layer, "aio");
+}
+
+static bool same_request_group(const struct rec *a, const struct rec *b)
+{
+	return !strcmp(a->layer, b->layer) && !strcmp(a->opcode, b->opcode) &&
+	       a->pid == b->pid && !strcmp(a->comm, b->comm);
+}
+
+static void print_waterfall_group(const struct interval *iv, size_t first, FILE *f)
+{
+	static struct hist st[WF_N];
+	const struct rec *g = &iv->recs.v[first];
+	char lab[160], p50[24], p99[24], mean[24], bar[32];
+	uint64_t p, whole;
+	size_t i, k;
+	int w, ruled = 0;
+
+	memset(st, 0, sizeof(st));
+	for (i = first; i < iv->recs.n; i++) {
+		const struct rec *r = &iv->recs.v[i];
+
+		if (!waterfall_layer(r) || !same_request_group(r, g))
+			continue;
+		for (k = 0; k < WF_N; k++)
+			if (!strcmp(r->stage, wf_order[k]))
+				hist_merge(&st[k], &r->h);
+	}
+	/* the whole: total (submit -> reap) when seen, else submit -> CQE / completion */
+	whole = 0;
+	for (k = WF_N; k-- > 6 && !whole;)
+		if (st[k].count)
+			whole = st[k].sum_ns / st[k].count;
+	{
+		struct rec tmp = *g;	/* the label set without the path flags: they are merged */
+
+		tmp.flags[0] = '\0';
+		labels_text(&tmp, lab, sizeof(lab));
+	}
+	fprintf(f, "%s [%s]  linked %" PRIu64 " of %" PRIu64 "\n", g->layer, lab,
+		(uint64_t)st[2].count, (uint64_t)(st[2].count + st[2].unmeasured));
+	fprintf(f, "  %-15s %9s %8s %8s %8s %6s\n", "STAGE", "COUNT", "P50", "P99", "MEAN", "SHARE");
+	for (k = 0; k < WF_N; k++) {
+		const struct hist *h = &st[k];
+		uint64_t m;
+
+		if (!h->count)
+			continue;
+		if (k >= 6 && !ruled++)	/* below: the spans the stages above add up to */
+			fprintf(f, "  %.15s\n", "---------------");
+		hist_percentile(h, 500000, &p);
+		fmt_v(p50, sizeof(p50), p);
+		hist_percentile(h, 990000, &p);
+		fmt_v(p99, sizeof(p99), p);
+		m = h->sum_ns / h->count;
+		fmt_v(mean, sizeof(mean), m);
+		w = whole ? (int)(m * 20 / whole) : 0;
+		memset(bar, '#', (size_t)(w > 20 ? 20 : w));
+		bar[w > 20 ? 20 : w] = '\0';
+		fprintf(f, "  %-15s %9" PRIu64 " %8s %8s %8s %5.1f%% %s%s\n", wf_order[k],
+			(uint64_t)h->count, p50, p99, mean, whole ? 100.0 * (double)m / (double)whole :
+			0.0, k < 6 ? bar : "", k == 4 ? " (upper bound)" : "");
+	}
+}
+
+static void print_waterfall(const struct interval *iv, FILE *f)
+{
+	size_t i, j;
+	bool seen;
+
+	for (i = 0; i < iv->recs.n; i++) {
+		const struct rec *r = &iv->recs.v[i];
+
+		if (!waterfall_layer(r))
+			continue;
+		for (j = 0, seen = false; j < i && !seen; j++)
+			seen = waterfall_layer(&iv->recs.v[j]) && same_request_group(&iv->recs.v[j], r);
+		if (!seen)
+			print_waterfall_group(iv, i, f);
+	}
+}
+
 void output_text(const struct interval *iv, FILE *f)
 {
 	char when[64];
@@ -204,9 +301,12 @@ void output_text(const struct interval *iv, FILE *f)
 	fprintf(f, "interval %.2fs%s\n", iv->interval_ns / 1e9, opts.ms ? "  (ms)" : "");
 	if (!iv->recs.n)
 		fprintf(f, "no I/O completed in this interval\n");
-	else
+	else {
+		if (opts.waterfall)
+			print_waterfall(iv, f);
 		print_summary(iv, f);
-	for (i = 0; i < iv->recs.n; i++)
+	}
+	for (i = 0; i < iv->recs.n && !opts.waterfall; i++)
 		print_hist(&iv->recs.v[i], f);
 	fprintf(f, "\ndrops:");
 	for (j = 0; j < iv->ndrops; j++) {

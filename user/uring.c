@@ -152,8 +152,6 @@ static int load_attach(struct uring_layer *l, struct layer_report *rep)
 	l->skel->rodata->filter_cgroup = opts.cgroup != NULL;
 	l->skel->rodata->per_process = opts.per_process;
 	l->skel->rodata->per_opcode = opts.per_opcode;
-	/* v6.4+ io_uring_complete(ctx, req, cqe) fires after the CQE took its index (see bpf) */
-	l->skel->rodata->cq_tail_after = rep->events[EV_COMPLETE].nargs <= 3;
 	REQ_RODATA(l->skel->rodata);
 	if (reqs_use(l->skel->maps.reqs))
 		return -EINVAL;

@@ -46,10 +46,14 @@ for mode in tp_btf raw_tp; do
 	grep -E "read  |error" /tmp/l.txt
 done
 echo "=== URING"
-/iostrata -v -l uring,syscall -P -j --duration 8 > /tmp/u.json 2>/tmp/u.err &
+/iostrata -v -l block,uring,aio,syscall -P -O -j --duration 12 > /tmp/u.json 2>/tmp/u.err &
 until grep -q "iostrata: tracing" /tmp/u.err; do sleep 0.2; done
 /iostrata-load --engine io_uring --op timeout --latency 10ms --ios 40 > /dev/null && echo "URING LOAD OK"
 /iostrata-load --device /dev/nullb0 --force --engine psync --ios 30 --size 64m >/dev/null
+/iostrata-load --device /dev/nullb0 --force --engine io_uring --qd 4 --rw randread --ios 40 \
+	--size 64m >/dev/null
+/iostrata-load --device /dev/nullb0 --force --engine libaio --qd 4 --rw randread --ios 40 \
+	--size 64m >/dev/null
 wait
 grep -v "^iostrata: " /tmp/u.err; cat /tmp/u.json
 echo "=== PROBE"; /iostrata-load --engine io_uring --op timeout --latency 1ms --ios 50 | grep timeout
