@@ -116,8 +116,9 @@ def test_raw_tp_twins_count_the_same(loopdev, no_bpf_leak):
 def test_pid_filter_selects_only_the_test_process(loopdev, no_bpf_leak):
     """-p counts exactly the test's I/O while another process reads the same disk."""
     disk = Path(loopdev).name
-    noise = subprocess.Popen(["dd", f"if={loopdev}", "of=/dev/null", "iflag=direct", "bs=4096",
-                              "count=100000000"], stderr=subprocess.DEVNULL)
+    # dd reads the 128 MiB disk in well under a second here: loop it until the test ends
+    noise = subprocess.Popen(["sh", "-c", f"while :; do dd if={loopdev} of=/dev/null "
+                              "iflag=direct bs=4096 2>/dev/null; done"], start_new_session=True)
     try:
         p, pid = run_dio(loopdev, 100, 60)
         filtered = Tracer(["-d", disk, "-D", "-F", "-j", "-p", str(pid)])
@@ -126,7 +127,7 @@ def test_pid_filter_selects_only_the_test_process(loopdev, no_bpf_leak):
         recs_f = records(filtered.stop())
         recs_u = records(unfiltered.stop())
     finally:
-        noise.kill()
+        os.killpg(noise.pid, signal.SIGKILL)
         noise.wait()
     assert_exact(recs_f, disk, 100, 60)
     counts_u, _, _ = tally(recs_u, disk)
@@ -144,8 +145,9 @@ def test_cgroup_filter(loopdev, tmp_path, no_bpf_leak):
     cg = base / f"iostrata-test-{os.getpid()}"
     cg.mkdir()
     disk = Path(loopdev).name
-    noise = subprocess.Popen(["dd", f"if={loopdev}", "of=/dev/null", "iflag=direct", "bs=4096",
-                              "count=100000000"], stderr=subprocess.DEVNULL)
+    # dd reads the 128 MiB disk in well under a second here: loop it until the test ends
+    noise = subprocess.Popen(["sh", "-c", f"while :; do dd if={loopdev} of=/dev/null "
+                              "iflag=direct bs=4096 2>/dev/null; done"], start_new_session=True)
     try:
         p, pid = run_dio(loopdev, 80, 40)
         (cg / "cgroup.procs").write_text(str(pid))
