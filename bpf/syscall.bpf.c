@@ -9,9 +9,18 @@
  * raw sys_enter/sys_exit would run for every syscall on the host. Threads are attributed to
  * their process (tgid): glibc's POSIX aio helper threads count under the process that queued
  * the requests.
+ *
+ * The fd-taking syscalls (the read/write family, fsync, fdatasync, sync_file_range) are timed
+ * only on regular files and block devices: at entry the fd is looked up in the calling task's
+ * fd table (task->files->fdt->fd[fd]->f_inode->i_mode, CO-RE reads) and the call is skipped
+ * unless S_ISREG or S_ISBLK, so pipes, sockets, ttys and other character devices are not
+ * counted. A call whose fd cannot be resolved (out of the table, not open, unreadable) is
+ * skipped too and not counted anywhere. io_submit, io_getevents, io_pgetevents and
+ * io_uring_enter are not filtered.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
 #include "iostrata.h"
 #include "common.bpf.h"
 
@@ -59,7 +68,45 @@ static __always_inline bool comm_matches(void)
 	return true;
 }
 
-static __always_inline int on_enter(__u32 sc)
+#define S_IFMT	0170000
+#define S_IFREG	0100000
+#define S_IFBLK	0060000
+
+/* Does sc take an fd as its first argument? sc is a constant in each program: this folds. */
+static __always_inline bool takes_fd(__u32 sc)
+{
+	switch (sc) {
+	case SC_read: case SC_pread64: case SC_readv: case SC_preadv: case SC_preadv2:
+	case SC_write: case SC_pwrite64: case SC_writev: case SC_pwritev: case SC_pwritev2:
+	case SC_fsync: case SC_fdatasync: case SC_sync_file_range:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * Is fd, in the current task, a regular file or a block device? False when it cannot be
+ * resolved: a failed read leaves zero behind, and no table, no file or mode 0 is neither.
+ * The kernel takes the fd as an unsigned int (fdget), whatever the syscall's prototype says.
+ */
+static __always_inline bool fd_is_file_or_bdev(unsigned int fd)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	struct file **fds, *file = NULL;
+	umode_t mode;
+
+	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
+		return false;
+	fds = BPF_CORE_READ(fdt, fd);
+	if (!fds || bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]) || !file)
+		return false;
+	mode = BPF_CORE_READ(file, f_inode, i_mode) & S_IFMT;
+	return mode == S_IFREG || mode == S_IFBLK;
+}
+
+static __always_inline int on_enter(struct trace_event_raw_sys_enter *ctx, __u32 sc)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct syscall_start st = { .sc = sc };
@@ -69,6 +116,12 @@ static __always_inline int on_enter(__u32 sc)
 		return 0;
 	if (filter_comm && !comm_matches())
 		return 0;
+	if (takes_fd(sc) && !fd_is_file_or_bdev((unsigned int)ctx->args[0])) {
+		/* an entry left by a lost exit would otherwise pair with this call's exit */
+		if (bpf_map_lookup_elem(&sc_start, &tid))
+			bpf_map_delete_elem(&sc_start, &tid);
+		return 0;
+	}
 	st.ts = bpf_ktime_get_ns();
 	if (bpf_map_update_elem(&sc_start, &tid, &st, BPF_ANY))
 		drop(DROP_SC_START_FULL);
@@ -108,7 +161,8 @@ static __always_inline int on_exit(__u32 sc)
 
 #define SC_PROGS(name)							\
 SEC("tracepoint/syscalls/sys_enter_" #name)				\
-int sce_##name(void *ctx) { return on_enter(SC_##name); }		\
+int sce_##name(struct trace_event_raw_sys_enter *ctx)			\
+{ return on_enter(ctx, SC_##name); }					\
 SEC("tracepoint/syscalls/sys_exit_" #name)				\
 int scx_##name(void *ctx) { return on_exit(SC_##name); }
 

@@ -71,3 +71,61 @@ def test_layers_option_and_features(no_bpf_leak):
     r = subprocess.run([str(ROOT / "bin" / "iostrata"), "-l", "block,nosuch"],
                        capture_output=True, text=True)
     assert r.returncode == 2 and "unknown layer 'nosuch'" in r.stderr
+
+
+# Runs under its own name (prctl PR_SET_NAME) once every fd is open, then ends with os._exit: the
+# only traced syscalls made under that name are the ones below.
+FD_KINDS = r"""
+import ctypes, os, socket, sys
+n, m, path, dev = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+pr, pw = os.pipe()
+s1, s2 = socket.socketpair()
+zero = os.open("/dev/zero", os.O_RDONLY)
+f = os.open(path, os.O_RDWR)
+app = os.open(path, os.O_WRONLY | os.O_APPEND)
+bdev = os.open(dev, os.O_RDONLY)
+gone = os.open("/dev/null", os.O_RDONLY)
+os.close(gone)
+ctypes.CDLL(None).prctl(15, sys.argv[5].encode(), 0, 0, 0)
+got = 0
+for _ in range(n):  # not counted: a pipe, a socket, a character device, fds that are not open
+    os.write(pw, b"xy")
+    got += len(os.read(pr, 1)) + os.readv(pr, [bytearray(1)])
+    os.write(s1.fileno(), b"z")
+    got += len(os.read(s2.fileno(), 1)) + len(os.read(zero, 4096)) + len(os.pread(zero, 4096, 0))
+    for fd in (pr, gone, 1 << 20):
+        try:
+            os.fsync(fd)
+        except OSError:
+            pass
+    try:
+        os.read(gone, 1)
+    except OSError:
+        pass
+for i in range(m):  # counted: a regular file and a block device
+    got += len(os.read(f, 4096)) + len(os.pread(f, 4096, 0)) + os.pwrite(f, b"w" * 4096, 0)
+    got += os.write(app, b"a" * 512) + os.readv(bdev, [bytearray(4096)])
+    os.fsync(app)
+print(got, flush=True)
+os._exit(0)
+"""
+
+
+def test_only_regular_files_and_block_devices(tmp_path, loopdev, no_bpf_leak):
+    """The fd-taking syscalls count only on regular files and block devices: N rounds of pipe,
+    socket, /dev/zero and not-open-fd calls are not counted, M rounds on a file and a loop
+    device are, exactly."""
+    n, m, comm = 300, 70, "iost-fdkinds"
+    path = tmp_path / "f"
+    path.write_bytes(b"r" * (4096 * m))
+    tracer = Tracer(["-l", "syscall", "-P", "--comm", comm, "-j"])
+    r = subprocess.run(["python3", "-c", FD_KINDS, str(n), str(m), str(path), loopdev, comm],
+                       capture_output=True, text=True, timeout=60)
+    recs = records(tracer.stop())
+    assert r.returncode == 0, r.stderr
+    # every call was made and moved data (the pipe, socket and /dev/zero ones included)
+    assert int(r.stdout) == n * (1 + 1 + 1 + 4096 + 4096) + m * (3 * 4096 + 512 + 4096)
+    by_pid = syscalls_of(recs, comm)
+    assert len(by_pid) == 1, f"one process expected: {by_pid}"
+    assert next(iter(by_pid.values())) == Counter(
+        read=m, pread64=m, pwrite64=m, write=m, readv=m, fsync=m)

@@ -75,8 +75,9 @@ static void fill_report(struct layer_report *rep, bool have_events, const char *
 	rep->stages[0].available = have_events && n > 0;
 	if (rep->stages[0].available)
 		snprintf(rep->stages[0].how, sizeof(rep->stages[0].how),
-			 "classic tracepoints on %d syscalls (read/write family, fsync family, "
-			 "io_submit, io_getevents, io_pgetevents, io_uring_enter)%s%s", n,
+			 "classic tracepoints on %d syscalls (read/write family and fsync family on "
+			 "regular files and block devices only; io_submit, io_getevents, io_pgetevents, "
+			 "io_uring_enter)%s%s", n,
 			 missing ? "; " : "", missing ? rep->events[0].why : "");
 	else
 		snprintf(rep->stages[0].how, sizeof(rep->stages[0].how), "unavailable: %s",
