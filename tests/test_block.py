@@ -113,12 +113,17 @@ def test_raw_tp_twins_count_the_same(loopdev, no_bpf_leak):
     assert_exact(recs, Path(loopdev).name, 150, 90)
 
 
+def reader_noise(dev):
+    """Another process reading dev until killed (os.killpg: dd is the shell's child). dd reads
+    the 128 MiB disk in well under a second here, so it loops."""
+    return subprocess.Popen(["sh", "-c", f"while :; do dd if={dev} of=/dev/null iflag=direct "
+                             "bs=4096 2>/dev/null; done"], start_new_session=True)
+
+
 def test_pid_filter_selects_only_the_test_process(loopdev, no_bpf_leak):
     """-p counts exactly the test's I/O while another process reads the same disk."""
     disk = Path(loopdev).name
-    # dd reads the 128 MiB disk in well under a second here: loop it until the test ends
-    noise = subprocess.Popen(["sh", "-c", f"while :; do dd if={loopdev} of=/dev/null "
-                              "iflag=direct bs=4096 2>/dev/null; done"], start_new_session=True)
+    noise = reader_noise(loopdev)
     try:
         p, pid = run_dio(loopdev, 100, 60)
         filtered = Tracer(["-d", disk, "-D", "-F", "-j", "-p", str(pid)])
@@ -145,9 +150,7 @@ def test_cgroup_filter(loopdev, tmp_path, no_bpf_leak):
     cg = base / f"iostrata-test-{os.getpid()}"
     cg.mkdir()
     disk = Path(loopdev).name
-    # dd reads the 128 MiB disk in well under a second here: loop it until the test ends
-    noise = subprocess.Popen(["sh", "-c", f"while :; do dd if={loopdev} of=/dev/null "
-                              "iflag=direct bs=4096 2>/dev/null; done"], start_new_session=True)
+    noise = reader_noise(loopdev)
     try:
         p, pid = run_dio(loopdev, 80, 40)
         (cg / "cgroup.procs").write_text(str(pid))
@@ -155,7 +158,7 @@ def test_cgroup_filter(loopdev, tmp_path, no_bpf_leak):
         finish_dio(p)
         recs = records(tracer.stop())
     finally:
-        noise.kill()
+        os.killpg(noise.pid, signal.SIGKILL)
         noise.wait()
         for _ in range(50):  # the exited helper leaves the cgroup asynchronously
             try:
