@@ -5,6 +5,9 @@
  *   reaper uring-lazy N DELAY_MS   submit N NOPs, leave their CQEs in the ring for DELAY_MS,
  *                                  consume them, then submit and reap one more NOP (the ring
  *                                  event that lets the tracer see the CQ head move)
+ *   reaper uring-paths N           N IOSQE_IO_LINK chains of two NOPs, N reads of an empty pipe
+ *                                  (io_uring arms a poll for each), and 2N
+ *                                  NOPs into a ring whose CQ holds N (N of them overflow)
  *   reaper aio-ring N FILE         N O_DIRECT 4 KiB reads of FILE through io_submit, one at a
  *                                  time with the same iocb, each reaped from the aio ring in
  *                                  user memory, never through io_getevents
@@ -58,6 +61,60 @@ static int uring_lazy(int n, int delay_ms)
 	return 0;
 }
 
+static int reap(struct io_uring *ring, int n)
+{
+	struct io_uring_cqe *cqe;
+
+	while (n-- > 0) {
+		if (io_uring_wait_cqe(ring, &cqe))
+			return -1;
+		io_uring_cqe_seen(ring, cqe);
+	}
+	return 0;
+}
+
+static int uring_paths(int n)
+{
+	struct io_uring_params p = { .flags = IORING_SETUP_CQSIZE, .cq_entries = (unsigned)n };
+	struct io_uring ring;
+	struct io_uring_sqe *sqe;
+	static char buf[4096];
+	int pfd[2], i;
+
+	if (io_uring_queue_init(2 * n, &ring, 0) || pipe(pfd))
+		return die("io_uring_queue_init");
+	for (i = 0; i < n; i++) {	/* chains: the head carries IOSQE_IO_LINK */
+		sqe = io_uring_get_sqe(&ring);
+		io_uring_prep_nop(sqe);
+		sqe->flags |= IOSQE_IO_LINK;
+		io_uring_prep_nop(io_uring_get_sqe(&ring));
+	}
+	if (io_uring_submit(&ring) != 2 * n || reap(&ring, 2 * n))
+		return die("chains");
+	/* reads of an empty pipe: io_uring arms a poll for each, then the data comes */
+	for (i = 0; i < n; i++)
+		io_uring_prep_read(io_uring_get_sqe(&ring), pfd[0], buf + i, 1, 0);
+	if (io_uring_submit(&ring) != n)
+		return die("polled reads");
+	usleep(100000);
+	if (write(pfd[1], buf, (size_t)n) != n || reap(&ring, n))
+		return die("polled reads");
+	io_uring_queue_exit(&ring);
+
+	/* a CQ of n entries and 2n NOPs left unreaped: n CQEs overflow (kept by the kernel) */
+	if (io_uring_queue_init_params((unsigned)n, &ring, &p))
+		return die("io_uring_queue_init_params");
+	for (i = 0; i < 2 * n; i++) {
+		io_uring_prep_nop(io_uring_get_sqe(&ring));
+		if (io_uring_submit(&ring) != 1)
+			return die("overflow submit");
+	}
+	if (reap(&ring, 2 * n))
+		return die("overflow reap");
+	io_uring_queue_exit(&ring);
+	return 0;
+}
+
 static int aio_ring(int n, const char *path)
 {
 	aio_context_t ctx = 0;
@@ -100,8 +157,10 @@ int main(int argc, char **argv)
 {
 	if (argc == 4 && !strcmp(argv[1], "uring-lazy"))
 		return uring_lazy(atoi(argv[2]), atoi(argv[3]));
+	if (argc == 3 && !strcmp(argv[1], "uring-paths"))
+		return uring_paths(atoi(argv[2]));
 	if (argc == 4 && !strcmp(argv[1], "aio-ring"))
 		return aio_ring(atoi(argv[2]), argv[3]);
-	fprintf(stderr, "usage: reaper uring-lazy N DELAY_MS | aio-ring N FILE\n");
+	fprintf(stderr, "usage: reaper uring-lazy N DELAY_MS | uring-paths N | aio-ring N FILE\n");
 	return 2;
 }
