@@ -196,6 +196,8 @@ static int aio_start(void **out, struct layer_report *rep)
 
 		report_maps_mem(rep, maps, (int)(sizeof(maps) / sizeof(maps[0])));
 	}
+	hists_prewarm(bpf_map__fd(l->skel->maps.aio_hists), sizeof(struct ioreq_key),
+		      (size_t)l->ncpus * sizeof(struct ioreq_hists), 16);
 	vlog("aio: attached to io_submit and io_getevents");
 	*out = l;
 	return 0;

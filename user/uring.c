@@ -224,6 +224,8 @@ static int uring_start(void **out, struct layer_report *rep)
 
 		report_maps_mem(rep, maps, (int)(sizeof(maps) / sizeof(maps[0])));
 	}
+	hists_prewarm(bpf_map__fd(l->skel->maps.uring_hists), sizeof(struct ioreq_key),
+		      (size_t)l->ncpus * sizeof(struct ioreq_hists), 16);
 	*out = l;
 	return 0;
 }
