@@ -141,6 +141,7 @@ struct ring_cqe {
 struct ring_state {
 	__u32 head;		/* CQ head last read */
 	__u32 tgid;		/* 0 until initialised */
+	__u64 rings;		/* the ring's io_rings: a new ring at a recycled ctx has new ones */
 	struct ring_cqe cqe[RING_SLOTS];
 };
 

@@ -30,7 +30,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
+	/* preallocated: a new key's 30 KB per-CPU value allocated in the program's atomic context
+	 * failed in bursts (v6.1 and v6.18); see req_hist_keys() for the sizing */
 	__uint(max_entries, 1024);		/* resized by the loader */
 	__type(key, struct ioreq_key);
 	__type(value, struct ioreq_hists);
@@ -124,14 +125,26 @@ static __always_inline void reap_check(struct ring_state *rs, struct io_ring_ctx
 	bpf_loop(n, reap_one, &c, 0);
 }
 
+static long forget_one(__u64 i, struct reap_ctx *c)
+{
+	c->rs->cqe[i & (RING_SLOTS - 1)].posted = 0;
+	return 0;
+}
+
 static __always_inline struct ring_state *ring_of(struct io_ring_ctx *ctx, __u32 tgid)
 {
-	__u64 key = (__u64)ctx;
+	__u64 key = (__u64)ctx, r = (__u64)BPF_CORE_READ(ctx, rings);
 	struct ring_state *rs = hists_lookup_or_init(&rings, &key, &ring_zero);
 
-	if (rs && !rs->tgid) {	/* new: start from the ring's present head */
+	if (rs && rs->rings != r) {
+		/* new, or a new ring at a freed one's ctx: its CQEs are not ours to bound */
+		struct reap_ctx c = { .rs = rs };
+
+		if (rs->tgid)
+			bpf_loop(RING_SLOTS, forget_one, &c, 0);
 		rs->head = BPF_CORE_READ(ctx, rings, cq.head);
 		rs->tgid = tgid;
+		rs->rings = r;
 	}
 	return rs;
 }

@@ -43,6 +43,10 @@ def uring_stages(recs, comm="iostrata-load"):
     return out
 
 
+def drops_of(recs):
+    return {k: v for rec in recs for k, v in rec["drops"].items() if v}
+
+
 def total(st, stage, opcode=None, flags=None, field="count"):
     return sum(v[field] for k, v in st.items() if k[0] == stage and
                (opcode is None or k[1] == opcode) and (flags is None or flags in k[2].split(",")))
@@ -61,11 +65,13 @@ def test_counts_per_opcode(no_bpf_leak):
     load("--rw", "randread", "--ios", "300", "--qd", "8")
     load("--rw", "write", "--ios", "120", "--qd", "4")
     load("--op", "nop", "--ios", "500")
-    st = uring_stages(records(tracer.stop()))
+    recs = records(tracer.stop())
+    st = uring_stages(recs)
     assert total(st, "submit_cqe", "read") == 300, st.keys()
     assert total(st, "submit_cqe", "write") == 120
     assert total(st, "submit_cqe", "nop") == 500
     assert all(len(v["pids"]) == 1 for v in st.values())
+    assert not drops_of(recs)
     # NOPs have no bios: never "unlinked"
     assert total(st, "device", "nop") == 0 and total(st, "device", "nop", field="unmeasured") == 0
 
@@ -84,12 +90,14 @@ def test_direct_reads_on_a_loop_device_are_linked(loopdev, no_bpf_leak):
     parts = sum(total(st, s, "read", field="sum_ns")
                 for s in ("submit_bio", "wait", "device", "device_cqe"))
     assert parts == total(st, "submit_cqe", "read", field="sum_ns")
-    # medians do not add like sums; on this steady load the sum of the stage medians stays
-    # within 25 % of the submit_cqe median (each median also carries <= 3.125 % bucket error)
+    # medians do not add like sums (the median of a sum is not the sum of the medians; the
+    # stages are skewed and not independent): the exact check is the sums above. As a sanity
+    # check the sum of the stage medians stays within 50 % of the submit_cqe median (observed
+    # 0-28 % here over many runs; each median also carries <= 3.125 % bucket error)
     med = {s: merged_p50([b for k, v in st.items() if k[0] == s for b in v["buckets"]])
            for s in ("submit_cqe", "submit_bio", "wait", "device", "device_cqe")}
     parts_p50 = med["submit_bio"] + med["wait"] + med["device"] + med["device_cqe"]
-    assert abs(parts_p50 - med["submit_cqe"]) <= 0.25 * med["submit_cqe"], med
+    assert abs(parts_p50 - med["submit_cqe"]) <= 0.5 * med["submit_cqe"], med
 
 
 def test_buffered_reads_are_unlinked(no_bpf_leak):
@@ -197,10 +205,9 @@ def test_chain_poll_and_overflow_paths(no_bpf_leak):
     recs = records(tracer.stop())
     st = uring_stages(recs, comm="reaper")
     assert total(st, "submit_cqe", "nop", "chain") == 8, st.keys()
-    overflow = sum(rec["events"].get("uring_cqe_overflow", 0) for rec in recs)
-    assert overflow >= 8   # at least the 8 beyond the CQ's size (more if the kernel flushed)
-    # every NOP is accounted for: its CQE in submit_cqe, or counted as overflowed
-    assert total(st, "submit_cqe", "nop") + overflow == 8 + 8 + 16
-    # the 8 pipe reads: flagged poll in every manual run, but missing from some pytest runs
-    # (not understood yet; see the closing note), so only what was counted is checked
-    assert total(st, "submit_cqe", "read") == total(st, "submit_cqe", "read", "poll")
+    assert sum(rec["events"].get("uring_cqe_overflow", 0) for rec in recs) == 8
+    assert total(st, "submit_cqe", "nop") == 8 + 8 + 8
+    assert total(st, "submit_cqe", "read", "poll") == 8
+    # the overflowed requests' entries, reclaimed (and counted) when their pointers come back
+    drops = drops_of(recs)
+    assert set(drops) <= {"uring_inflight_reused"} and drops.get("uring_inflight_reused", 0) <= 8

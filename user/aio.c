@@ -167,7 +167,8 @@ static int aio_start(void **out, struct layer_report *rep)
 	l->skel->rodata->per_process = opts.per_process;
 	l->skel->rodata->per_opcode = opts.per_opcode;
 	REQ_RODATA(l->skel->rodata);
-	if (reqs_use(l->skel->maps.reqs))
+	if (reqs_use(l->skel->maps.reqs) ||
+	    bpf_map__set_max_entries(l->skel->maps.aio_hists, req_hist_keys(l->ncpus)))
 		return fail(l, "cannot share the request table", errno);
 	for (i = 0; i < NPROGS; i++) {
 		p = bpf_object__find_program_by_name(l->skel->obj, progs[i].prog);
@@ -196,8 +197,6 @@ static int aio_start(void **out, struct layer_report *rep)
 
 		report_maps_mem(rep, maps, (int)(sizeof(maps) / sizeof(maps[0])));
 	}
-	hists_prewarm(bpf_map__fd(l->skel->maps.aio_hists), sizeof(struct ioreq_key),
-		      (size_t)l->ncpus * sizeof(struct ioreq_hists), 16);
 	vlog("aio: attached to io_submit and io_getevents");
 	*out = l;
 	return 0;

@@ -179,25 +179,3 @@ int drain_hists(int fd, size_t key_size, uint32_t gen, int ncpus, struct hist *v
 	free(keys);
 	return err;
 }
-
-void hists_prewarm(int fd, size_t key_size, size_t vals_size, int n)
-{
-	char key[64] = { 0 };
-	void *vals = calloc(1, vals_size);
-	uint32_t bad_gen = UINT32_MAX, i;
-
-	if (!vals || key_size > sizeof(key) || key_size < 8) {
-		free(vals);
-		return;
-	}
-	memcpy(key, &bad_gen, sizeof(bad_gen));
-	for (i = 0; i < (uint32_t)n; i++) {
-		memcpy(key + 4, &i, sizeof(i));
-		bpf_map_update_elem(fd, key, vals, BPF_NOEXIST);
-	}
-	for (i = 0; i < (uint32_t)n; i++) {
-		memcpy(key + 4, &i, sizeof(i));
-		bpf_map_delete_elem(fd, key);
-	}
-	free(vals);
-}

@@ -53,13 +53,6 @@ int drops_read(struct bpf_map *drops, int ncpus, uint32_t first, uint32_t last,
 int counters_read(struct bpf_map *map, int ncpus, uint32_t first, uint32_t last,
 		  const char *const *names, uint64_t *prev, struct drop_count *out, int *nout);
 
-/*
- * Create n keys of a per-CPU hash from here (generation UINT32_MAX, never a live one) and
- * delete them: on kernels that allocate a new key's per-CPU value in atomic context from
- * already-populated memory (v6.1), the programs' first keys then find room instead of failing.
- */
-void hists_prewarm(int fd, size_t key_size, size_t vals_size, int n);
-
 /* Put -c's cgroup into a CGROUP_ARRAY map; one-line error on failure. */
 int cgroup_filter_set(struct bpf_map *map);
 

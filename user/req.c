@@ -88,6 +88,13 @@ int reqs_use(struct bpf_map *m)
 	return bpf_map__set_max_entries(m, opts.inflight_slots);
 }
 
+uint32_t req_hist_keys(int ncpus)
+{
+	uint64_t n = REQ_HIST_BUDGET / ((uint64_t)sizeof(struct ioreq_hists) * (uint64_t)ncpus);
+
+	return n < 16 ? 16 : n > 2048 ? 2048 : (uint32_t)n;
+}
+
 const char *req_flags_name(unsigned int flags, char *buf, size_t len)
 {
 	static const char *const names[] = { "io-wq", "poll", "chain", "failed", "sqpoll" };

@@ -153,7 +153,8 @@ static int load_attach(struct uring_layer *l, struct layer_report *rep)
 	l->skel->rodata->per_process = opts.per_process;
 	l->skel->rodata->per_opcode = opts.per_opcode;
 	REQ_RODATA(l->skel->rodata);
-	if (reqs_use(l->skel->maps.reqs))
+	if (reqs_use(l->skel->maps.reqs) ||
+	    bpf_map__set_max_entries(l->skel->maps.uring_hists, req_hist_keys(l->ncpus)))
 		return -EINVAL;
 	bpf_object__for_each_program(p, obj)
 		bpf_program__set_autoload(p, false);
@@ -224,8 +225,6 @@ static int uring_start(void **out, struct layer_report *rep)
 
 		report_maps_mem(rep, maps, (int)(sizeof(maps) / sizeof(maps[0])));
 	}
-	hists_prewarm(bpf_map__fd(l->skel->maps.uring_hists), sizeof(struct ioreq_key),
-		      (size_t)l->ncpus * sizeof(struct ioreq_hists), 16);
 	*out = l;
 	return 0;
 }
