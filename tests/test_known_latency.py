@@ -46,7 +46,9 @@ def test_device_stage_lands_on_the_known_latency(slow_loopdev, delay_ms, no_bpf_
     for op, n in (("read", 40), ("write", 20)):
         st = stage_hists(recs, op)
         dev_st, wait, total = st["device"], st["wait"], st["total"]
-        assert dev_st["count"] == n and total["count"] == n and wait["count"] == n, st
+        drops = {k: v for rec in recs for k, v in rec["drops"].items() if v}
+        assert dev_st["count"] == n and total["count"] == n and wait["count"] == n, \
+            ({k: (v["count"], v["unmeasured"]) for k, v in st.items()}, drops)
         # nothing completes faster than the device sleeps: no sample in a bucket below it
         below = [b for b in dev_st["buckets"] if b[1] is not None and b[1] <= delay_ns]
         assert below == [], f"{op}: device samples below the known {delay_ms} ms: {below}"

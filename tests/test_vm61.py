@@ -71,6 +71,7 @@ def test_debian_61_kernel():
                     st = reads.setdefault(h["stage"], {"count": 0, "buckets": []})
                     st["count"] += h["count"]
                     st["buckets"] += h["buckets"]
+        assert "device" in reads, s[:3000]
         assert reads["device"]["count"] == 40 and reads["total"]["count"] == 40, reads
         # 2 ms timer completion; under TCG emulation the timer fires a little late
         p50 = merged_p50(reads["device"]["buckets"])
