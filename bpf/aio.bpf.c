@@ -27,8 +27,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	/* preallocated: a new key's 30 KB per-CPU value allocated in the program's atomic context
-	 * failed in bursts (v6.1 and v6.18); see req_hist_keys() for the sizing */
+	/* preallocated: see hist_map_keys() in user/maps.c */
 	__uint(max_entries, 1024);		/* resized by the loader */
 	__type(key, struct ioreq_key);
 	__type(value, struct ioreq_hists);

@@ -40,7 +40,7 @@ const volatile __u32 split_arg;
 /* Per disk and/or per op: one histogram set per key, created on first use. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
+	/* preallocated: see hist_map_keys() in user/maps.c */
 	__uint(max_entries, 64);		/* resized by the loader */
 	__type(key, struct block_key);
 	__type(value, struct block_hists);

@@ -40,7 +40,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
+	/* preallocated: see hist_map_keys() in user/maps.c */
 	__uint(max_entries, 64);		/* resized by the loader */
 	__type(key, struct syscall_key);
 	__type(value, struct hist);

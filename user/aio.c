@@ -168,7 +168,8 @@ static int aio_start(void **out, struct layer_report *rep)
 	l->skel->rodata->per_opcode = opts.per_opcode;
 	REQ_RODATA(l->skel->rodata);
 	if (reqs_use(l->skel->maps.reqs) ||
-	    bpf_map__set_max_entries(l->skel->maps.aio_hists, req_hist_keys(l->ncpus)))
+	    bpf_map__set_max_entries(l->skel->maps.aio_hists, 
+				     hist_map_keys(sizeof(struct ioreq_hists), l->ncpus, req_keys_wanted())))
 		return fail(l, "cannot share the request table", errno);
 	for (i = 0; i < NPROGS; i++) {
 		p = bpf_object__find_program_by_name(l->skel->obj, progs[i].prog);

@@ -155,7 +155,7 @@ static void report_maps(struct block_layer *b, struct layer_report *rep)
 	snprintf(rep->maps[0].note, sizeof(rep->maps[0].note), "%u slots x %zu B",
 		 bpf_map__max_entries(maps[0]), sizeof(struct inflight));
 	snprintf(rep->maps[1].note, sizeof(rep->maps[1].note),
-		 "allocated on use: %zu B x %d CPUs per key, up to %u keys",
+		 "preallocated: %zu B x %d CPUs per key, %u keys",
 		 sizeof(struct block_hists), b->ncpus, bpf_map__max_entries(maps[1]));
 }
 
@@ -190,7 +190,8 @@ static int configure(struct block_layer *b, struct layer_report *rep)
 		keys *= 64;
 	if (keys > 8192)
 		keys = 8192;
-	if (bpf_map__set_max_entries(skel->maps.block_hists, 2 * keys))
+	if (bpf_map__set_max_entries(skel->maps.block_hists,
+				     hist_map_keys(sizeof(struct block_hists), b->ncpus, 2 * keys)))
 		return -1;
 
 	for (i = 0; i < NEVENTS; i++) {

@@ -179,3 +179,12 @@ int drain_hists(int fd, size_t key_size, uint32_t gen, int ncpus, struct hist *v
 	free(keys);
 	return err;
 }
+
+uint32_t hist_map_keys(size_t value_size, int ncpus, uint32_t want)
+{
+	uint64_t fit = HIST_MAP_BUDGET / ((uint64_t)value_size * (uint64_t)(ncpus > 0 ? ncpus : 1));
+
+	if (fit < 16)
+		fit = 16;
+	return want < fit ? want : (uint32_t)fit;
+}

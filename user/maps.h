@@ -53,6 +53,16 @@ int drops_read(struct bpf_map *drops, int ncpus, uint32_t first, uint32_t last,
 int counters_read(struct bpf_map *map, int ncpus, uint32_t first, uint32_t last,
 		  const char *const *names, uint64_t *prev, struct drop_count *out, int *nout);
 
+/*
+ * Keys of a preallocated per-CPU histogram map: want, but no more than HIST_MAP_BUDGET bytes of
+ * values (value_size x ncpus per key) hold, and at least 16. Every histogram map is
+ * preallocated: a new key's per-CPU value allocated in a program's atomic context comes from
+ * already-populated per-CPU memory, and failed in bursts (6.1 and 6.18; 12.8 KB block values
+ * too, after a long test run). A full map is counted (*hist_full).
+ */
+#define HIST_MAP_BUDGET (32u << 20)
+uint32_t hist_map_keys(size_t value_size, int ncpus, uint32_t want);
+
 /* Put -c's cgroup into a CGROUP_ARRAY map; one-line error on failure. */
 int cgroup_filter_set(struct bpf_map *map);
 

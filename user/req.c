@@ -88,11 +88,9 @@ int reqs_use(struct bpf_map *m)
 	return bpf_map__set_max_entries(m, opts.inflight_slots);
 }
 
-uint32_t req_hist_keys(int ncpus)
+uint32_t req_keys_wanted(void)
 {
-	uint64_t n = REQ_HIST_BUDGET / ((uint64_t)sizeof(struct ioreq_hists) * (uint64_t)ncpus);
-
-	return n < 16 ? 16 : n > 2048 ? 2048 : (uint32_t)n;
+	return 2 * 32 * (opts.per_opcode ? 8 : 1) * (opts.per_process ? 32 : 1);
 }
 
 const char *req_flags_name(unsigned int flags, char *buf, size_t len)

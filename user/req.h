@@ -45,11 +45,10 @@ int reqs_use(struct bpf_map *m);
 } while (0)
 
 /*
- * Keys of a uring/aio histogram map, which is preallocated (ncpus x 30 KB per key): as many as
- * REQ_HIST_BUDGET bytes hold, at least 16, at most 2048. A full map counts *_hist_full.
+ * Histogram keys the uring/aio layers may need: two generations x path-flag sets (32), times
+ * 8 opcodes with -O and 32 processes with -P (more are counted as *_hist_full).
  */
-#define REQ_HIST_BUDGET	(32u << 20)
-uint32_t req_hist_keys(int ncpus);
+uint32_t req_keys_wanted(void);
 
 /* "io-wq,poll,chain,failed,sqpoll" for REQ_FL_* bits. */
 const char *req_flags_name(unsigned int flags, char *buf, size_t len);

@@ -148,7 +148,9 @@ static int syscall_start(void **out, struct layer_report *rep)
 		l->skel->rodata->filter_comm = true;
 		strncpy((char *)l->skel->rodata->comm_filter, opts.comm, 15);
 	}
-	bpf_map__set_max_entries(l->skel->maps.sc_hists, opts.per_process ? 2 * 4096 : 2 * SC_N);
+	bpf_map__set_max_entries(l->skel->maps.sc_hists,
+				 hist_map_keys(sizeof(struct hist), l->ncpus,
+					       opts.per_process ? 2 * 4096 : 2 * SC_N));
 	for (i = 0; i < SC_N; i++) {
 		bool on = tp_exists("sys_enter", sc_names[i]) && tp_exists("sys_exit", sc_names[i]);
 

@@ -154,7 +154,8 @@ static int load_attach(struct uring_layer *l, struct layer_report *rep)
 	l->skel->rodata->per_opcode = opts.per_opcode;
 	REQ_RODATA(l->skel->rodata);
 	if (reqs_use(l->skel->maps.reqs) ||
-	    bpf_map__set_max_entries(l->skel->maps.uring_hists, req_hist_keys(l->ncpus)))
+	    bpf_map__set_max_entries(l->skel->maps.uring_hists, 
+				     hist_map_keys(sizeof(struct ioreq_hists), l->ncpus, req_keys_wanted())))
 		return -EINVAL;
 	bpf_object__for_each_program(p, obj)
 		bpf_program__set_autoload(p, false);
