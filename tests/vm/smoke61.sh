@@ -37,16 +37,21 @@ echo "=== FEATURES"; /iostrata features
 for mode in tp_btf raw_tp; do
 	extra=""; [ $mode = raw_tp ] && extra=--force-raw-tp
 	echo "=== TRACE $mode"
-	/iostrata -v -D -F -j $extra --duration 6 -d nullb0 > /tmp/t.json 2>/tmp/t.err &
+	# stopped by SIGINT once the load is done (a fixed --duration raced a slow TCG guest)
+	/iostrata -v -D -F -j $extra -d nullb0 > /tmp/t.json 2>/tmp/t.err &
+	tracer=$!
 	until grep -q "iostrata: tracing" /tmp/t.err; do sleep 0.2; done
 	/iostrata-load --device /dev/nullb0 --force --engine io_uring --qd 1 --rw randread \
 		--ios 40 --size 64m > /tmp/l.txt 2>&1 && echo "LOAD OK"
+	sleep 0.5
+	kill -INT $tracer
 	wait
 	grep -v "^iostrata: " /tmp/t.err; cat /tmp/t.json
 	grep -E "read  |error" /tmp/l.txt
 done
 echo "=== URING"
-/iostrata -v -l block,uring,aio,syscall -P -O -j --duration 12 > /tmp/u.json 2>/tmp/u.err &
+/iostrata -v -l block,uring,aio,syscall -P -O -j > /tmp/u.json 2>/tmp/u.err &
+tracer=$!
 until grep -q "iostrata: tracing" /tmp/u.err; do sleep 0.2; done
 /iostrata-load --engine io_uring --op timeout --latency 10ms --ios 40 > /dev/null && echo "URING LOAD OK"
 /iostrata-load --device /dev/nullb0 --force --engine psync --ios 30 --size 64m >/dev/null
@@ -54,6 +59,8 @@ until grep -q "iostrata: tracing" /tmp/u.err; do sleep 0.2; done
 	--size 64m >/dev/null
 /iostrata-load --device /dev/nullb0 --force --engine libaio --qd 4 --rw randread --ios 40 \
 	--size 64m >/dev/null
+sleep 0.5
+kill -INT $tracer
 wait
 grep -v "^iostrata: " /tmp/u.err; cat /tmp/u.json
 echo "=== PROBE"; /iostrata-load --engine io_uring --op timeout --latency 1ms --ios 50 | grep timeout
