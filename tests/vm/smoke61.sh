@@ -37,10 +37,12 @@ echo "=== FEATURES"; /iostrata features
 for mode in tp_btf raw_tp; do
 	extra=""; [ $mode = raw_tp ] && extra=--force-raw-tp
 	echo "=== TRACE $mode"
-	# stopped by SIGINT once the load is done (a fixed --duration raced a slow TCG guest)
+	# stopped by SIGINT once the load is done
+	# a fresh file: the previous run's "tracing" line must not start the load early
+	rm -f /tmp/t.err
 	/iostrata -v -D -F -j $extra -d nullb0 > /tmp/t.json 2>/tmp/t.err &
 	tracer=$!
-	until grep -q "iostrata: tracing" /tmp/t.err; do sleep 0.2; done
+	until grep -q "iostrata: tracing" /tmp/t.err 2>/dev/null; do sleep 0.2; done
 	/iostrata-load --device /dev/nullb0 --force --engine io_uring --qd 1 --rw randread \
 		--ios 40 --size 64m > /tmp/l.txt 2>&1 && echo "LOAD OK"
 	sleep 0.5
