@@ -13,7 +13,7 @@ CFLAGS    ?= -O2 -g
 CFLAGS    += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Werror=implicit-function-declaration
 CPPFLAGS  += -I$(BUILD) -Ibpf -Iuser -D_GNU_SOURCE
 LDFLAGS   += -static
-LDLIBS    += -lbpf -lelf -lz
+LDLIBS    += -lbpf -lelf -lz -lm
 BPFCFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf \
              -Wall -Wno-unused-function
 

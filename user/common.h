@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <signal.h>
 #include <time.h>
 
 #define MAX_FAIL_TPS 8
@@ -39,6 +40,8 @@ extern struct opts opts;
 
 /* While set, errorf() speaks only under -v: an optional layer that cannot start is skipped. */
 extern bool errors_muted;
+extern char muted_error[512];		/* the first error said while muted */
+extern volatile sig_atomic_t exiting;	/* SIGINT or SIGTERM seen */
 
 /* One line on stderr: "iostrata: error: ..." or {"type":"error","message":...} under -j. */
 void errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

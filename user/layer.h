@@ -109,4 +109,12 @@ extern const struct layer_ops syscall_layer_ops;	/* user/syscall.c */
 extern const struct layer_ops uring_layer_ops;	/* user/uring.c */
 extern const struct layer_ops aio_layer_ops;	/* user/aio.c */
 
+/* Every layer this build has, in the order their records are printed (user/main.c). */
+#define NLAYERS 4
+extern const struct layer_ops *const layers[NLAYERS];
+extern const int nlayers;
+
+/* iostrata calibrate (user/calibrate.c): argv from "calibrate" on; returns the exit code. */
+int cmd_calibrate(int argc, char **argv);
+
 #endif

@@ -33,9 +33,9 @@ struct opts opts = {
 	.inflight_slots = INFLIGHT_SLOTS_DEFAULT,
 };
 
-static volatile sig_atomic_t exiting;
+volatile sig_atomic_t exiting;
 bool errors_muted;
-static char muted_error[512];	/* the first error said while muted */
+char muted_error[512];	/* the first error said while muted */
 
 static void on_signal(int sig)
 {
@@ -91,6 +91,7 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 static const char usage[] =
 "Usage: iostrata [OPTIONS] [INTERVAL [COUNT]]\n"
 "       iostrata features [-j] [-v]\n"
+"       iostrata calibrate [-j] [-v] [--dir DIR]\n"
 "\n"
 "Per-layer I/O latency histograms, built in the kernel. Prints every INTERVAL\n"
 "seconds (default 1) until Ctrl-C, COUNT intervals, or --duration.\n"
@@ -121,7 +122,8 @@ static const char usage[] =
 "  iostrata                          all layers, whole host, every second\n"
 "  iostrata -D -F 5 3                per disk and op, three 5-second intervals\n"
 "  iostrata -d vda -j --duration 10  NDJSON for vda, stop after 10 s\n"
-"  iostrata features                 what this kernel supports\n";
+"  iostrata features                 what this kernel supports\n"
+"  iostrata calibrate                check the tracer against known I/O here\n";
 
 enum { OPT_DURATION = 256, OPT_INFLIGHT, OPT_FAIL_PROBE, OPT_FORCE_RAW_TP, OPT_COMM };
 
@@ -150,9 +152,9 @@ static const struct option long_opts[] = {
 };
 
 /* Every layer this build has, in the order their records are printed. */
-static const struct layer_ops *const layers[] = { &block_layer_ops, &uring_layer_ops,
-						   &aio_layer_ops, &syscall_layer_ops };
-#define NLAYERS (int)(sizeof(layers) / sizeof(layers[0]))
+const struct layer_ops *const layers[] = { &block_layer_ops, &uring_layer_ops, &aio_layer_ops,
+					    &syscall_layer_ops };
+const int nlayers = NLAYERS;
 
 static int parse_layers(const char *list)
 {
@@ -494,6 +496,7 @@ int main(int argc, char **argv)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
 	bool features = argc > 1 && !strcmp(argv[1], "features");
+	bool calibrate = argc > 1 && !strcmp(argv[1], "calibrate");
 	int r;
 
 	/* -j is known before parsing so that parse errors are JSON too */
@@ -501,6 +504,20 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[r], "-j") || !strcmp(argv[r], "--json"))
 			opts.json = true;
 
+	if (calibrate) {
+		for (r = 2; r < argc; r++)
+			if (!strcmp(argv[r], "-h") || !strcmp(argv[r], "--help"))
+				return cmd_calibrate(argc - 1, argv + 1);
+		if (!privileged()) {
+			errorf("must be run as root (loading BPF needs CAP_BPF and CAP_PERFMON)");
+			return 1;
+		}
+		libbpf_set_print(libbpf_print);
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+		signal(SIGPIPE, SIG_IGN);
+		return cmd_calibrate(argc - 1, argv + 1);
+	}
 	r = parse_args(argc - features, argv + features, features);
 	if (r)
 		return r > 0 ? 0 : 2;
