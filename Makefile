@@ -35,7 +35,7 @@ LOAD_SRCS  := $(wildcard tools/load/*.c)
 LOAD_OBJS  := $(patsubst tools/load/%.c,$(BUILD)/load/%.o,$(LOAD_SRCS)) \
               $(BUILD)/user/json.o $(BUILD)/user/histfmt.o $(BUILD)/user/cli.o
 
-.PHONY: all deps run test test-unit test-root bench bench-load bench-layers interfaces vmlinux clean
+.PHONY: all deps run test test-unit test-root bench bench-load bench-layers bench-overhead interfaces vmlinux clean
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -125,6 +125,11 @@ bench: all
 # BPF ns per I/O of every layer with bio linking on, under io_uring O_DIRECT.
 bench-layers: all
 	$(PYTHON) bench/layers.py $(BENCH_ARGS)
+
+# The overhead table in docs/overhead.md: no tracer, iostrata block / all layers, bpftrace.
+bench-overhead: all
+	$(Q)sh scripts/deps.sh bpftrace
+	$(PYTHON) bench/layers.py --doc $(BENCH_ARGS)
 
 # iostrata-load against fio, side by side on one file: IOPS and CPU per I/O.
 bench-load: all
