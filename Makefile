@@ -35,7 +35,7 @@ LOAD_SRCS  := $(wildcard tools/load/*.c)
 LOAD_OBJS  := $(patsubst tools/load/%.c,$(BUILD)/load/%.o,$(LOAD_SRCS)) \
               $(BUILD)/user/json.o $(BUILD)/user/histfmt.o $(BUILD)/user/cli.o
 
-.PHONY: all deps run test test-unit test-root bench bench-load bench-layers bench-overhead interfaces vmlinux clean
+.PHONY: all deps run test test-vm test-unit test-root bench bench-load bench-layers bench-overhead interfaces vmlinux clean
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -121,6 +121,11 @@ test-unit: all
 
 bench: all
 	$(PYTHON) bench/block.py $(BENCH_ARGS)
+
+# Debian's 6.1 kernel under QEMU (known-latency null_blk, dm-delay, every layer), then the
+# host's known-latency checks (calibrate, FUSE device, io_uring TIMEOUT / aio POLL).
+test-vm: all
+	$(PYTHON) -m pytest -ra -s tests/test_vm61.py tests/test_calibrate.py tests/test_known_latency.py
 
 # BPF ns per I/O of every layer with bio linking on, under io_uring O_DIRECT.
 bench-layers: all

@@ -1,6 +1,8 @@
-"""The same static binaries on Debian's 6.1 kernel (QEMU, TCG): every block event attaches by
-tp_btf and by raw_tp, 40 reads are counted exactly, and null_blk's 2 ms timer completion shows as
-the device stage. Runs tests/vm/smoke61.sh; skipped, with the reason, where QEMU is absent."""
+"""The same static binaries on Debian's 6.1 kernel (QEMU, TCG; `make test-vm`): every block event
+attaches by tp_btf and by raw_tp and counts 40 reads exactly; the uring, aio and syscall layers
+attach with 6.1's events and prototypes; io_uring and libaio O_DIRECT reads link to their bios;
+null_blk at 2 ms and 100 us and dm-delay (10 ms) over null_blk show their latency on the right
+device. Runs tests/vm/smoke61.sh; skipped, with the reason, where QEMU is absent."""
 import json
 import shutil
 import subprocess
@@ -20,7 +22,8 @@ def test_debian_61_kernel():
     print(r.stdout[-3000:])
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr
     assert "PASS" in r.stdout and "SKIP" not in r.stdout
-    uring = r.stdout.split("=== URING")[1].split("=== PROBE")[0]
+    full = r.stdout
+    uring = r.stdout.split("=== URING")[1].split("=== SCENARIOS")[0]
     r.stdout = r.stdout.split("=== URING")[0]
     timeouts, preads, linked, hist_full = [], 0, {}, {"uring": 0, "aio": 0}
     for line in uring.splitlines():
@@ -55,6 +58,7 @@ def test_debian_61_kernel():
     # 30 reads, and the one pread64 with which each of three iostrata-load runs on the device
     # checks it for a signature
     assert preads == 33, uring[-1500:]
+    scenarios(full.split("=== SCENARIOS")[1].split("=== PROBE")[0])
     sections = r.stdout.split("=== TRACE ")[1:]
     assert [s.split()[0] for s in sections] == ["tp_btf", "raw_tp"]
     feats = r.stdout.split("=== FEATURES")[1].split("=== TRACE")[0]
@@ -76,3 +80,47 @@ def test_debian_61_kernel():
         # 2 ms timer completion; under TCG emulation the timer fires a little late
         p50 = merged_p50(reads["device"]["buckets"])
         assert 2e6 * 0.97 <= p50 <= 2e6 * 1.15, (s.split()[0], p50)
+
+
+def scenarios(out):
+    """Known-latency devices on 6.1: null_blk completing in 2 ms and in 100 us, and dm-delay
+    adding 10 ms above the 100 us one."""
+    fast = out.split("FAST ")[1].split()[0]
+    st = {}
+    for line in out.splitlines():
+        if not line.startswith('{"type":"interval"'):
+            continue
+        for h in json.loads(line)["hists"]:
+            lab = h["labels"]
+            key = (h["layer"], h["stage"], lab.get("disk"), lab.get("flags", ""))
+            v = st.setdefault(key, {"count": 0, "unmeasured": 0, "buckets": [], "min": None})
+            v["count"] += h["count"]
+            v["unmeasured"] += h["unmeasured"]
+            v["buckets"] += h["buckets"]
+            if h["min_ns"] is not None:
+                v["min"] = min(v["min"] or h["min_ns"], h["min_ns"])
+    # psync reads carry REQ_SYNC; dm-delay's clones of the io_uring reads carry no flags
+    slow, quick = st["block", "device", "nullb0", "sync"], st["block", "device", fast, "sync"]
+    assert slow["count"] == 200 and quick["count"] == 200, (slow["count"], quick["count"])
+    # 2 ms: p50 within 10 %, and >= 95 % of the reads between the set latency (less the
+    # 3.125 % bucket error) and 1.5 x it; never early
+    p50 = merged_p50(slow["buckets"])
+    assert abs(p50 - 2e6) <= 0.1 * 2e6, p50
+    near = sum(b[2] for b in slow["buckets"] if b[0] >= 2e6 * 0.96 and b[1] <= 3e6)
+    assert near >= 0.95 * 200, slow["buckets"]
+    assert slow["min"] >= 2e6, slow["min"]
+    # 100 us: never early; late by the emulated timer (TCG): about 70 us here, so the 10 %
+    # bound holds on real hardware only; the figure is printed for the record
+    p50 = merged_p50(quick["buckets"])
+    print(f"null_blk 100 us under TCG: device p50 {p50 / 1e3:.0f} us, min {quick['min'] / 1e3:.0f} us")
+    assert quick["min"] >= 100e3 and p50 <= 100e3 + 150e3, (quick["min"], p50)
+    # dm-delay 10 ms over the 100 us device: the application waits >= 10 ms, the device below
+    # still answers in well under 1 ms: the delay is dm's, above the device, not the device's
+    dm = st["block", "device", fast, ""]
+    assert dm["count"] == 40 and merged_p50(dm["buckets"]) < 1e6, dm
+    uring = [v for k, v in st.items() if k[0] == "uring" and k[1] == "submit_cqe"]
+    assert sum(v["count"] for v in uring) == 40
+    assert min(v["min"] for v in uring) >= 10e6
+    # dm is bio-based: the requests' bios are dm's clones, so they are unlinked, and said so
+    dev = [v for k, v in st.items() if k[0] == "uring" and k[1] == "device"]
+    assert sum(v["count"] for v in dev) == 0 and sum(v["unmeasured"] for v in dev) == 40

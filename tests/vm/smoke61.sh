@@ -1,8 +1,9 @@
 #!/bin/bash
 # Smoke check of the same static binaries on Debian's 6.1 kernel, under QEMU (TCG; KVM hangs on
-# these hosts). Boots a busybox initramfs holding bin/iostrata, bin/iostrata-load, configfs and
-# null_blk (2 ms timer completion), prints what the tools print there, and exits non-zero when a
-# marker is missing. Downloads are cached in $CACHE. The full VM harness is issue #5's.
+# these hosts). Boots a busybox initramfs holding bin/iostrata, bin/iostrata-load, configfs,
+# null_blk (2 ms and 100 us timer completion), dm-mod and dm-delay, prints what the tools print
+# there, and exits non-zero when a marker is missing; tests/test_vm61.py checks the figures.
+# Downloads are cached in $CACHE.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 CACHE=${CACHE:-/var/tmp/iostrata-vm-cache}
@@ -26,9 +27,12 @@ mods=$CACHE/root/lib/modules/$kver/kernel
 
 mkdir -p "$work"/initrd/{bin,proc,sys,dev,tmp,mod}
 cp "$(command -v busybox)" "$work/initrd/bin/"
-for a in sh mount insmod sleep cat echo poweroff grep; do ln -s busybox "$work/initrd/bin/$a"; done
+for a in sh mount insmod sleep cat echo poweroff grep mkdir rm kill; do ln -s busybox "$work/initrd/bin/$a"; done
 cp "$top/bin/iostrata" "$top/bin/iostrata-load" "$work/initrd/"
-cp "$mods/fs/configfs/configfs.ko" "$mods/drivers/block/null_blk/null_blk.ko" "$work/initrd/mod/"
+cp "$mods/fs/configfs/configfs.ko" "$mods/drivers/block/null_blk/null_blk.ko" \
+	"$mods/drivers/md/dm-mod.ko" "$mods/drivers/md/dm-delay.ko" "$work/initrd/mod/"
+# no dmsetup in busybox: a static helper makes the dm-delay device through the DM ioctls
+${CC:-cc} -static -O2 -o "$work/initrd/dmdelay" "$top/tests/vm/dmdelay.c"
 cat > "$work/initrd/init" <<'INIT'
 #!/bin/sh
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
@@ -65,6 +69,33 @@ sleep 0.5
 kill -INT $tracer
 wait
 grep -v "^iostrata: " /tmp/u.err; cat /tmp/u.json
+echo "=== SCENARIOS"
+# known-latency devices: nullb0 (module parameters) completes in 2 ms; a configfs device in
+# 100 us; dm-delay adds 10 ms above the 100 us one
+insmod /mod/dm-mod.ko; insmod /mod/dm-delay.ko
+mount -t configfs configfs /sys/kernel/config
+cfg=/sys/kernel/config/nullb/fast
+mkdir $cfg; echo 2 > $cfg/irqmode; echo 100000 > $cfg/completion_nsec; echo 1024 > $cfg/size
+echo 1 > $cfg/power
+sleep 0.5
+# its disk is nullb<index> or, on newer kernels, named after the configfs directory
+fast=nullb$(cat $cfg/index); [ -e /sys/block/$fast ] || fast=fast
+echo "FAST $fast ($(ls /sys/block | tr '\n' ' '))"
+rm -f /tmp/s.err
+/iostrata -v -D -F -P -O -l block,uring -j > /tmp/s.json 2>/tmp/s.err &
+tracer=$!
+until grep -q "iostrata: tracing" /tmp/s.err 2>/dev/null; do sleep 0.2; done
+/iostrata-load --device /dev/nullb0 --force --engine psync --rw randread --ios 200 \
+	--size 64m >/dev/null && echo "SCENARIO LOAD nullb0"
+/iostrata-load --device /dev/$fast --force --engine psync --rw randread --ios 200 \
+	--size 64m >/dev/null && echo "SCENARIO LOAD $fast"
+/dmdelay delayed /dev/$fast "$(cat /sys/block/$fast/size)" 10 && \
+/iostrata-load --device /dev/dm-0 --force --engine io_uring --qd 1 --rw randread --ios 40 \
+	--size 64m >/dev/null && echo "SCENARIO LOAD dm-0"
+sleep 0.5
+kill -INT $tracer
+wait
+grep -v "^iostrata: " /tmp/s.err; cat /tmp/s.json
 echo "=== PROBE"; /iostrata-load --engine io_uring --op timeout --latency 1ms --ios 50 | grep timeout
 echo "=== FAIL"; /iostrata -l block --fail-probe block_rq_complete --duration 1; echo "FAIL rc=$?"
 echo "=== DONE"
@@ -77,7 +108,8 @@ timeout 600 qemu-system-x86_64 -accel tcg,thread=multi -m 1024 -smp 2 \
 	-append "console=ttyS0 panic=-1 quiet" -nographic -no-reboot -nic none \
 	> "$work/console.log" 2>&1 || true
 sed -n '/=== FEATURES/,/=== DONE/p' "$work/console.log"
-for m in "block_rq_complete  tp_btf" "LOAD OK" "URING LOAD OK" "FAIL rc=1" "=== DONE"; do
+for m in "block_rq_complete  tp_btf" "LOAD OK" "URING LOAD OK" "SCENARIO LOAD dm-0" \
+	"FAIL rc=1" "=== DONE"; do
 	grep -q "$m" "$work/console.log" || { echo "smoke61: FAILED: no '$m'" >&2; exit 1; }
 done
 [ "$(grep -c '^LOAD OK' "$work/console.log")" = 2 ] || { echo "smoke61: FAILED: a load run" >&2; exit 1; }
