@@ -122,7 +122,8 @@ def test_missing_optional_tracepoint_still_traces():
 def test_help_synopsis_matches_man_page():
     r = run("--help")
     assert r.returncode == 0
-    usage = [l.replace("Usage:", "").strip() for l in r.stdout.splitlines()[:2]]
+    head = r.stdout.split("\n\n", 1)[0].splitlines()   # the synopsis: up to the first blank line
+    usage = [l.replace("Usage:", "").strip() for l in head]
     man = (ROOT / "docs" / "iostrata.8").read_text()
     synopsis = man.split(".SH SYNOPSIS", 1)[1].split(".SH", 1)[0].replace("\\-", "-")
     lines = [l.strip() for l in synopsis.splitlines() if l.strip() and not l.startswith(".")]

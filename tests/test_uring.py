@@ -111,9 +111,10 @@ def test_buffered_reads_are_unlinked(no_bpf_leak):
     assert total(st, "device", "read", field="unmeasured") > 0
 
 
-@pytest.mark.parametrize("latency_ms", [1, 10])
+@pytest.mark.parametrize("latency_ms", [5, 10])
 def test_timeout_submit_cqe_is_the_known_latency(latency_ms, no_bpf_leak):
-    """TIMEOUT requests of a known duration: submit -> CQE p50 within 5 % of it."""
+    """TIMEOUT requests of a known duration: submit -> CQE p50 within 5 % of it. (At 1 ms, 5 %
+    is 50 us: once, late in a full CI run, the host's timer itself fired 81 us late.)"""
     tracer = Tracer(["-l", "uring", "-P", "-O", "-j"])
     load("--op", "timeout", "--latency", f"{latency_ms}ms", "--ios", "60")
     t = uring_stages(records(tracer.stop()))[("submit_cqe", "timeout", "")]
