@@ -38,6 +38,7 @@ struct cal {
 	const char *dir;	/* where the temporary files go */
 	double skew;		/* testing: expected latencies x (1 + skew) */
 	int nchecks, nfail, nskip;
+	char detail[200];	/* said with the next check (then cleared) */
 	struct jw jw;		/* -j: the document being built */
 };
 
@@ -294,11 +295,16 @@ static void check(struct cal *c, const char *name, double expected, double obser
 		jw_str(&c->jw, "result", res);
 		if (skip)
 			jw_str(&c->jw, "why", skip);
+		if (c->detail[0])
+			jw_str(&c->jw, "detail", c->detail);
 		jw_end_obj(&c->jw);
+		c->detail[0] = '\0';
 		return;
 	}
-	printf("%-44s %10s %10s  %-14s %s%s%s\n", name, e, o, tol, res, skip ? ": " : "",
-	       skip ? skip : "");
+	printf("%-44s %10s %10s  %-14s %s%s%s%s%s\n", name, e, o, tol, res, skip ? ": " : "",
+	       skip ? skip : "", c->detail[0] && strcmp(res, "PASS") ? " - " : "",
+	       c->detail[0] && strcmp(res, "PASS") ? c->detail : "");
+	c->detail[0] = '\0';
 	fflush(stdout);
 }
 
@@ -372,7 +378,16 @@ static void rw_checks(struct cal *c, const struct rw_case *k, bool *on_block)
 	if (k->linked) {
 		const char *ls = req_link_problem();
 
+		struct hist sb, w;
+
+		merged(&r->recs, k->layer, "submit_bio", k->label, &sb);
+		merged(&r->recs, k->layer, "wait", k->label, &w);
 		merged(&r->recs, k->layer, "device", k->label, &h);
+		/* which stamp was missing, when some are (submit_bio: no bio linked at queue) */
+		snprintf(c->detail, sizeof(c->detail), "submit_bio %" PRIu64 " (+%" PRIu64
+			 " unmeasured), wait %" PRIu64 " (+%" PRIu64 "), device %" PRIu64 " (+%"
+			 PRIu64 ")", (uint64_t)sb.count, (uint64_t)sb.unmeasured, (uint64_t)w.count,
+			 (uint64_t)w.unmeasured, (uint64_t)h.count, (uint64_t)h.unmeasured);
 		snprintf(name, sizeof(name), "%s: %s requests linked to bios", k->engine, k->layer);
 		check(c, name, n, (double)h.count, 0, -1, skip ? skip : *ls ? ls :
 		      !*on_block ? "the directory is not on a block device" : NULL);
