@@ -48,6 +48,7 @@ struct run {
 	struct recs recs;
 	bool started[NLAYERS];
 	char why[256];		/* why a layer could not start */
+	char drops[200];	/* what the tracer could not record in this run, "" if nothing */
 	int status;
 };
 
@@ -79,11 +80,12 @@ typedef bool (*rec_pred)(const struct rec *r, const void *arg);
 
 static bool stage_is(const struct rec *r, const void *arg)
 {
-	const char *const *ls = arg;	/* { layer, stage, label value or NULL, flags or NULL } */
+	/* { layer, stage, label value or NULL, a flag the record must have (and not rahead) } */
+	const char *const *ls = arg;
 
 	if (strcmp(r->layer, ls[0]) || strcmp(r->stage, ls[1]))
 		return false;
-	if (ls[3] && strcmp(r->flags, ls[3]))
+	if (ls[3] && (!strstr(r->flags, ls[3]) || strstr(r->flags, "rahead")))
 		return false;
 	if (!ls[2])
 		return true;
@@ -222,6 +224,13 @@ static int traced_run(struct cal *c, char **args, unsigned mask, bool cost,
 		for (i = 0; i < NLAYERS; i++)
 			if (state[i])
 				layers[i]->collect(state[i], &iv);
+		for (int d = 0; d < iv.ndrops; d++) {
+			size_t u = strlen(r->drops);
+
+			if (iv.drops[d].n && u < sizeof(r->drops) - 40)
+				snprintf(r->drops + u, sizeof(r->drops) - u, "%s%s=%" PRIu64,
+					 u ? " " : "drops: ", iv.drops[d].name, iv.drops[d].n);
+		}
 		for (size_t k = 0; k < iv.recs.n; k++) {
 			struct rec *dst = recs_add(&r->recs);
 
@@ -348,6 +357,15 @@ static void rw_checks(struct cal *c, const struct rw_case *k, bool *on_block)
 	if (!r)
 		return;
 	err = traced_run(c, args, k->mask, false, NULL, r);
+	if (*r->drops && !opts.json)
+		printf("  (%s run: %s)\n", k->engine, r->drops);
+	if (*r->drops && opts.json) {
+		jw_obj(&c->jw, NULL);
+		jw_str(&c->jw, "check", k->engine);
+		jw_str(&c->jw, "unit", "drops");
+		jw_str(&c->jw, "detail", r->drops);
+		jw_end_obj(&c->jw);
+	}
 	if (err) {
 		snprintf(why, sizeof(why), "iostrata-load --engine %s failed (exit %d)%s%s",
 			 k->engine, WEXITSTATUS(r->status), *r->why ? "; " : "", r->why);
@@ -397,6 +415,24 @@ static void rw_checks(struct cal *c, const struct rw_case *k, bool *on_block)
 		 * binary) and the filesystem's metadata reads are not, or are few */
 		merged_flags(&r->recs, "block", "device", "read", "sync", &h);
 		*on_block = h.count > 0;
+		{	/* the read requests by flags, said if the check fails */
+			size_t used = 0, j;
+
+			c->detail[0] = '\0';
+			for (j = 0; j < r->recs.n && used < sizeof(c->detail) - 40; j++) {
+				const struct rec *x = &r->recs.v[j];
+
+				if (!strcmp(x->layer, "block") && !strcmp(x->stage, "device") &&
+				    !strcmp(x->op, "read"))
+					used += (size_t)snprintf(c->detail + used,
+								 sizeof(c->detail) - used,
+								 "%s%s %" PRIu64 "+%" PRIu64 "u",
+								 used ? ", " : "",
+								 *x->flags ? x->flags : "-",
+								 (uint64_t)x->h.count,
+								 (uint64_t)x->h.unmeasured);
+			}
+		}
 		check(c, "psync: block read requests", n, (double)h.count, 0.05, -1,
 		      skip ? skip : !*on_block ? "the directory is not on a block device" : NULL);
 	}
