@@ -8,6 +8,9 @@
  *   reaper uring-paths N           N IOSQE_IO_LINK chains of two NOPs, N reads of an empty pipe
  *                                  (io_uring arms a poll for each), and 2N
  *                                  NOPs into a ring whose CQ holds N (N of them overflow)
+ *   reaper aio-partial FILE        io_submit of 4 reads whose third has a bad fd (the kernel
+ *                                  takes 2), reaped; then the 2 it refused, fixed, submitted
+ *                                  and reaped: 4 reads, none reaped without io_getevents
  *   reaper aio-ring N FILE         N O_DIRECT 4 KiB reads of FILE through io_submit, one at a
  *                                  time with the same iocb, each reaped from the aio ring in
  *                                  user memory, never through io_getevents
@@ -153,14 +156,56 @@ static int aio_ring(int n, const char *path)
 	return 0;
 }
 
+static int aio_partial(const char *path)
+{
+	aio_context_t ctx = 0;
+	struct iocb cb[4], *cbs[4];
+	struct io_event ev[4];
+	void *buf;
+	int fd, i;
+	long n;
+
+	fd = open(path, O_RDONLY | O_DIRECT);
+	if (fd < 0)
+		return die(path);
+	if (posix_memalign(&buf, 4096, 4 * 4096) || syscall(SYS_io_setup, 8, &ctx))
+		return die("io_setup");
+	for (i = 0; i < 4; i++) {
+		memset(&cb[i], 0, sizeof(cb[i]));
+		cb[i].aio_lio_opcode = IOCB_CMD_PREAD;
+		cb[i].aio_fildes = (unsigned)(i == 2 ? 9999 : fd);	/* the third: EBADF */
+		cb[i].aio_buf = (unsigned long)buf + (unsigned long)i * 4096;
+		cb[i].aio_nbytes = 4096;
+		cb[i].aio_offset = (long long)i * 4096;
+		cbs[i] = &cb[i];
+	}
+	n = syscall(SYS_io_submit, ctx, 4, cbs);
+	if (n != 2) {
+		fprintf(stderr, "io_submit took %ld, expected 2\n", n);
+		return 1;
+	}
+	if (syscall(SYS_io_getevents, ctx, 2, 2, ev, NULL) != 2)
+		return die("io_getevents");
+	cb[2].aio_fildes = (unsigned)fd;
+	if (syscall(SYS_io_submit, ctx, 2, cbs + 2) != 2)
+		return die("io_submit");
+	if (syscall(SYS_io_getevents, ctx, 2, 2, ev, NULL) != 2)
+		return die("io_getevents");
+	syscall(SYS_io_destroy, ctx);
+	close(fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 4 && !strcmp(argv[1], "uring-lazy"))
 		return uring_lazy(atoi(argv[2]), atoi(argv[3]));
 	if (argc == 3 && !strcmp(argv[1], "uring-paths"))
 		return uring_paths(atoi(argv[2]));
+	if (argc == 3 && !strcmp(argv[1], "aio-partial"))
+		return aio_partial(argv[2]);
 	if (argc == 4 && !strcmp(argv[1], "aio-ring"))
 		return aio_ring(atoi(argv[2]), argv[3]);
-	fprintf(stderr, "usage: reaper uring-lazy N DELAY_MS | uring-paths N | aio-ring N FILE\n");
+	fprintf(stderr, "usage: reaper uring-lazy N DELAY_MS | uring-paths N | aio-partial FILE | aio-ring N FILE\n");
 	return 2;
 }
