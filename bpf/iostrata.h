@@ -142,6 +142,8 @@ struct ring_state {
 	__u32 head;		/* CQ head last read */
 	__u32 tgid;		/* 0 until initialised */
 	__u64 rings;		/* the ring's io_rings: a new ring at a recycled ctx has new ones */
+	__u32 sqpoll;		/* IORING_SETUP_SQPOLL: its requests are submitted by that thread */
+	__u32 pad;
 	struct ring_cqe cqe[RING_SLOTS];
 };
 

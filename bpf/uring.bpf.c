@@ -108,9 +108,11 @@ static long reap_one(__u64 i, struct reap_ctx *c)
  * Any event of a ring is a moment to read its CQ head: every CQE behind it was reaped before
  * now. Two CPUs may look at once: the one that moves rs->head accounts for the CQEs it passed.
  */
-static __always_inline void reap_check(struct ring_state *rs, struct io_ring_ctx *ctx, __u64 now)
+static __always_inline void reap_check(struct ring_state *rs, __u64 now)
 {
-	__u32 head = BPF_CORE_READ(ctx, rings, cq.head), old = rs->head, n;
+	/* the ring's io_rings, noted by ring_of(): one read instead of two */
+	struct io_rings *rings = (void *)rs->rings;
+	__u32 head = BPF_CORE_READ(rings, cq.head), old = rs->head, n;
 	struct reap_ctx c = { .rs = rs, .now = now };
 
 	if (head == old || __sync_val_compare_and_swap(&rs->head, old, head) != old)
@@ -141,8 +143,9 @@ static __always_inline struct ring_state *ring_of(struct io_ring_ctx *ctx, __u32
 
 		if (rs->tgid)
 			bpf_loop(RING_SLOTS, forget_one, &c, 0);
-		rs->head = BPF_CORE_READ(ctx, rings, cq.head);
+		rs->head = BPF_CORE_READ((struct io_rings *)r, cq.head);
 		rs->tgid = tgid;
+		rs->sqpoll = !!(BPF_CORE_READ(ctx, flags) & IORING_SETUP_SQPOLL_BIT);
 		rs->rings = r;
 	}
 	return rs;
@@ -178,7 +181,7 @@ static __always_inline int on_submit(struct io_kiocb *req)
 	ctx = BPF_CORE_READ(req, ctx);
 	rs = ring_of(ctx, tgid);
 	if (rs)
-		reap_check(rs, ctx, now);
+		reap_check(rs, now);
 
 	e = req_tab_claim((__u64)req, 0, now, &existed);
 	if (!e)
@@ -193,7 +196,7 @@ static __always_inline int on_submit(struct io_kiocb *req)
 			      (void *)req + bpf_core_field_offset(struct io_kiocb, flags));
 	if (rflags & (3u << 2))
 		e->flags |= REQ_FL_CHAIN;
-	if (BPF_CORE_READ(ctx, flags) & IORING_SETUP_SQPOLL_BIT)
+	if (rs && rs->sqpoll)
 		e->flags |= REQ_FL_SQPOLL;
 	e->tgid = tgid;
 	e->bio_q = e->issue = e->done = 0;
@@ -260,7 +263,7 @@ static __always_inline int on_complete(struct io_ring_ctx *ctx, struct io_kiocb 
 	rs = ring_of(ctx, tgid);
 	if (!rs)
 		return 0;
-	reap_check(rs, ctx, now);
+	reap_check(rs, now);
 	idx = cqe_index(ctx);
 	q = &rs->cqe[idx & (RING_SLOTS - 1)];
 	if (q->posted)		/* more than RING_SLOTS CQEs unreaped: that one's reap is unseen */
@@ -279,7 +282,7 @@ static __always_inline int on_wait(struct io_ring_ctx *ctx)
 	struct ring_state *rs = bpf_map_lookup_elem(&rings, &key);
 
 	if (rs)
-		reap_check(rs, ctx, bpf_ktime_get_ns());
+		reap_check(rs, bpf_ktime_get_ns());
 	return 0;
 }
 
