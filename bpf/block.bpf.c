@@ -84,27 +84,6 @@ static __always_inline struct block_hists *hists_get(__u32 dev, __u32 opf)
 	return hists_lookup_or_init(&block_hists, &key, &block_zero);
 }
 
-/*
- * In-flight keys and hashes need pointers as plain integers. raw_tp arguments already are;
- * tp_btf arguments are typed pointers, on which the verifier forbids arithmetic except
- * pointer - pointer (for privileged programs). So subtract a fixed anchor's address and add
- * back that address, learnt once as an integer.
- */
-static char anchor;
-__u64 anchor_addr;
-
-static __always_inline __u64 btf_ptr_u64(const void *p)
-{
-	const void *a = &anchor;
-	__u64 d;
-
-	if (!anchor_addr)
-		bpf_probe_read_kernel(&anchor_addr, sizeof(anchor_addr), &a);
-	d = (__u64)p - (__u64)&anchor;
-	barrier_var(d);
-	return d + anchor_addr;
-}
-
 /* Direct loads: p->a->b, checked against BTF by the verifier. */
 #define KR_1(a)			(a)
 #define KR_2(a, b)		((a)->b)

@@ -53,6 +53,27 @@ static __always_inline void *hists_lookup_or_init(void *map, const void *key, vo
 	return bpf_map_lookup_elem(map, key);
 }
 
+/*
+ * In-flight keys and hashes need pointers as plain integers. raw_tp arguments already are;
+ * tp_btf arguments are typed pointers, on which the verifier forbids arithmetic except
+ * pointer - pointer (for privileged programs). So subtract a fixed anchor's address and add
+ * back that address, learnt once as an integer.
+ */
+static char anchor;
+__u64 anchor_addr;
+
+static __always_inline __u64 btf_ptr_u64(const void *p)
+{
+	const void *a = &anchor;
+	__u64 d;
+
+	if (!anchor_addr)
+		bpf_probe_read_kernel(&anchor_addr, sizeof(anchor_addr), &a);
+	d = (__u64)p - (__u64)&anchor;
+	barrier_var(d);
+	return d + anchor_addr;
+}
+
 /* A stage whose start was not seen is counted as unmeasured, never given a made-up value. */
 static __always_inline void stage_add(struct hist *h, __u64 from, __u64 to)
 {

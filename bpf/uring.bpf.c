@@ -108,11 +108,9 @@ static long reap_one(__u64 i, struct reap_ctx *c)
  * Any event of a ring is a moment to read its CQ head: every CQE behind it was reaped before
  * now. Two CPUs may look at once: the one that moves rs->head accounts for the CQEs it passed.
  */
-static __always_inline void reap_check(struct ring_state *rs, __u64 now)
+static __always_inline void reap_check_head(struct ring_state *rs, __u32 head, __u64 now)
 {
-	/* the ring's io_rings, noted by ring_of(): one read instead of two */
-	struct io_rings *rings = (void *)rs->rings;
-	__u32 head = BPF_CORE_READ(rings, cq.head), old = rs->head, n;
+	__u32 old = rs->head, n;
 	struct reap_ctx c = { .rs = rs, .now = now };
 
 	if (head == old || __sync_val_compare_and_swap(&rs->head, old, head) != old)
@@ -126,16 +124,25 @@ static __always_inline void reap_check(struct ring_state *rs, __u64 now)
 	bpf_loop(n, reap_one, &c, 0);
 }
 
+/* The CQ head read through the io_rings that ring_of() noted. */
+static __always_inline void reap_check(struct ring_state *rs, __u64 now)
+{
+	struct io_rings *rings = (void *)rs->rings;
+
+	reap_check_head(rs, BPF_CORE_READ(rings, cq.head), now);
+}
+
 static long forget_one(__u64 i, struct reap_ctx *c)
 {
 	c->rs->cqe[i & (RING_SLOTS - 1)].posted = 0;
 	return 0;
 }
 
-static __always_inline struct ring_state *ring_of(struct io_ring_ctx *ctx, __u32 tgid)
+/* ctx and its io_rings as integers, and the CQ head as read now */
+static __always_inline struct ring_state *ring_of(__u64 key, __u64 r, __u32 head, __u32 tgid)
 {
-	__u64 key = (__u64)ctx, r = (__u64)BPF_CORE_READ(ctx, rings);
 	struct ring_state *rs = hists_lookup_or_init(&rings, &key, &ring_zero);
+	struct io_ring_ctx *ctx = (void *)key;
 
 	if (rs && rs->rings != r) {
 		/* new, or a new ring at a freed one's ctx: its CQEs are not ours to bound */
@@ -143,7 +150,7 @@ static __always_inline struct ring_state *ring_of(struct io_ring_ctx *ctx, __u32
 
 		if (rs->tgid)
 			bpf_loop(RING_SLOTS, forget_one, &c, 0);
-		rs->head = BPF_CORE_READ((struct io_rings *)r, cq.head);
+		rs->head = head;
 		rs->tgid = tgid;
 		rs->sqpoll = !!(BPF_CORE_READ(ctx, flags) & IORING_SETUP_SQPOLL_BIT);
 		rs->rings = r;
@@ -165,36 +172,38 @@ static __always_inline bool uring_rw(__u8 op)
 	return op == 1 || op == 2 || op == 4 || op == 5 || op == 22 || op == 23;
 }
 
-static __always_inline int on_submit(struct io_kiocb *req)
+/*
+ * What a submission needs from the kernel, read by the caller: by direct (BTF-checked) loads
+ * in tp_btf programs, by bpf_probe_read_kernel in their raw_tp twins.
+ */
+struct submit_view {
+	__u64 req, ctx, rings;	/* pointers as integers */
+	__u32 head;		/* the ring's CQ head */
+	__u32 rflags;		/* low word of req->flags */
+	__u8 opcode;
+};
+
+static __always_inline int on_submit(const struct submit_view *v, __u64 id, __u64 now)
 {
-	__u64 id = bpf_get_current_pid_tgid(), now;
-	struct io_ring_ctx *ctx;
 	struct ring_state *rs;
-	__u32 tgid = id >> 32, rflags = 0;
+	__u32 tgid = id >> 32;
 	struct ioreq *e;
 	bool existed;
 
-	if (!req || !owner_passes(id))
-		return 0;
 	req_note_comm(tgid);
-	now = bpf_ktime_get_ns();
-	ctx = BPF_CORE_READ(req, ctx);
-	rs = ring_of(ctx, tgid);
+	rs = ring_of(v->ctx, v->rings, v->head, tgid);
 	if (rs)
-		reap_check(rs, now);
+		reap_check_head(rs, v->head, now);
 
-	e = req_tab_claim((__u64)req, 0, now, &existed);
+	e = req_tab_claim(v->req, 0, now, &existed);
 	if (!e)
 		return 0;
 	if (existed)	/* its CQE never came (CQE_SKIP_SUCCESS, cancelled): reclaimed */
 		drop(DROP_INFLIGHT_REUSED);
-	e->opcode = BPF_CORE_READ(req, opcode);
+	e->opcode = v->opcode;
 	e->flags = uring_rw(e->opcode) ? REQ_FL_RW : 0;
-	/* REQ_F_LINK/HARDLINK share IOSQE_IO_LINK/HARDLINK's bits 2 and 3 in every version; the
-	 * field grew from 32 to 64 bits (v6.10): its low word is first on little-endian */
-	bpf_probe_read_kernel(&rflags, sizeof(rflags),
-			      (void *)req + bpf_core_field_offset(struct io_kiocb, flags));
-	if (rflags & (3u << 2))
+	/* REQ_F_LINK/HARDLINK share IOSQE_IO_LINK/HARDLINK's bits 2 and 3 in every version */
+	if (v->rflags & (3u << 2))
 		e->flags |= REQ_FL_CHAIN;
 	if (rs && rs->sqpoll)
 		e->flags |= REQ_FL_SQPOLL;
@@ -225,6 +234,7 @@ static __always_inline __u32 cqe_index(struct io_ring_ctx *ctx)
 
 static __always_inline int on_complete(struct io_ring_ctx *ctx, struct io_kiocb *req)
 {
+	__u32 head;
 	struct ioreq_hists *h;
 	struct ring_state *rs;
 	struct ring_cqe *q;
@@ -260,10 +270,15 @@ static __always_inline int on_complete(struct io_ring_ctx *ctx, struct io_kiocb 
 	}
 	req_tab_free(e);
 
-	rs = ring_of(ctx, tgid);
+	{
+		__u64 r = (__u64)BPF_CORE_READ(ctx, rings);
+
+		head = BPF_CORE_READ((struct io_rings *)r, cq.head);
+		rs = ring_of((__u64)ctx, r, head, tgid);
+	}
 	if (!rs)
 		return 0;
-	reap_check(rs, now);
+	reap_check_head(rs, head, now);
 	idx = cqe_index(ctx);
 	q = &rs->cqe[idx & (RING_SLOTS - 1)];
 	if (q->posted)		/* more than RING_SLOTS CQEs unreaped: that one's reap is unseen */
@@ -293,8 +308,56 @@ SEC("raw_tp/" #event) int raw_tp_##event(__u64 *ctx) { return call; }
 
 #define ARGP(i)	((void *)arg_u64(ctx, i))
 
-TWIN(io_uring_submit_req, on_submit(ARGP(0)))
-TWIN(io_uring_submit_sqe, on_submit(ARGP(0)))
+/* Submission, the hot path: direct loads in tp_btf (the argument is a typed io_kiocb *) */
+static __always_inline int submit_btf(__u64 *ctx)
+{
+	struct io_kiocb *req = (void *)ctx[0];
+	__u64 id = bpf_get_current_pid_tgid();
+	struct submit_view v = {};
+	struct io_ring_ctx *rctx;
+	struct io_rings *rings;
+
+	if (!req || !owner_passes(id))
+		return 0;
+	rctx = req->ctx;
+	rings = rctx->rings;
+	v.req = btf_ptr_u64(req);
+	v.ctx = btf_ptr_u64(rctx);
+	v.rings = btf_ptr_u64(rings);
+	v.head = rings->cq.head;
+	v.opcode = req->opcode;
+	v.rflags = (__u32)req->flags;	/* 32 bits before v6.10, 64 after: CO-RE sizes the load */
+	return on_submit(&v, id, bpf_ktime_get_ns());
+}
+
+static __always_inline int submit_raw(__u64 *ctx)
+{
+	struct io_kiocb *req = (void *)arg_u64(ctx, 0);
+	__u64 id = bpf_get_current_pid_tgid();
+	struct submit_view v = { .req = (__u64)req };
+	struct io_ring_ctx *rctx;
+	struct io_rings *rings;
+
+	if (!req || !owner_passes(id))
+		return 0;
+	rctx = BPF_CORE_READ(req, ctx);
+	rings = BPF_CORE_READ(rctx, rings);
+	v.ctx = (__u64)rctx;
+	v.rings = (__u64)rings;
+	v.head = BPF_CORE_READ(rings, cq.head);
+	v.opcode = BPF_CORE_READ(req, opcode);
+	/* the field grew from 32 to 64 bits (v6.10): its low word is first on little-endian */
+	bpf_probe_read_kernel(&v.rflags, sizeof(v.rflags),
+			      (void *)req + bpf_core_field_offset(struct io_kiocb, flags));
+	return on_submit(&v, id, bpf_ktime_get_ns());
+}
+
+#define SUBMIT(event)								\
+SEC("tp_btf/" #event) int tp_btf_##event(__u64 *ctx) { return submit_btf(ctx); }	\
+SEC("raw_tp/" #event) int raw_tp_##event(__u64 *ctx) { return submit_raw(ctx); }
+
+SUBMIT(io_uring_submit_req)
+SUBMIT(io_uring_submit_sqe)
 TWIN(io_uring_queue_async_work, on_flag(arg_u64(ctx, 0), REQ_FL_PUNTED))
 TWIN(io_uring_poll_arm, on_flag(arg_u64(ctx, 0), REQ_FL_POLL))
 TWIN(io_uring_complete, on_complete(ARGP(0), ARGP(1)))
