@@ -40,13 +40,6 @@ struct {
 	__type(value, struct ioreq_hists);
 } aio_zero SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, EV_NEVENTS);
-	__type(key, __u32);
-	__type(value, __u64);
-} app_events SEC(".maps");
-
 /* A thread's io_submit or io_getevents arguments, from entry to exit. */
 struct aio_call {
 	__u64 ptr;	/* iocbpp / events */
@@ -78,11 +71,8 @@ static __always_inline struct ioreq_hists *hists_of(__u16 opcode, __u16 flags, _
 static __always_inline void reap_unobserved(struct ioreq *e)
 {
 	struct ioreq_hists *h = hists_of(e->opcode, e->flags & ~REQ_FL_RW, e->tgid);
-	__u32 ev = EV_AIO_REAP_UNOBSERVED;
-	__u64 *n = bpf_map_lookup_elem(&app_events, &ev);
 
-	if (n)
-		__sync_fetch_and_add(n, 1);
+	count_event(EV_AIO_REAP_UNOBSERVED);
 	if (!h)
 		return;
 	/* its completion was seen if linked: that stage is real; the reap is not */

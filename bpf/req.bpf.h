@@ -27,6 +27,22 @@ struct {
 
 TABLE(req_tab, struct ioreq, reqs, req_mask)
 
+/* Events of the traced applications (enum app_event), counted per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, EV_NEVENTS);
+	__type(key, __u32);
+	__type(value, __u64);
+} app_events SEC(".maps");
+
+static __always_inline void count_event(__u32 ev)
+{
+	__u64 *n = bpf_map_lookup_elem(&app_events, &ev);
+
+	if (n)
+		__sync_fetch_and_add(n, 1);
+}
+
 /* bi_end_io and ki_complete functions, from /proc/kallsyms */
 const volatile __u64 endio_iomap;		/* iomap_dio_bio_end_io */
 const volatile __u64 endio_blkdev;		/* blkdev_bio_end_io */

@@ -58,14 +58,6 @@ struct {
 	__type(value, struct ring_state);
 } ring_zero SEC(".maps");
 
-/* Application events (enum app_event). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, EV_NEVENTS);
-	__type(key, __u32);
-	__type(value, __u64);
-} app_events SEC(".maps");
-
 /* A tracepoint argument as an integer, whether the program type typed it or not. */
 static __always_inline __u64 arg_u64(__u64 *ctx, int i)
 {
@@ -156,14 +148,6 @@ static __always_inline struct ring_state *ring_of(__u64 key, __u64 r, __u32 head
 		rs->rings = r;
 	}
 	return rs;
-}
-
-static __always_inline void count_event(__u32 ev)
-{
-	__u64 *n = bpf_map_lookup_elem(&app_events, &ev);
-
-	if (n)
-		__sync_fetch_and_add(n, 1);
 }
 
 /* IORING_OP_READV, WRITEV, READ_FIXED, WRITE_FIXED, READ, WRITE (UAPI numbers, fixed) */

@@ -37,12 +37,22 @@ static const struct { const char *prog, *tp; bool required; } progs[] = {
 struct aio_layer {
 	struct aio_bpf *skel;
 	struct bpf_link *links[NPROGS];
-	int ncpus;
-	struct hist *vals;
+	struct req_report rep;
 	bool mounted_tracefs;
-	uint64_t prev_drops[DROP_NREASONS];
-	uint64_t prev_events[EV_NEVENTS];
 };
+
+/* IOCB_CMD_* (UAPI: fixed numbers; the kernel's enum has no name to look up in BTF) */
+static const char *cmd_name(unsigned int cmd, char *buf, size_t len)
+{
+	static const char *const names[] = { "pread", "pwrite", "fsync", "fdsync", NULL, "poll",
+					     "noop", "preadv", "pwritev" };
+
+	if (cmd < sizeof(names) / sizeof(names[0]) && names[cmd])
+		snprintf(buf, len, "%s", names[cmd]);
+	else
+		snprintf(buf, len, "%u", cmd);
+	return buf;
+}
 
 static bool tp_there(const char *tp)
 {
@@ -122,7 +132,7 @@ static void aio_stop(void *state)
 	aio_bpf__destroy(l->skel);
 	if (l->mounted_tracefs && umount2("/sys/kernel/tracing", MNT_DETACH))
 		vlog("aio: could not unmount tracefs: %s", strerror(errno));
-	free(l->vals);
+	req_report_free(&l->rep);
 	free(l);
 }
 
@@ -140,8 +150,21 @@ static int aio_start(void **out, struct layer_report *rep)
 	int i;
 
 	*out = NULL;
-	if (!l || (l->ncpus = libbpf_num_possible_cpus()) <= 0 ||
-	    !(l->vals = calloc((size_t)l->ncpus, sizeof(struct ioreq_hists)))) {
+	static const char *const drop_names[DROP_NREASONS] = {
+		[DROP_INFLIGHT_FULL] = "aio_inflight_full",
+		[DROP_INFLIGHT_STALE] = "aio_inflight_stale",
+		[DROP_HIST_FULL] = "aio_hist_full",
+		[DROP_SC_START_FULL] = "aio_call_full",
+		[DROP_AIO_BATCH] = "aio_batch_cut",
+	};
+	static const char *const event_names[EV_NEVENTS] = {
+		[EV_AIO_REAP_UNOBSERVED] = "aio_reap_unobserved",
+	};
+
+	if (l)
+		l->rep = (struct req_report){ .layer = "aio", .stages = stage_names,
+			.name = cmd_name, .drop_names = drop_names, .event_names = event_names };
+	if (!l || req_report_init(&l->rep)) {
 		errorf("out of memory for the aio layer");
 		aio_stop(l);
 		return -1;
@@ -169,7 +192,8 @@ static int aio_start(void **out, struct layer_report *rep)
 	REQ_RODATA(l->skel->rodata);
 	if (reqs_use(l->skel->maps.reqs) ||
 	    bpf_map__set_max_entries(l->skel->maps.aio_hists, 
-				     hist_map_keys(sizeof(struct ioreq_hists), l->ncpus, req_keys_wanted())))
+				     hist_map_keys(sizeof(struct ioreq_hists), l->rep.ncpus,
+						   req_keys_wanted())))
 		return fail(l, "cannot share the request table", errno);
 	for (i = 0; i < NPROGS; i++) {
 		p = bpf_object__find_program_by_name(l->skel->obj, progs[i].prog);
@@ -203,51 +227,13 @@ static int aio_start(void **out, struct layer_report *rep)
 	return 0;
 }
 
-/* IOCB_CMD_* (UAPI: fixed numbers; the kernel's enum has no name to look up in BTF) */
-static const char *cmd_name(unsigned int cmd, char *buf, size_t len)
-{
-	static const char *const names[] = { "pread", "pwrite", "fsync", "fdsync", NULL, "poll",
-					     "noop", "preadv", "pwritev" };
-
-	if (cmd < sizeof(names) / sizeof(names[0]) && names[cmd])
-		snprintf(buf, len, "%s", names[cmd]);
-	else
-		snprintf(buf, len, "%u", cmd);
-	return buf;
-}
-
-static void aio_label(const void *key, struct rec *rec, void *ctx)
-{
-	struct aio_layer *l = ctx;
-
-	req_label(key, rec, cmd_name, bpf_map__fd(l->skel->maps.req_comm));
-}
-
 static int aio_collect(void *state, struct interval *iv)
 {
-	static const char *const drop_names[DROP_NREASONS] = {
-		[DROP_INFLIGHT_FULL] = "aio_inflight_full",
-		[DROP_INFLIGHT_STALE] = "aio_inflight_stale",
-		[DROP_HIST_FULL] = "aio_hist_full",
-		[DROP_SC_START_FULL] = "aio_call_full",
-		[DROP_AIO_BATCH] = "aio_batch_cut",
-	};
-	static const char *const event_names[EV_NEVENTS] = {
-		[EV_AIO_REAP_UNOBSERVED] = "aio_reap_unobserved",
-	};
 	struct aio_layer *l = state;
-	uint32_t old = gen_retire(&l->skel->bss->gen, iv);
-	int err = drain_hists(bpf_map__fd(l->skel->maps.aio_hists), sizeof(struct ioreq_key), old,
-			      l->ncpus, l->vals, REQ_NSTAGES, "aio", stage_names, aio_label, l, iv);
 
-	if (!err)
-		err = drops_read(l->skel->maps.drops, l->ncpus, 0, DROP_AIO_BATCH, drop_names,
-				 l->prev_drops, iv);
-	if (!err)
-		err = counters_read(l->skel->maps.app_events, l->ncpus, EV_AIO_REAP_UNOBSERVED,
-				    EV_AIO_REAP_UNOBSERVED, event_names, l->prev_events,
-				    iv->events, &iv->nevents);
-	return err;
+	return req_report_collect(&l->rep, &l->skel->bss->gen, l->skel->maps.aio_hists,
+				  l->skel->maps.req_comm, l->skel->maps.drops,
+				  l->skel->maps.app_events, iv);
 }
 
 const struct layer_ops aio_layer_ops = {

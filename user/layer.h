@@ -39,7 +39,7 @@ struct drop_count {
 	const char *name;
 	uint64_t n;
 };
-#define MAX_DROPS 16
+#define MAX_DROPS 32	/* every layer's counters together (17 today) */
 
 struct interval {
 	uint64_t ts_ns;		/* end of the interval, Unix time */

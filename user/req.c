@@ -2,11 +2,13 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "common.h"
+#include "maps.h"
 #include "req.h"
 
 static int shared_fd = -1;
@@ -105,13 +107,15 @@ const char *req_flags_name(unsigned int flags, char *buf, size_t len)
 	return buf;
 }
 
-void req_label(const void *key, struct rec *rec, const char *(*name)(unsigned int, char *, size_t),
-	       int comm_fd)
+/* Label a record from a struct ioreq_key: opcode, path flags, pid and comm. */
+static void req_label(const void *key, struct rec *rec, void *ctx)
 {
+	const struct req_report *r = ctx;
 	const struct ioreq_key *k = key;
+	int comm_fd = r->comm_fd;
 
 	if (k->opcode != 0xffff)
-		name(k->opcode, rec->opcode, sizeof(rec->opcode));
+		r->name(k->opcode, rec->opcode, sizeof(rec->opcode));
 	req_flags_name(k->flags, rec->flags, sizeof(rec->flags));
 	if (k->tgid) {
 		rec->pid = k->tgid;
@@ -119,4 +123,36 @@ void req_label(const void *key, struct rec *rec, const char *(*name)(unsigned in
 			process_comm(rec->pid, rec->comm, sizeof(rec->comm));
 		rec->comm[sizeof(rec->comm) - 1] = '\0';
 	}
+}
+
+int req_report_init(struct req_report *r)
+{
+	r->ncpus = libbpf_num_possible_cpus();
+	r->vals = r->ncpus > 0 ? calloc((size_t)r->ncpus, sizeof(struct ioreq_hists)) : NULL;
+	return r->vals ? 0 : -1;
+}
+
+void req_report_free(struct req_report *r)
+{
+	free(r->vals);
+	r->vals = NULL;
+}
+
+int req_report_collect(struct req_report *r, volatile uint32_t *gen, struct bpf_map *hists,
+		       struct bpf_map *comm, struct bpf_map *drops, struct bpf_map *events,
+		       struct interval *iv)
+{
+	uint32_t old = gen_retire(gen, iv);
+	int err;
+
+	r->comm_fd = bpf_map__fd(comm);
+	err = drain_hists(bpf_map__fd(hists), sizeof(struct ioreq_key), old, r->ncpus, r->vals,
+			  REQ_NSTAGES, r->layer, r->stages, req_label, r, iv);
+	if (!err)
+		err = drops_read(drops, r->ncpus, 0, DROP_NREASONS - 1, r->drop_names, r->prev_drops,
+				 iv);
+	if (!err)
+		err = counters_read(events, r->ncpus, 0, EV_NEVENTS - 1, r->event_names,
+				    r->prev_events, iv->events, &iv->nevents);
+	return err;
 }

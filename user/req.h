@@ -53,8 +53,31 @@ uint32_t req_keys_wanted(void);
 /* "io-wq,poll,chain,failed,sqpoll" for REQ_FL_* bits. */
 const char *req_flags_name(unsigned int flags, char *buf, size_t len);
 
-/* Label a record from a struct ioreq_key: opcode via name(), flags, pid and comm. */
-void req_label(const void *key, struct rec *rec, const char *(*name)(unsigned int, char *, size_t),
-	       int comm_fd);
+/*
+ * What the uring and aio loaders share to report an interval: their histograms (stages[] names
+ * each of REQ_NSTAGES, NULL = not this layer's), their drop and application-event counters
+ * (names NULL where not this layer's), labels by name() and the comm map.
+ */
+struct req_report {
+	const char *layer;
+	const char *const *stages;
+	const char *(*name)(unsigned int, char *, size_t);
+	const char *const *drop_names;		/* DROP_NREASONS */
+	const char *const *event_names;		/* EV_NEVENTS */
+	int ncpus;
+	struct hist *vals;			/* ncpus x REQ_NSTAGES */
+	int comm_fd;
+	uint64_t prev_drops[DROP_NREASONS];
+	uint64_t prev_events[EV_NEVENTS];
+};
+
+/* ncpus and the read buffer; -1 when out of memory. */
+int req_report_init(struct req_report *r);
+void req_report_free(struct req_report *r);
+
+/* Retire the generation *gen and append its records, drops and events to iv. */
+int req_report_collect(struct req_report *r, volatile uint32_t *gen, struct bpf_map *hists,
+		       struct bpf_map *comm, struct bpf_map *drops, struct bpf_map *events,
+		       struct interval *iv);
 
 #endif

@@ -25,11 +25,13 @@ static const char *const stage_names[REQ_NSTAGES] = {
 struct uring_layer {
 	struct uring_bpf *skel;
 	struct bpf_link *links[NEV];
-	int ncpus;
-	struct hist *vals;
-	uint64_t prev_drops[DROP_NREASONS];
-	uint64_t prev_events[EV_NEVENTS];
+	struct req_report rep;
 };
+
+static const char *opcode_name(unsigned int op, char *buf, size_t len)
+{
+	return btf_enum_name("io_uring_op", "IORING_OP_", op, buf, len);
+}
 
 /* Which events this kernel has; the submission event was renamed in v6.4. */
 static void probe(struct layer_report *rep, bool tp_btf)
@@ -126,7 +128,7 @@ static void uring_stop(void *state)
 	for (i = 0; i < NEV; i++)
 		bpf_link__destroy(l->links[i]);
 	uring_bpf__destroy(l->skel);
-	free(l->vals);
+	req_report_free(&l->rep);
 	free(l);
 }
 
@@ -155,7 +157,8 @@ static int load_attach(struct uring_layer *l, struct layer_report *rep)
 	REQ_RODATA(l->skel->rodata);
 	if (reqs_use(l->skel->maps.reqs) ||
 	    bpf_map__set_max_entries(l->skel->maps.uring_hists, 
-				     hist_map_keys(sizeof(struct ioreq_hists), l->ncpus, req_keys_wanted())))
+				     hist_map_keys(sizeof(struct ioreq_hists), l->rep.ncpus,
+						   req_keys_wanted())))
 		return -EINVAL;
 	bpf_object__for_each_program(p, obj)
 		bpf_program__set_autoload(p, false);
@@ -188,8 +191,21 @@ static int uring_start(void **out, struct layer_report *rep)
 	int err = 0, i;
 
 	*out = NULL;
-	if (!l || (l->ncpus = libbpf_num_possible_cpus()) <= 0 ||
-	    !(l->vals = calloc((size_t)l->ncpus, sizeof(struct ioreq_hists)))) {
+	static const char *const drop_names[DROP_NREASONS] = {
+		[DROP_INFLIGHT_FULL] = "uring_inflight_full",
+		[DROP_INFLIGHT_STALE] = "uring_inflight_stale",
+		[DROP_INFLIGHT_REUSED] = "uring_inflight_reused",
+		[DROP_HIST_FULL] = "uring_hist_full",
+		[DROP_REAP_UNSEEN] = "uring_reap_unseen",
+	};
+	static const char *const event_names[EV_NEVENTS] = {
+		[EV_CQE_OVERFLOW] = "uring_cqe_overflow",
+	};
+
+	if (l)
+		l->rep = (struct req_report){ .layer = "uring", .stages = stage_names,
+			.name = opcode_name, .drop_names = drop_names, .event_names = event_names };
+	if (!l || req_report_init(&l->rep)) {
 		errorf("out of memory for the io_uring layer");
 		uring_stop(l);
 		return -1;
@@ -230,44 +246,13 @@ static int uring_start(void **out, struct layer_report *rep)
 	return 0;
 }
 
-static const char *opcode_name(unsigned int op, char *buf, size_t len)
-{
-	return btf_enum_name("io_uring_op", "IORING_OP_", op, buf, len);
-}
-
-static void uring_label(const void *key, struct rec *rec, void *ctx)
-{
-	struct uring_layer *l = ctx;
-
-	req_label(key, rec, opcode_name, bpf_map__fd(l->skel->maps.req_comm));
-}
-
 static int uring_collect(void *state, struct interval *iv)
 {
-	static const char *const drop_names[DROP_NREASONS] = {
-		[DROP_INFLIGHT_FULL] = "uring_inflight_full",
-		[DROP_INFLIGHT_STALE] = "uring_inflight_stale",
-		[DROP_INFLIGHT_REUSED] = "uring_inflight_reused",
-		[DROP_HIST_FULL] = "uring_hist_full",
-		[DROP_REAP_UNSEEN] = "uring_reap_unseen",
-	};
-	static const char *const event_names[EV_NEVENTS] = {
-		[EV_CQE_OVERFLOW] = "uring_cqe_overflow",
-	};
 	struct uring_layer *l = state;
-	uint32_t old = gen_retire(&l->skel->bss->gen, iv);
-	int err = drain_hists(bpf_map__fd(l->skel->maps.uring_hists), sizeof(struct ioreq_key), old,
-			      l->ncpus, l->vals, REQ_NSTAGES, "uring", stage_names, uring_label, l,
-			      iv);
 
-	if (!err)
-		err = drops_read(l->skel->maps.drops, l->ncpus, 0, DROP_REAP_UNSEEN, drop_names,
-				 l->prev_drops, iv);
-	if (!err)
-		err = counters_read(l->skel->maps.app_events, l->ncpus, EV_CQE_OVERFLOW,
-				    EV_CQE_OVERFLOW, event_names, l->prev_events, iv->events,
-				    &iv->nevents);
-	return err;
+	return req_report_collect(&l->rep, &l->skel->bss->gen, l->skel->maps.uring_hists,
+				  l->skel->maps.req_comm, l->skel->maps.drops,
+				  l->skel->maps.app_events, iv);
 }
 
 const struct layer_ops uring_layer_ops = {
