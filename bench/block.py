@@ -13,6 +13,7 @@ The sysctl, tracefs and every device are restored on exit.
 Usage: bench/block.py [--seconds S] [--runs N] [--tracer-args "-D -F"]
 """
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -100,6 +101,37 @@ def per_io(stats, ios, prefix=""):
     return sum(ns for name, (ns, _) in stats.items() if name.startswith(prefix)) / ios
 
 
+@contextlib.contextmanager
+def bench_env(tracefs=False):
+    """A 512 MiB loop device on tmpfs (yielded), kernel.bpf_stats_enabled on, and tracefs
+    mounted if asked (bpftrace's classic tracepoints); all of it undone on the way out."""
+    work = tempfile.mkdtemp(prefix="iostrata-bench.")
+    stats = Path("/proc/sys/kernel/bpf_stats_enabled")
+    old_stats = stats.read_text().strip()
+    tracefs_here = False
+    dev = None
+    try:
+        sh("mount", "-t", "tmpfs", "-o", "size=600M", "tmpfs", work)
+        img = Path(work) / "disk.img"
+        with open(img, "wb") as f:
+            f.truncate(512 << 20)
+        dev = sh("losetup", "-f", "--show", "--direct-io=on", str(img)).strip()
+        sh("dd", "if=/dev/zero", f"of={dev}", "bs=1M", "count=512", "oflag=direct")
+        stats.write_text("1")
+        if tracefs and not os.path.ismount("/sys/kernel/tracing"):
+            sh("mount", "-t", "tracefs", "tracefs", "/sys/kernel/tracing")
+            tracefs_here = True
+        yield dev
+    finally:
+        stats.write_text(old_stats)
+        if tracefs_here:
+            subprocess.run(["umount", "/sys/kernel/tracing"])
+        if dev:
+            subprocess.run(["losetup", "-d", dev])
+        subprocess.run(["umount", work], stderr=subprocess.DEVNULL)
+        os.rmdir(work)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=int, default=10)
@@ -112,22 +144,8 @@ def main():
         if not shutil.which(tool):
             sys.exit(f"bench: {tool} is missing (make deps)")
 
-    work = tempfile.mkdtemp(prefix="iostrata-bench.")
-    old_stats = Path("/proc/sys/kernel/bpf_stats_enabled").read_text().strip()
-    tracefs_mounted_here = False
-    dev = None
-    try:
-        sh("mount", "-t", "tmpfs", "-o", "size=600M", "tmpfs", work)
-        img = Path(work) / "disk.img"
-        with open(img, "wb") as f:
-            f.truncate(512 << 20)
-        dev = sh("losetup", "-f", "--show", "--direct-io=on", str(img)).strip()
-        sh("dd", "if=/dev/zero", f"of={dev}", "bs=1M", "count=512", "oflag=direct")
-        Path("/proc/sys/kernel/bpf_stats_enabled").write_text("1")
-        bpftrace = shutil.which("bpftrace")
-        if bpftrace and not os.path.ismount("/sys/kernel/tracing"):
-            sh("mount", "-t", "tracefs", "tracefs", "/sys/kernel/tracing")
-            tracefs_mounted_here = True
+    bpftrace = shutil.which("bpftrace")
+    with bench_env(tracefs=bool(bpftrace)) as dev:
 
         print(f"machine: {os.uname().machine}, {os.cpu_count()} CPUs, kernel {os.uname().release}")
         print(f"load: fio libaio randrw 70/30 4k qd32 on a tmpfs-backed loop device, "
@@ -165,14 +183,6 @@ def main():
             print(f"  bpftrace biolatency (device stage only):     {med['bpftrace']:7.1f} ns"
                   f"   ratio bpftrace/iostrata {med['bpftrace'] / med['iostrata']:.2f}")
         print("  goal (issue #2): <= 100 ns per I/O")
-    finally:
-        Path("/proc/sys/kernel/bpf_stats_enabled").write_text(old_stats)
-        if tracefs_mounted_here:
-            subprocess.run(["umount", "/sys/kernel/tracing"])
-        if dev:
-            subprocess.run(["losetup", "-d", dev])
-        subprocess.run(["umount", work], stderr=subprocess.DEVNULL)
-        os.rmdir(work)
 
 
 if __name__ == "__main__":

@@ -18,12 +18,11 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from block import BIOLATENCY, IOSTRATA, prog_stats, sh, wait_for  # noqa: E402
+from block import BIOLATENCY, IOSTRATA, bench_env, prog_stats, sh, wait_for  # noqa: E402
 
 FAMILIES = {"block": ("tp_btf_block", "raw_tp_block"), "uring": ("tp_btf_io_uring",
             "raw_tp_io_uring"), "aio": ("aio_",), "syscall": ("sce_", "scx_"),
@@ -85,22 +84,7 @@ def main():
     if not shutil.which("bpftrace"):
         print("bpftrace is not installed: its row is left out")
         del configs["bpftrace"]
-    work = tempfile.mkdtemp(prefix="iostrata-bench.")
-    stats_path = Path("/proc/sys/kernel/bpf_stats_enabled")
-    old_stats = stats_path.read_text().strip()
-    tracefs_here = False
-    dev = None
-    try:
-        sh("mount", "-t", "tmpfs", "-o", "size=600M", "tmpfs", work)
-        img = Path(work) / "disk.img"
-        with open(img, "wb") as f:
-            f.truncate(512 << 20)
-        dev = sh("losetup", "-f", "--show", "--direct-io=on", str(img)).strip()
-        sh("dd", "if=/dev/zero", f"of={dev}", "bs=1M", "count=512", "oflag=direct")
-        stats_path.write_text("1")
-        if "bpftrace" in configs and not os.path.ismount("/sys/kernel/tracing"):
-            sh("mount", "-t", "tracefs", "tracefs", "/sys/kernel/tracing")
-            tracefs_here = True
+    with bench_env(tracefs="bpftrace" in configs) as dev:
         machine = (f"{os.uname().machine}, {os.cpu_count()} CPUs, kernel {os.uname().release}")
         load = (f"fio io_uring randread 4k qd32 O_DIRECT on a tmpfs-backed loop device, "
                 f"{args.seconds} s per run, {args.runs} rounds")
@@ -147,14 +131,6 @@ def main():
                 "docs/benchmarks.md for the block layer's breakdown against an empty-program "
                 "floor.\n")
             print(f"wrote {DOC}")
-    finally:
-        stats_path.write_text(old_stats)
-        if tracefs_here:
-            subprocess.run(["umount", "/sys/kernel/tracing"])
-        if dev:
-            subprocess.run(["losetup", "-d", dev])
-        subprocess.run(["umount", work], stderr=subprocess.DEVNULL)
-        os.rmdir(work)
 
 
 if __name__ == "__main__":
