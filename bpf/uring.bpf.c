@@ -207,39 +207,36 @@ static __always_inline int on_flag(__u64 req, __u16 flag)
 }
 
 /*
- * The free-running index the CQE took: io_uring_complete fires once the CQE has its slot and
- * the ring's cached tail has moved past it (v6.1 and v6.18 alike; seen on both: a wrong guess
- * shows as every reap bounded one CQE late).
+ * What a CQE needs from the kernel, read by the caller: by direct loads where the prototype types
+ * the ring and the CQE (tp_btf, v6.x), else by bpf_probe_read_kernel.
  */
-static __always_inline __u32 cqe_index(struct io_ring_ctx *ctx)
-{
-	return BPF_CORE_READ(ctx, cached_cq_tail) - 1;
-}
+struct complete_view {
+	__u64 ctx, rings;	/* pointers as integers */
+	__u32 head;		/* the ring's CQ head */
+	/*
+	 * The ring's cached CQ tail: io_uring_complete fires once the CQE has its slot and the
+	 * tail has moved past it, so the CQE's free-running index is tail - 1 (v6.1 and v6.18
+	 * alike; seen on both: a wrong guess shows as every reap bounded one CQE late).
+	 */
+	__u32 tail;
+	int res;
+};
 
-static __always_inline int on_complete(struct io_ring_ctx *ctx, struct io_kiocb *req)
+static __always_inline int on_complete(struct ioreq *e, const struct complete_view *v)
 {
-	__u32 head;
 	struct ioreq_hists *h;
 	struct ring_state *rs;
 	struct ring_cqe *q;
-	struct ioreq *e;
 	__u64 now, ts;
 	__u32 idx, tgid;
 	__u16 opcode, flags;
-	int res;
 
-	if (!req)		/* an extra CQE tied to no request */
-		return 0;
-	e = req_tab_find((__u64)req, 0);
-	if (!e)
-		return 0;
 	now = bpf_ktime_get_ns();
 	ts = e->ts;
 	opcode = e->opcode;
 	flags = e->flags;
 	tgid = e->tgid;
-	res = BPF_CORE_READ(req, cqe.res);
-	if (res < 0 && !(opcode == IORING_OP_TIMEOUT_ && res == -62 /* ETIME */))
+	if (v->res < 0 && !(opcode == IORING_OP_TIMEOUT_ && v->res == -62 /* ETIME */))
 		flags |= REQ_FL_FAILED;
 	if (!ts || now < ts || now - ts > INFLIGHT_STALE_NS) {
 		req_tab_free(e);
@@ -254,16 +251,11 @@ static __always_inline int on_complete(struct io_ring_ctx *ctx, struct io_kiocb 
 	}
 	req_tab_free(e);
 
-	{
-		__u64 r = (__u64)BPF_CORE_READ(ctx, rings);
-
-		head = BPF_CORE_READ((struct io_rings *)r, cq.head);
-		rs = ring_of((__u64)ctx, r, head, tgid);
-	}
+	rs = ring_of(v->ctx, v->rings, v->head, tgid);
 	if (!rs)
 		return 0;
-	reap_check_head(rs, head, now);
-	idx = cqe_index(ctx);
+	reap_check_head(rs, v->head, now);
+	idx = v->tail - 1;
 	q = &rs->cqe[idx & (RING_SLOTS - 1)];
 	if (q->posted)		/* more than RING_SLOTS CQEs unreaped: that one's reap is unseen */
 		drop(DROP_REAP_UNSEEN);
@@ -273,6 +265,26 @@ static __always_inline int on_complete(struct io_ring_ctx *ctx, struct io_kiocb 
 	q->flags = flags & ~REQ_FL_RW;
 	q->posted = now;
 	return 0;
+}
+
+/* Any prototype: ring and request as untyped pointers, the result read from the request. */
+static __always_inline int complete_read(struct io_ring_ctx *ctx, struct io_kiocb *req)
+{
+	struct complete_view v = { .ctx = (__u64)ctx };
+	struct io_rings *rings;
+	struct ioreq *e;
+
+	if (!req)		/* an extra CQE tied to no request */
+		return 0;
+	e = req_tab_find((__u64)req, 0);
+	if (!e)
+		return 0;
+	rings = BPF_CORE_READ(ctx, rings);
+	v.rings = (__u64)rings;
+	v.head = BPF_CORE_READ(rings, cq.head);
+	v.tail = BPF_CORE_READ(ctx, cached_cq_tail);
+	v.res = BPF_CORE_READ(req, cqe.res);
+	return on_complete(e, &v);
 }
 
 static __always_inline int on_wait(struct io_ring_ctx *ctx)
@@ -344,6 +356,34 @@ SUBMIT(io_uring_submit_req)
 SUBMIT(io_uring_submit_sqe)
 TWIN(io_uring_queue_async_work, on_flag(arg_u64(ctx, 0), REQ_FL_PUNTED))
 TWIN(io_uring_poll_arm, on_flag(arg_u64(ctx, 0), REQ_FL_POLL))
-TWIN(io_uring_complete, on_complete(ARGP(0), ARGP(1)))
+TWIN(io_uring_complete, complete_read(ARGP(0), ARGP(1)))
+
+/*
+ * The prototype that types the ring and the CQE, (struct io_ring_ctx *, void *req,
+ * struct io_uring_cqe *): every read a direct load. The loader picks it from BTF when the
+ * kernel has it, else the twins above (v6.1: the ring is a void *, the CQE's fields scalars).
+ */
+SEC("tp_btf/io_uring_complete")
+int tp_btf_io_uring_complete_typed(__u64 *ctx)
+{
+	struct io_ring_ctx *rctx = (void *)ctx[0];
+	struct io_uring_cqe *cqe = (void *)ctx[2];
+	struct complete_view v;
+	struct io_rings *rings;
+	struct ioreq *e;
+
+	if (!ctx[1])
+		return 0;
+	e = req_tab_find(ctx[1], 0);
+	if (!e)
+		return 0;
+	rings = rctx->rings;
+	v.ctx = btf_ptr_u64(rctx);
+	v.rings = btf_ptr_u64(rings);
+	v.head = rings->cq.head;
+	v.tail = rctx->cached_cq_tail;
+	v.res = cqe->res;
+	return on_complete(e, &v);
+}
 TWIN(io_uring_cqring_wait, on_wait(ARGP(0)))
 TWIN(io_uring_cqe_overflow, (count_event(EV_CQE_OVERFLOW), 0))

@@ -59,6 +59,8 @@ struct btf;
 struct btf *vmlinux_btf(void);
 /* Number of arguments of tracepoint `tp` (without the hidden context), -1 when absent. */
 int tp_nargs(const char *tp);
+/* Is argument i (from 0) of tracepoint tp a pointer to struct `name`, by the kernel's BTF? */
+bool tp_arg_is_struct_ptr(const char *tp, int i, const char *name);
 bool tp_forced_missing(const char *tp);
 
 /* REQ_OP_* and request-flag names as this kernel numbers them. */

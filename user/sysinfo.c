@@ -62,27 +62,48 @@ bool tp_forced_missing(const char *tp)
 	return false;
 }
 
-int tp_nargs(const char *tp)
+/* The function prototype of tracepoint tp's BTF: (void *__data, args...); NULL if none. */
+static const struct btf_type *tp_proto(const char *tp)
 {
 	const struct btf_type *t;
 	char name[128];
 	int id;
 
 	if (tp_forced_missing(tp) || !vmlinux_btf())
-		return -1;
+		return NULL;
 	/* every tracepoint has a "btf_trace_<name>" typedef: pointer to func proto (ctx, args...) */
 	snprintf(name, sizeof(name), "btf_trace_%s", tp);
 	id = btf__find_by_name_kind(btf, name, BTF_KIND_TYPEDEF);
 	if (id < 0)
-		return -1;
+		return NULL;
 	t = btf__type_by_id(btf, id);
 	t = btf__type_by_id(btf, t->type);
 	if (!t || !btf_is_ptr(t))
-		return -1;
+		return NULL;
 	t = btf__type_by_id(btf, t->type);
-	if (!t || !btf_is_func_proto(t))
-		return -1;
-	return btf_vlen(t) - 1;
+	return t && btf_is_func_proto(t) ? t : NULL;
+}
+
+int tp_nargs(const char *tp)
+{
+	const struct btf_type *t = tp_proto(tp);
+
+	return t ? btf_vlen(t) - 1 : -1;
+}
+
+bool tp_arg_is_struct_ptr(const char *tp, int i, const char *name)
+{
+	const struct btf_type *t = tp_proto(tp);
+
+	if (!t || i < 0 || i + 1 >= btf_vlen(t))
+		return false;
+	t = btf__type_by_id(btf, btf_params(t)[i + 1].type);
+	if (!t || !btf_is_ptr(t))
+		return false;
+	t = btf__type_by_id(btf, t->type);
+	while (t && btf_is_mod(t))
+		t = btf__type_by_id(btf, t->type);
+	return t && btf_is_struct(t) && !strcmp(btf__name_by_offset(btf, t->name_off), name);
 }
 
 /*

@@ -132,11 +132,18 @@ static void uring_stop(void *state)
 	free(l);
 }
 
-static struct bpf_program *prog(struct uring_layer *l, const char *method, const char *ev)
+/*
+ * An event's program for its method. io_uring_complete has a tp_btf program of its own for the
+ * prototype that types the ring and the CQE (direct loads), picked when BTF shows that prototype.
+ */
+static struct bpf_program *prog(struct uring_layer *l, const struct event_status *e)
 {
+	bool typed = !strcmp(e->method, "tp_btf") && !strcmp(e->event, "io_uring_complete") &&
+		     tp_arg_is_struct_ptr(e->event, 0, "io_ring_ctx") &&
+		     tp_arg_is_struct_ptr(e->event, 2, "io_uring_cqe");
 	char name[80];
 
-	snprintf(name, sizeof(name), "%s_%s", method, ev);
+	snprintf(name, sizeof(name), "%s_%s%s", e->method, e->event, typed ? "_typed" : "");
 	return bpf_object__find_program_by_name(l->skel->obj, name);
 }
 
@@ -164,8 +171,7 @@ static int load_attach(struct uring_layer *l, struct layer_report *rep)
 		bpf_program__set_autoload(p, false);
 	for (i = 0; i < NEV; i++)
 		if (rep->events[i].method)
-			bpf_program__set_autoload(prog(l, rep->events[i].method, rep->events[i].event),
-						  true);
+			bpf_program__set_autoload(prog(l, &rep->events[i]), true);
 	err = uring_bpf__load(l->skel);
 	if (err)
 		return err;
@@ -175,11 +181,11 @@ static int load_attach(struct uring_layer *l, struct layer_report *rep)
 	for (i = NEV - 1; i >= 0; i--) {
 		if (!rep->events[i].method)
 			continue;
-		l->links[i] = bpf_program__attach(prog(l, rep->events[i].method,
-						       rep->events[i].event));
+		l->links[i] = bpf_program__attach(prog(l, &rep->events[i]));
 		if (!l->links[i])
 			return -errno;
-		vlog("uring: %s attached by %s", rep->events[i].event, rep->events[i].method);
+		vlog("uring: %s attached by %s (%s)", rep->events[i].event, rep->events[i].method,
+		     bpf_program__name(prog(l, &rep->events[i])));
 	}
 	return 0;
 }

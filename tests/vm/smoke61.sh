@@ -71,7 +71,7 @@ until grep -q "iostrata: tracing" /tmp/u.err; do sleep 0.2; done
 sleep 0.5
 kill -INT $tracer
 wait
-grep -v "^iostrata: " /tmp/u.err; cat /tmp/u.json
+grep -v "^iostrata: " /tmp/u.err; grep "io_uring_complete attached" /tmp/u.err; cat /tmp/u.json
 echo "=== SCENARIOS"
 # known-latency devices: nullb0 (module parameters) completes in 2 ms; a configfs device in
 # 100 us; dm-delay adds 10 ms above the 100 us one
