@@ -30,11 +30,14 @@ const volatile bool filter_comm;
 const volatile char comm_filter[16];
 const volatile bool per_process;
 
-/* Entry time by thread: a thread is in at most one syscall at a time. */
+/*
+ * Entry time by thread, in the thread's own storage: a thread is in at most one syscall at a
+ * time, its slot is found from the task without hashing, and it goes away with the thread.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);		/* resized by the loader */
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct syscall_start);
 } sc_start SEC(".maps");
 
@@ -109,8 +112,7 @@ static __always_inline bool fd_is_file_or_bdev(unsigned int fd)
 static __always_inline int on_enter(struct trace_event_raw_sys_enter *ctx, __u32 sc)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	struct syscall_start st = { .sc = sc };
-	__u32 tid = (__u32)id;
+	struct syscall_start *st;
 
 	if (!owner_passes(id))
 		return 0;
@@ -118,13 +120,20 @@ static __always_inline int on_enter(struct trace_event_raw_sys_enter *ctx, __u32
 		return 0;
 	if (takes_fd(sc) && !fd_is_file_or_bdev((unsigned int)ctx->args[0])) {
 		/* an entry left by a lost exit would otherwise pair with this call's exit */
-		if (bpf_map_lookup_elem(&sc_start, &tid))
-			bpf_map_delete_elem(&sc_start, &tid);
+		st = bpf_task_storage_get(&sc_start, bpf_get_current_task_btf(), 0, 0);
+		if (st)
+			st->ts = 0;
 		return 0;
 	}
-	st.ts = bpf_ktime_get_ns();
-	if (bpf_map_update_elem(&sc_start, &tid, &st, BPF_ANY))
+	/* created at the thread's first traced syscall; NULL if that allocation fails (counted) */
+	st = bpf_task_storage_get(&sc_start, bpf_get_current_task_btf(), 0,
+				  BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!st) {
 		drop(DROP_SC_START_FULL);
+		return 0;
+	}
+	st->sc = sc;
+	st->ts = bpf_ktime_get_ns();
 	return 0;
 }
 
@@ -133,19 +142,16 @@ static __always_inline int on_exit(__u32 sc)
 	__u64 id = bpf_get_current_pid_tgid(), now;
 	struct syscall_key key = {};
 	struct syscall_start *st;
-	__u32 tid = (__u32)id;
 	struct hist *h;
 	__u64 start;
-	__u32 entered;
 
-	st = bpf_map_lookup_elem(&sc_start, &tid);
-	if (!st)
+	st = bpf_task_storage_get(&sc_start, bpf_get_current_task_btf(), 0, 0);
+	if (!st || !st->ts)
 		return 0;	/* entered before tracing began, or filtered out at entry */
 	now = bpf_ktime_get_ns();
 	start = st->ts;
-	entered = st->sc;
-	bpf_map_delete_elem(&sc_start, &tid);
-	if (entered != sc || now < start)
+	st->ts = 0;
+	if (st->sc != sc || now < start)
 		return 0;
 	key.gen = gen & 1;
 	key.sc = sc;
