@@ -6,11 +6,15 @@ in four configurations, alternated within each of --runs rounds: no tracer; iost
 layer alone; all layers (block, uring, aio, syscall; the block programs then link each request
 to its bios); and bpftrace's block-latency one-liner (classic tracepoints, a hash keyed by
 dev+sector: bench/block.py's BIOLATENCY). Figures: kernel.bpf_stats_enabled's run_time_ns of
-each program family divided by the I/Os fio completed, and fio's IOPS; medians over the rounds.
+each program family divided by the I/Os fio completed, the program runs per I/O, and fio's IOPS;
+medians over the rounds. Each round also runs fio beside bin/bench-floor (empty tp_btf programs
+on the block events, and one that only reads the clock) to measure, in the same conditions, what
+bpf_stats charges for a program that does nothing and what one bpf_ktime_get_ns() adds: the
+floor under any per-event tracer on this machine.
 The sysctl, tracefs and the device are restored on exit. --doc writes the table to
 docs/overhead.md with the date and the machine.
 
-Usage: bench/layers.py [--seconds S] [--runs N] [--doc]
+Usage: bench/layers.py [--seconds S] [--runs N] [--doc] [--detail] [--only "iostrata all"]
 """
 import argparse
 import os
@@ -22,7 +26,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from block import BIOLATENCY, IOSTRATA, bench_env, prog_stats, sh, wait_for  # noqa: E402
+from block import BIOLATENCY, FLOOR, IOSTRATA, bench_env, prog_stats, sh, wait_for  # noqa: E402
 
 FAMILIES = {"block": ("tp_btf_block", "raw_tp_block"), "uring": ("tp_btf_io_uring",
             "raw_tp_io_uring"), "aio": ("aio_",), "syscall": ("sce_", "scx_"),
@@ -30,6 +34,7 @@ FAMILIES = {"block": ("tp_btf_block", "raw_tp_block"), "uring": ("tp_btf_io_urin
 CONFIGS = {"no tracer": None, "iostrata block": ["-l", "block"],
            "iostrata all": ["-l", "block,uring,aio,syscall"], "bpftrace": "bpftrace"}
 DOC = Path(__file__).resolve().parent.parent / "docs" / "overhead.md"
+DETAIL = False
 
 
 def fio(dev, seconds):
@@ -41,12 +46,32 @@ def fio(dev, seconds):
     return job["read"]["total_ios"], job["read"]["iops"]
 
 
+def floor(dev, seconds):
+    """One fio run beside bench-floor: (ns per event of an empty program, ns of a clock read)."""
+    prefixes = ("floor_", "fclock_")
+    fl = subprocess.Popen([str(FLOOR)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert fl.stdout.readline().strip() == "attached", "bench-floor did not attach"
+        before = prog_stats(prefixes)
+        fio(dev, seconds)
+        after = prog_stats(prefixes)
+    finally:
+        fl.stdin.close()
+        fl.wait(timeout=30)
+
+    def per_event(prefix):
+        ns = sum(after[k][0] - before.get(k, (0, 0))[0] for k in after if k.startswith(prefix))
+        cnt = sum(after[k][1] - before.get(k, (0, 0))[1] for k in after if k.startswith(prefix))
+        return ns / max(cnt, 1)
+    return per_event("floor_"), per_event("fclock_") - per_event("floor_rq_issue")
+
+
 def run(dev, seconds, config):
-    """One fio run under config: (ios, iops, {family: BPF ns per I/O})."""
+    """One fio run under config: (ios, iops, {family: BPF ns per I/O}, program runs per I/O)."""
     every = tuple(p for f in FAMILIES.values() for p in f)
     if config is None:
         ios, iops = fio(dev, seconds)
-        return ios, iops, {f: 0.0 for f in FAMILIES}
+        return ios, iops, {f: 0.0 for f in FAMILIES}, 0.0
     if config == "bpftrace":
         tracer = subprocess.Popen(["bpftrace", "-e", BIOLATENCY], stdout=subprocess.DEVNULL,
                                   stderr=subprocess.DEVNULL)
@@ -66,7 +91,13 @@ def run(dev, seconds, config):
     for fam, prefixes in FAMILIES.items():
         ns = sum(after[k][0] - before.get(k, (0, 0))[0] for k in after if k.startswith(prefixes))
         per[fam] = ns / ios
-    return ios, iops, per
+    runs = sum(after[k][1] - before.get(k, (0, 0))[1] for k in after)
+    if DETAIL:
+        for k in sorted(after):
+            ns, cnt = (after[k][i] - before.get(k, (0, 0))[i] for i in (0, 1))
+            if cnt:
+                print(f"    {k:<32} {cnt / ios:6.2f} runs/I/O {ns / cnt:6.0f} ns/run")
+    return ios, iops, per, runs / ios
 
 
 def main():
@@ -74,46 +105,70 @@ def main():
     ap.add_argument("--seconds", type=int, default=8)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--doc", action="store_true", help="write the table to docs/overhead.md")
+    ap.add_argument("--detail", action="store_true", help="each program's runs and ns per run")
+    ap.add_argument("--only", help="configurations to run, comma-separated (default: all)")
     args = ap.parse_args()
+    global DETAIL
+    DETAIL = args.detail
     if os.geteuid() != 0:
         sys.exit("bench: must run as root")
     for tool in ("fio", "bpftool", "losetup"):
         if not shutil.which(tool):
             sys.exit(f"bench: {tool} is missing (make deps)")
     configs = dict(CONFIGS)
+    if args.only:
+        configs = {c: v for c, v in configs.items()
+                   if c in args.only.split(",") or c == "no tracer"}
     if not shutil.which("bpftrace"):
         print("bpftrace is not installed: its row is left out")
-        del configs["bpftrace"]
+        configs.pop("bpftrace", None)
     with bench_env(tracefs="bpftrace" in configs) as dev:
         machine = (f"{os.uname().machine}, {os.cpu_count()} CPUs, kernel {os.uname().release}")
         load = (f"fio io_uring randread 4k qd32 O_DIRECT on a tmpfs-backed loop device, "
                 f"{args.seconds} s per run, {args.runs} rounds")
         print(f"machine: {machine}\nload: {load}")
         res = {c: [] for c in configs}
+        floors = []
         for r in range(args.runs):
             for name, cfg in configs.items():
-                ios, iops, per = run(dev, args.seconds, cfg)
-                res[name].append((iops, per))
+                ios, iops, per, evs = run(dev, args.seconds, cfg)
+                res[name].append((iops, per, evs))
                 print(f"round {r + 1} {name:<15} {iops:9.0f} IOPS  " +
                       "  ".join(f"{f} {v:.0f}" for f, v in per.items() if v) +
-                      f"  = {sum(per.values()):.0f} BPF ns/I/O")
+                      f"  = {sum(per.values()):.0f} BPF ns/I/O, {evs:.2f} runs/I/O")
+            floors.append(floor(dev, args.seconds))
+            print(f"round {r + 1} floor: empty program {floors[-1][0]:.0f} ns/event, "
+                  f"clock read {floors[-1][1]:.0f} ns")
         base = statistics.median(r[0] for r in res["no tracer"])
         rows = []
         for name, runs in res.items():
             iops = statistics.median(r[0] for r in runs)
             fam = {f: statistics.median(r[1][f] for r in runs) for f in FAMILIES}
-            rows.append((name, iops, 100 * (iops / base - 1), fam, sum(fam.values())))
-        med = {name: tot for name, _, _, _, tot in rows}
+            evs = statistics.median(r[2] for r in runs)
+            rows.append((name, iops, 100 * (iops / base - 1), fam, sum(fam.values()), evs))
+        med = {name: tot for name, _, _, _, tot, _ in rows}
+        evs = {name: e for name, _, _, _, _, e in rows}
+        empty = statistics.median(f[0] for f in floors)
+        clock = statistics.median(f[1] for f in floors)
         lines = ["| configuration | IOPS | IOPS vs none | " +
-                 " | ".join(FAMILIES) + " | BPF ns/I/O |", "|---" * (len(FAMILIES) + 4) + "|"]
-        for name, iops, delta, fam, tot in rows:
+                 " | ".join(FAMILIES) + " | BPF ns/I/O | runs/I/O |",
+                 "|---" * (len(FAMILIES) + 5) + "|"]
+        for name, iops, delta, fam, tot, ev in rows:
             lines.append(f"| {name} | {iops:.0f} | {delta:+.1f} % | " +
-                         " | ".join(f"{fam[f]:.0f}" for f in FAMILIES) + f" | {tot:.0f} |")
-        goals = []
+                         " | ".join(f"{fam[f]:.0f}" for f in FAMILIES) +
+                         f" | {tot:.0f} | {ev:.2f} |")
+        goals = [f"floor, measured beside the same fio runs: an empty tp_btf program costs "
+                 f"{empty:.0f} ns per run, one bpf_ktime_get_ns() {clock:.0f} ns more; a program "
+                 f"that times anything costs at least {empty + clock:.0f} ns per run"]
         if "bpftrace" in med and med["iostrata block"]:
             goals.append(f"iostrata block takes {med['bpftrace'] / med['iostrata block']:.2f}x less "
-                         "BPF time per I/O than bpftrace's one-liner (goal >= 5x)")
-        goals.append(f"iostrata all layers: {med['iostrata all']:.0f} ns per I/O (goal <= 400)")
+                         "BPF time per I/O than bpftrace's one-liner (goal >= 5x, i.e. "
+                         f"<= {med['bpftrace'] / 5:.0f} ns per I/O; the floor of iostrata's "
+                         f"{evs['iostrata block']:.2f} timing runs per I/O is "
+                         f"{evs['iostrata block'] * (empty + clock):.0f} ns)")
+        goals.append(f"iostrata all layers: {med['iostrata all']:.0f} ns per I/O (goal <= 400; the "
+                     f"floor of its {evs['iostrata all']:.2f} runs per I/O is "
+                     f"{evs['iostrata all'] * empty:.0f} ns without any clock read)")
         allrow = next(r for r in rows if r[0] == "iostrata all")
         goals.append(f"IOPS with all layers: {allrow[2]:+.1f} % (goal >= -3 %; IOPS A/B runs "
                      "vary +-15 % here, BPF time is the figure to compare)")
@@ -125,11 +180,11 @@ def main():
                 f"- machine: {machine}\n- load: {load}\n"
                 "- BPF ns/I/O: kernel.bpf_stats_enabled run time of each program family / "
                 "I/Os fio completed (the sysctl is restored afterwards)\n\n" +
+                "- runs/I/O: BPF program runs per I/O fio completed (every program of the "
+                "configuration)\n\n" +
                 "\n".join(lines) + "\n\n" + "\n".join(f"- {g}" for g in goals) + "\n\n"
-                "On this 2-vCPU KVM guest bpf_stats charges ~75 ns to an *empty* tp_btf "
-                "program per event and a bpf_ktime_get_ns() call costs ~66 ns; see "
-                "docs/benchmarks.md for the block layer's breakdown against an empty-program "
-                "floor.\n")
+                "docs/benchmarks.md has the block layer's breakdown against the empty-program "
+                "floor (`make bench`).\n")
             print(f"wrote {DOC}")
 
 
