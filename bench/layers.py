@@ -179,7 +179,7 @@ def main():
                 f"Produced by `make bench-overhead` on {time.strftime('%Y-%m-%d')}.\n\n"
                 f"- machine: {machine}\n- load: {load}\n"
                 "- BPF ns/I/O: kernel.bpf_stats_enabled run time of each program family / "
-                "I/Os fio completed (the sysctl is restored afterwards)\n\n" +
+                "I/Os fio completed (the sysctl is restored afterwards)\n" +
                 "- runs/I/O: BPF program runs per I/O fio completed (every program of the "
                 "configuration)\n\n" +
                 "\n".join(lines) + "\n\n" + "\n".join(f"- {g}" for g in goals) + "\n\n"
