@@ -45,15 +45,38 @@ struct aio_call {
 	__u64 ptr;	/* iocbpp / events */
 	__u64 ts;
 	__u32 nr;
-	__u32 pad;
+	__u32 live;	/* entered, exit not yet seen */
 };
 
+/* In the thread's own storage, as the syscall layer keeps its entry times. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct aio_call);
 } aio_calls SEC(".maps");
+
+/* The current thread's call slot, created on entry (NULL, counted, if that fails). */
+static __always_inline struct aio_call *call_enter(void)
+{
+	struct aio_call *c = bpf_task_storage_get(&aio_calls, bpf_get_current_task_btf(), 0,
+						  BPF_LOCAL_STORAGE_GET_F_CREATE);
+
+	if (!c)
+		drop(DROP_SC_START_FULL);
+	return c;
+}
+
+/* The current thread's call at exit, closed; NULL when its entry was not seen. */
+static __always_inline struct aio_call *call_exit(void)
+{
+	struct aio_call *c = bpf_task_storage_get(&aio_calls, bpf_get_current_task_btf(), 0, 0);
+
+	if (!c || !c->live)
+		return NULL;
+	c->live = 0;
+	return c;
+}
 
 struct walk {
 	__u64 ptr;
@@ -162,25 +185,24 @@ SEC("tracepoint/syscalls/sys_enter_io_submit")
 int aio_submit_enter(struct trace_event_raw_sys_enter *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	struct aio_call call = {};
-	struct walk w = {};
-	__u32 tid = (__u32)id;
 	long nr = (long)ctx->args[1];
+	struct walk w = {};
+	struct aio_call *call;
 
 	if (nr <= 0 || !owner_passes(id))
+		return 0;
+	call = call_enter();
+	if (!call)
 		return 0;
 	req_note_comm(id >> 32);
 	w.ptr = ctx->args[2];
 	w.now = bpf_ktime_get_ns();
 	w.tgid = id >> 32;
-	call.ptr = w.ptr;
-	call.ts = w.now;
-	call.nr = batch((__u64)nr);
-	if (bpf_map_update_elem(&aio_calls, &tid, &call, BPF_ANY)) {
-		drop(DROP_SC_START_FULL);
-		return 0;
-	}
-	bpf_loop(call.nr, submit_one, &w, 0);
+	call->ptr = w.ptr;
+	call->ts = w.now;
+	call->nr = batch((__u64)nr);
+	call->live = 1;
+	bpf_loop(call->nr, submit_one, &w, 0);
 	return 0;
 }
 
@@ -188,8 +210,7 @@ SEC("tracepoint/syscalls/sys_exit_io_submit")
 int aio_submit_exit(struct trace_event_raw_sys_exit *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)id;
-	struct aio_call *call = bpf_map_lookup_elem(&aio_calls, &tid);
+	struct aio_call *call = call_exit();
 	struct walk w = {};
 	long ret = ctx->ret;
 
@@ -204,29 +225,28 @@ int aio_submit_exit(struct trace_event_raw_sys_exit *ctx)
 		w.from = (__u32)ret;
 		bpf_loop(call->nr - (__u32)ret, unsubmit_one, &w, 0);
 	}
-	bpf_map_delete_elem(&aio_calls, &tid);
 	return 0;
 }
 
 /* io_getevents and io_pgetevents: (ctx_id, min_nr, nr, events, ...) */
 static __always_inline int getevents_enter(struct trace_event_raw_sys_enter *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	struct aio_call call = { .ptr = ctx->args[3] };
-	__u32 tid = (__u32)id;
+	struct aio_call *call;
 
-	if (!owner_passes(id))
+	if (!owner_passes(bpf_get_current_pid_tgid()))
 		return 0;
-	if (bpf_map_update_elem(&aio_calls, &tid, &call, BPF_ANY))
-		drop(DROP_SC_START_FULL);
+	call = call_enter();
+	if (call) {
+		call->ptr = ctx->args[3];
+		call->live = 1;
+	}
 	return 0;
 }
 
 static __always_inline int getevents_exit(struct trace_event_raw_sys_exit *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)id;
-	struct aio_call *call = bpf_map_lookup_elem(&aio_calls, &tid);
+	struct aio_call *call = call_exit();
 	struct walk w = {};
 	long ret = ctx->ret;
 
@@ -238,7 +258,6 @@ static __always_inline int getevents_exit(struct trace_event_raw_sys_exit *ctx)
 		w.tgid = id >> 32;
 		bpf_loop(batch((__u64)ret), reap_one, &w, 0);
 	}
-	bpf_map_delete_elem(&aio_calls, &tid);
 	return 0;
 }
 
