@@ -219,8 +219,12 @@ static int aio_start(void **out, struct layer_report *rep)
 		struct bpf_map *maps[] = { l->skel->maps.reqs, l->skel->maps.aio_hists,
 					   l->skel->maps.aio_calls, l->skel->maps.aio_zero,
 					   l->skel->maps.drops };
+		char note[80];
 
 		report_maps_mem(rep, maps, (int)(sizeof(maps) / sizeof(maps[0])));
+		snprintf(note, sizeof(note), "task storage: a %u B slot per thread, at its first "
+			 "io_submit/io_getevents", bpf_map__value_size(l->skel->maps.aio_calls));
+		report_map_note(rep, "aio_calls", note);
 	}
 	vlog("aio: attached to io_submit and io_getevents");
 	*out = l;

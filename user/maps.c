@@ -109,6 +109,15 @@ void report_maps_mem(struct layer_report *rep, struct bpf_map *const *maps, int 
 	}
 }
 
+void report_map_note(struct layer_report *rep, const char *name, const char *note)
+{
+	int i;
+
+	for (i = 0; i < rep->nmaps; i++)
+		if (!strcmp(rep->maps[i].name, name))
+			snprintf(rep->maps[i].note, sizeof(rep->maps[i].note), "%s", note);
+}
+
 bool retired_read_and_zero(int fd, const void *key, void *vals, size_t vals_size)
 {
 	static const char zero[64];

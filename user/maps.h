@@ -68,5 +68,7 @@ int cgroup_filter_set(struct bpf_map *map);
 
 /* The kernel's memlock figure of each map, into rep->maps. */
 void report_maps_mem(struct layer_report *rep, struct bpf_map *const *maps, int n);
+/* Set the note shown beside map `name` in `features`. */
+void report_map_note(struct layer_report *rep, const char *name, const char *note);
 
 #endif

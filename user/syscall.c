@@ -191,7 +191,12 @@ static int syscall_start(void **out, struct layer_report *rep)
 		struct bpf_map *maps[] = { l->skel->maps.sc_start, l->skel->maps.sc_hists,
 					   l->skel->maps.sc_zero, l->skel->maps.drops };
 
+		char note[80];
+
 		report_maps_mem(rep, maps, 4);
+		snprintf(note, sizeof(note), "task storage: a %zu B slot per thread, at its first "
+			 "traced syscall", sizeof(struct syscall_start));
+		report_map_note(rep, "sc_start", note);
 	}
 	vlog("syscall: attached to the entry and exit tracepoints of its syscalls");
 	*out = l;
