@@ -84,6 +84,47 @@ static __always_inline struct block_hists *hists_get(__u32 dev, __u32 opf)
 	return hists_lookup_or_init(&block_hists, &key, &block_zero);
 }
 
+/*
+ * A request that merged more than BIO_WALK_MAX bios (sequential I/O under a plug or scheduler):
+ * the rest of its chain is walked in a bpf_loop of up to BIO_LOOP_MAX bios, reading bi_next with
+ * bpf_probe_read_kernel in both variants. Without it, the bios past the first few were neither
+ * consumed (their entries lingered until reclaimed, counted) nor linked to their io_uring/aio
+ * requests.
+ */
+struct bio_walk {
+	__u64 bio;		/* the next bio, as an integer */
+	__u64 now, queued, issued;
+	__u32 tgid;		/* bios_rest: the earliest bio's; link_rest: the block request's */
+};
+
+/* bio's successor (bio_walk is ours, not the kernel's: kept out of CO-RE's reach) */
+static __always_inline __u64 bio_next(__u64 bio)
+{
+	struct bio *b = (void *)bio;
+
+	return (__u64)BPF_CORE_READ(b, bi_next);
+}
+
+static long bios_rest_one(__u64 i, struct bio_walk *w)
+{
+	__u32 t = 0;
+	__u64 ts = inflight_take(w->bio, w->now, NULL, &t);
+
+	if (ts && (!w->queued || ts < w->queued)) {
+		w->queued = ts;
+		w->tgid = t;
+	}
+	w->bio = bio_next(w->bio);
+	return w->bio ? 0 : 1;
+}
+
+static long link_rest_one(__u64 i, struct bio_walk *w)
+{
+	req_stamp_done(req_of_bio((void *)w->bio, w->tgid), w->issued, w->now);
+	w->bio = bio_next(w->bio);
+	return w->bio ? 0 : 1;
+}
+
 /* Direct loads: p->a->b, checked against BTF by the verifier. */
 #define KR_1(a)			(a)
 #define KR_2(a, b)		((a)->b)

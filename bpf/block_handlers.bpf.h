@@ -93,6 +93,14 @@ static __always_inline __u64 H(bios_queued)(struct request *rq, __u64 now, __u32
 		}
 		bio = KR(bio, bi_next);
 	}
+	if (bio) {
+		struct bio_walk w = { .bio = PTR_U64(bio), .now = now, .queued = queued,
+				      .tgid = *tgid };
+
+		bpf_loop(BIO_LOOP_MAX, bios_rest_one, &w, 0);
+		queued = w.queued;
+		*tgid = w.tgid;
+	}
 	return queued;
 }
 
@@ -126,18 +134,17 @@ static __always_inline int H(on_rq_issue)(struct request *rq)
 static __always_inline void H(link_done)(struct request *rq, __u64 issued, __u64 now, __u32 tgid)
 {
 	struct bio *bio = KR(rq, bio);
-	struct ioreq *r;
 	__u32 i;
 
 	for (i = 0; i < BIO_WALK_MAX && bio; i++) {
-		r = req_of_bio(bio, tgid);
-		if (r && r->bio_q) {
-			if (issued && (!r->issue || issued < r->issue))
-				r->issue = issued;
-			if (now > r->done)
-				r->done = now;
-		}
+		req_stamp_done(req_of_bio(bio, tgid), issued, now);
 		bio = KR(bio, bi_next);
+	}
+	if (bio) {
+		struct bio_walk w = { .bio = PTR_U64(bio), .now = now, .issued = issued,
+				      .tgid = tgid };
+
+		bpf_loop(BIO_LOOP_MAX, link_rest_one, &w, 0);
 	}
 }
 

@@ -51,7 +51,8 @@ struct inflight {
 #define INFLIGHT_PROBES		4
 #define INFLIGHT_SLOTS_DEFAULT	(1u << 17)
 #define INFLIGHT_STALE_NS	(120ULL * 1000000000ULL)
-#define BIO_WALK_MAX		8	/* bios per request whose queue time is looked up */
+#define BIO_WALK_MAX		8	/* bios per request walked inline (direct loads in tp_btf) */
+#define BIO_LOOP_MAX		1024	/* and the rest of a merged request's, in a bpf_loop */
 #define AIO_BATCH_MAX		1024	/* iocbs (events) followed per io_submit (io_getevents) */
 
 /* The syscall layer: one duration histogram per (generation, syscall[, process]). */

@@ -124,6 +124,20 @@ static __always_inline struct ioreq *req_of_bio(struct bio *bio, __u32 tgid)
 }
 
 /*
+ * A block request holding r's bios was issued at `issued` (0 = not seen) and completed now:
+ * r keeps the earliest issue and the latest completion over all of them.
+ */
+static __always_inline void req_stamp_done(struct ioreq *r, __u64 issued, __u64 now)
+{
+	if (!r || !r->bio_q)
+		return;
+	if (issued && (!r->issue || issued < r->issue))
+		r->issue = issued;
+	if (now > r->done)
+		r->done = now;
+}
+
+/*
  * A request's stages from its entry, at its end (CQE posted / event reaped). A read or write
  * with no bio linked counts as unmeasured in the linked stages: their `unmeasured` is the
  * unlinked count.
