@@ -511,8 +511,14 @@ static int cmd_trace(void)
 		iv.interval_ns = t - last;
 		iv.ts_ns = clock_ns(CLOCK_REALTIME) - (clock_ns(CLOCK_MONOTONIC) - t);
 		last = t;
-		if (!rc && emit(&iv))
-			rc = errno == EPIPE ? -1 : 1;	/* a closed pipe is a reader's way to stop */
+		if (!rc && emit(&iv)) {
+			if (errno == EPIPE) {
+				rc = -1;	/* a closed pipe is a reader's way to stop */
+			} else {
+				errorf("writing the output: %s", strerror(errno));
+				rc = 1;
+			}
+		}
 		recs_clear(&iv.recs);
 		if (rc || final || (opts.count && ++n >= opts.count) || (end && t >= end))
 			break;
@@ -526,7 +532,13 @@ static int cmd_trace(void)
 
 int main(int argc, char **argv)
 {
-	struct sigaction sa = { .sa_handler = on_signal };
+	/*
+	 * SA_RESTART: a signal must not cut a write() to stdout short. Without it, a write blocked
+	 * on a full pipe (a slow reader) that a signal interrupts before it moved a byte fails with
+	 * EINTR, and stdio drops that part of the record: a torn JSON line. The interval sleep,
+	 * clock_nanosleep, is never restarted, so a signal still ends it at once.
+	 */
+	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
 	bool features = argc > 1 && !strcmp(argv[1], "features");
 	bool calibrate = argc > 1 && !strcmp(argv[1], "calibrate");
 	int r;
