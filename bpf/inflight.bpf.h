@@ -19,8 +19,9 @@ TABLE(inflight_tab, struct inflight, inflight, inflight_mask)
 
 /*
  * Record ts for ptr. An existing entry for the same pointer is a leftover whose owner was never
- * consumed (bios) or a re-issue (requests, requeue): it is overwritten, and counted when
- * `leftover_is_drop`. Returns 0 on success.
+ * consumed (bios: counted when `leftover_is_drop`) or, for requests, a re-issue: a requeue when
+ * no new bios come with it (queued == 0), else the next I/O of a request whose completion was
+ * never seen (counted). It is overwritten. Returns 0 on success.
  */
 static __always_inline int inflight_put(__u64 ptr, __u64 ts, __u64 queued, __u32 tgid,
 					bool leftover_is_drop)
@@ -38,6 +39,9 @@ static __always_inline int inflight_put(__u64 ptr, __u64 ts, __u64 queued, __u32
 		/* a requeued request keeps the queue time of its first issue */
 		if (!queued)
 			return 0;
+		/* new bios: not a requeue but the next I/O, so the last one's end went unseen */
+		if (!leftover_is_drop)
+			drop(DROP_COMPLETE_UNSEEN);
 	}
 	e->queued = queued;
 	e->tgid = tgid;

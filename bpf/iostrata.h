@@ -164,6 +164,11 @@ enum drop_reason {
 	DROP_SC_START_FULL,	/* syscall layer: no room to note a syscall's entry */
 	DROP_REAP_UNSEEN,	/* io_uring: more than RING_SLOTS CQEs unreaped; a reap not bounded */
 	DROP_AIO_BATCH,		/* aio: iocbs or events beyond AIO_BATCH_MAX in one call */
+	/*
+	 * block: a request issued with new bios while still in flight: its previous completion was
+	 * never seen (the kernel ended it without block_rq_complete; bpftrace misses it too)
+	 */
+	DROP_COMPLETE_UNSEEN,
 	DROP_NREASONS,
 };
 

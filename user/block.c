@@ -49,6 +49,7 @@ static const char *const drop_names[DROP_NREASONS] = {
 	[DROP_INFLIGHT_STALE] = "inflight_stale",
 	[DROP_INFLIGHT_REUSED] = "inflight_reused",
 	[DROP_HIST_FULL] = "hist_full",
+	[DROP_COMPLETE_UNSEEN] = "complete_unseen",
 };
 
 static const char *const stage_names[BLOCK_NSTAGES] = {
@@ -479,7 +480,7 @@ static int block_collect(void *state, struct interval *iv)
 
 	err = opts.per_disk || opts.per_op ? drain_keys(b, old, iv) : drain_total(b, old, iv);
 	if (!err)
-		err = drops_read(b->skel->maps.drops, b->ncpus, 0, DROP_HIST_FULL, drop_names,
+		err = drops_read(b->skel->maps.drops, b->ncpus, 0, DROP_NREASONS - 1, drop_names,
 				 b->prev_drops, iv);
 	misses = recursion_misses(b);
 	if (iv->ndrops < MAX_DROPS) {
