@@ -50,6 +50,28 @@ def test_reads_count_exactly_per_process(engine, syscall, no_bpf_leak):
     assert counts[syscall] == 250, counts
 
 
+def test_whole_host_counts_without_per_process_keys(no_bpf_leak):
+    """Without -P the histograms are a per-CPU array by (generation, syscall). A -P tracer
+    beside it sees the same syscalls of the load: per syscall, the counts must be equal, and
+    the reads exact."""
+    def totals(recs):
+        total = Counter()
+        for rec in recs:
+            jsonschema.validate(rec, SCHEMA_DOC)
+            for h in rec["hists"]:
+                total[h["labels"]["syscall"]] += h["count"]
+        return total
+
+    whole = Tracer(["-l", "syscall", "--comm", "iostrata-load", "-j", "0.2"])
+    per = Tracer(["-l", "syscall", "-P", "--comm", "iostrata-load", "-j", "0.2"])
+    run_load("--engine", "psync", "--rw", "randread", "--ios", "300")
+    run_load("--engine", "psync", "--rw", "randwrite", "--ios", "120")
+    recs = records(whole.stop())
+    a, b = totals(recs), totals(records(per.stop()))
+    assert all("pid" not in h["labels"] for rec in recs for h in rec["hists"])
+    assert a == b and a["pread64"] == 300 and a["pwrite64"] >= 120, (a, b)
+
+
 def test_libaio_and_io_uring_entry_points(no_bpf_leak):
     tracer = Tracer(["-l", "syscall", "-P", "--comm", "iostrata-load", "-j"])
     run_load("--engine", "libaio", "--qd", "1", "--ios", "40")

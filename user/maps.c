@@ -146,44 +146,53 @@ bool retired_read_and_zero(int fd, const void *key, void *vals, size_t vals_size
 	return true;
 }
 
+int hists_to_recs(const void *key, const struct hist *vals, int ncpus, int nstages,
+		  const char *layer, const char *const *stages,
+		  void (*label)(const void *key, struct rec *r, void *ctx), void *ctx,
+		  struct interval *iv)
+{
+	static struct hist sum;
+	struct rec *rec;
+	int cpu, st;
+
+	for (st = 0; st < nstages; st++) {
+		if (!stages[st])
+			continue;
+		memset(&sum, 0, sizeof(sum));
+		for (cpu = 0; cpu < ncpus; cpu++)
+			hist_merge(&sum, &vals[cpu * nstages + st]);
+		if (!sum.count && !sum.unmeasured)
+			continue;
+		rec = recs_add(&iv->recs);
+		if (!rec)
+			return -ENOMEM;
+		rec->layer = layer;
+		rec->stage = stages[st];
+		rec->stage_order = st;
+		label(key, rec, ctx);
+		rec->h = sum;
+	}
+	return 0;
+}
+
 int drain_hists(int fd, size_t key_size, uint32_t gen, int ncpus, struct hist *vals, int nstages,
 		const char *layer, const char *const *stages,
 		void (*label)(const void *key, struct rec *r, void *ctx), void *ctx,
 		struct interval *iv)
 {
 	size_t vals_size = (size_t)ncpus * (size_t)nstages * sizeof(*vals);
-	static struct hist sum;
 	char *keys;
 	size_t nkeys, i;
-	int cpu, st, err = map_keys(fd, key_size, (void **)&keys, &nkeys);
+	int err = map_keys(fd, key_size, (void **)&keys, &nkeys);
 
 	for (i = 0; i < nkeys && !err; i++) {
 		const void *key = keys + i * key_size;
-		struct rec *rec;
 		uint32_t g;
 
 		memcpy(&g, key, sizeof(g));
 		if (g != gen || !retired_read_and_zero(fd, key, vals, vals_size))
 			continue;
-		for (st = 0; st < nstages; st++) {
-			if (!stages[st])
-				continue;
-			memset(&sum, 0, sizeof(sum));
-			for (cpu = 0; cpu < ncpus; cpu++)
-				hist_merge(&sum, &vals[cpu * nstages + st]);
-			if (!sum.count && !sum.unmeasured)
-				continue;
-			rec = recs_add(&iv->recs);
-			if (!rec) {
-				err = -ENOMEM;
-				break;
-			}
-			rec->layer = layer;
-			rec->stage = stages[st];
-			rec->stage_order = st;
-			label(key, rec, ctx);
-			rec->h = sum;
-		}
+		err = hists_to_recs(key, vals, ncpus, nstages, layer, stages, label, ctx, iv);
 	}
 	free(keys);
 	return err;

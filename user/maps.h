@@ -32,6 +32,16 @@ int map_keys(int fd, size_t key_size, void **keys, size_t *n);
 bool retired_read_and_zero(int fd, const void *key, void *vals, size_t vals_size);
 
 /*
+ * The records of one key's values, vals: ncpus * nstages histograms. A record (layer, stages[i])
+ * per stage that saw anything, with the CPUs' sum, labelled by label(key). A NULL stage name is
+ * not reported.
+ */
+int hists_to_recs(const void *key, const struct hist *vals, int ncpus, int nstages,
+		  const char *layer, const char *const *stages,
+		  void (*label)(const void *key, struct rec *r, void *ctx), void *ctx,
+		  struct interval *iv);
+
+/*
  * For each retired non-empty key of a per-CPU hash whose keys start with their __u32 generation
  * and whose values are nstages histograms: a record (layer, stages[i]) per stage that saw
  * anything, with the CPUs' sum, labelled by label(). vals holds ncpus * nstages histograms.

@@ -148,9 +148,11 @@ static int syscall_start(void **out, struct layer_report *rep)
 		l->skel->rodata->filter_comm = true;
 		strncpy((char *)l->skel->rodata->comm_filter, opts.comm, 15);
 	}
-	bpf_map__set_max_entries(l->skel->maps.sc_hists,
-				 hist_map_keys(sizeof(struct hist), l->ncpus,
-					       opts.per_process ? 2 * 4096 : 2 * SC_N));
+	/* -P: per-process keys in the hash; else (generation, syscall) in the array */
+	bpf_map__set_max_entries(l->skel->maps.sc_hists, opts.per_process ?
+				 hist_map_keys(sizeof(struct hist), l->ncpus, 2 * 4096) : 1);
+	if (opts.per_process)
+		bpf_map__set_max_entries(l->skel->maps.sc_total, 1);
 	for (i = 0; i < SC_N; i++) {
 		bool on = tp_exists("sys_enter", sc_names[i]) && tp_exists("sys_exit", sc_names[i]);
 
@@ -189,11 +191,11 @@ static int syscall_start(void **out, struct layer_report *rep)
 	}
 	{
 		struct bpf_map *maps[] = { l->skel->maps.sc_start, l->skel->maps.sc_hists,
-					   l->skel->maps.sc_zero, l->skel->maps.drops };
-
+					   l->skel->maps.sc_total, l->skel->maps.sc_zero,
+					   l->skel->maps.drops };
 		char note[80];
 
-		report_maps_mem(rep, maps, 4);
+		report_maps_mem(rep, maps, 5);
 		snprintf(note, sizeof(note), "task storage: a %zu B slot per thread, at its first "
 			 "traced syscall", sizeof(struct syscall_start));
 		report_map_note(rep, "sc_start", note);
@@ -222,9 +224,22 @@ static int syscall_collect(void *state, struct interval *iv)
 	};
 	static const char *const stages[] = { "duration" };
 	struct syscall_layer *l = state;
-	uint32_t old = gen_retire(&l->skel->bss->gen, iv);
-	int err = drain_hists(bpf_map__fd(l->skel->maps.sc_hists), sizeof(struct syscall_key), old,
-			      l->ncpus, l->vals, 1, "syscall", stages, syscall_label, NULL, iv);
+	uint32_t old = gen_retire(&l->skel->bss->gen, iv), sc, idx;
+	int err = 0, fd = bpf_map__fd(l->skel->maps.sc_total);
+
+	if (opts.per_process)
+		err = drain_hists(bpf_map__fd(l->skel->maps.sc_hists), sizeof(struct syscall_key),
+				  old, l->ncpus, l->vals, 1, "syscall", stages, syscall_label, NULL,
+				  iv);
+	for (sc = 0; sc < SC_N && !err && !opts.per_process; sc++) {
+		struct syscall_key k = { .gen = old, .sc = sc };
+
+		/* an array slot cannot be deleted: an idle one is left at zero */
+		idx = old * SC_N + sc;
+		if (retired_read_and_zero(fd, &idx, l->vals, (size_t)l->ncpus * sizeof(struct hist)))
+			err = hists_to_recs(&k, l->vals, l->ncpus, 1, "syscall", stages,
+					    syscall_label, NULL, iv);
+	}
 
 	return err ? err : drops_read(l->skel->maps.drops, l->ncpus, DROP_HIST_FULL,
 				      DROP_SC_START_FULL, drop_names, l->prev_drops, iv);
