@@ -12,12 +12,18 @@ struct {
 	__type(value, __u64);
 } drops SEC(".maps");
 
-static __always_inline void drop(__u32 reason)
+/* Add one to slot idx of a per-CPU array of __u64 counters. */
+static __always_inline void counter_inc(void *map, __u32 idx)
 {
-	__u64 *n = bpf_map_lookup_elem(&drops, &reason);
+	__u64 *n = bpf_map_lookup_elem(map, &idx);
 
 	if (n)
 		__sync_fetch_and_add(n, 1);	/* a program in IRQ context may nest */
+}
+
+static __always_inline void drop(__u32 reason)
+{
+	counter_inc(&drops, reason);
 }
 
 #endif /* IOSTRATA_DROPS_BPF_H */

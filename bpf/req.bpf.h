@@ -37,10 +37,7 @@ struct {
 
 static __always_inline void count_event(__u32 ev)
 {
-	__u64 *n = bpf_map_lookup_elem(&app_events, &ev);
-
-	if (n)
-		__sync_fetch_and_add(n, 1);
+	counter_inc(&app_events, ev);
 }
 
 /* bi_end_io and ki_complete functions, from /proc/kallsyms */
