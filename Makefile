@@ -1,7 +1,10 @@
 # iostrata: `make` builds bin/iostrata (static, x86_64); `make run`, `make test`, `make bench`.
 # Quiet by default; V=1 shows every command.
 
-ARCH      := x86
+# the kernel's name for the build machine's architecture (__TARGET_ARCH_x86, _arm64, ...)
+ARCH      ?= $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/i.86/x86/' -e 's/aarch64/arm64/' \
+			-e 's/riscv64/riscv/' -e 's/ppc64.*/powerpc/' -e 's/s390x/s390/' \
+			-e 's/loongarch64/loongarch/')
 CLANG     ?= clang-19
 BPFTOOL   ?= $(shell command -v bpftool 2>/dev/null || echo /usr/sbin/bpftool)
 CC        ?= cc
@@ -11,11 +14,16 @@ BIN       := bin
 
 CFLAGS    ?= -O2 -g
 CFLAGS    += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Werror=implicit-function-declaration
-CPPFLAGS  += -I$(BUILD) -Ibpf -Iuser -D_GNU_SOURCE
+# CI builds with WERROR=1: a warning fails the build there
+ifeq ($(WERROR),1)
+CFLAGS    += -Werror
+BPFWERROR := -Werror
+endif
+CPPFLAGS  += -I$(BUILD) -Ibpf -Iuser -Iuser/lib -Iuser/out -Iuser/layers -Iuser/cmd -D_GNU_SOURCE
 LDFLAGS   += -static
 LDLIBS    += -lbpf -lelf -lz -lm
 BPFCFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf \
-             -Wall -Wno-unused-function
+             -Wall -Wno-unused-function $(BPFWERROR)
 
 ifeq ($(V),1)
 Q =
@@ -27,13 +35,13 @@ endif
 
 BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 SKELS     := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
-USER_SRCS := $(wildcard user/*.c)
+USER_SRCS := $(wildcard user/*.c user/*/*.c)
 USER_OBJS := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS))
 TEST_BINS := $(BIN)/test_hist $(BIN)/slowfs $(BIN)/reaper
 BENCH_BINS := $(BIN)/bench-floor
 LOAD_SRCS  := $(wildcard tools/load/*.c)
 LOAD_OBJS  := $(patsubst tools/load/%.c,$(BUILD)/load/%.o,$(LOAD_SRCS)) \
-              $(BUILD)/user/json.o $(BUILD)/user/histfmt.o $(BUILD)/user/cli.o
+              $(BUILD)/user/lib/json.o $(BUILD)/user/lib/histfmt.o $(BUILD)/user/lib/cli.o
 
 .PHONY: all deps run test test-vm test-unit test-root bench bench-load bench-layers bench-overhead interfaces vmlinux clean
 .DELETE_ON_ERROR:
@@ -72,6 +80,7 @@ $(BUILD)/%.skel.h: $(BUILD)/bpf/%.bpf.o
 # User space: every object waits for the skeletons; dep files track headers from there on.
 $(BUILD)/user/%.o: user/%.c $(SKELS) $(BUILD)/.deps-ok | $(BUILD)/user
 	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(BIN)/iostrata: $(USER_OBJS) | $(BIN)
@@ -87,9 +96,9 @@ $(BIN)/iostrata-load: $(LOAD_OBJS) | $(BIN)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -luring -laio -lpthread -lm -o $@
 
-$(BIN)/test_hist: tests/unit/test_hist.c bpf/hist.h user/histfmt.c user/histfmt.h $(BUILD)/.deps-ok | $(BIN)
+$(BIN)/test_hist: tests/unit/test_hist.c bpf/hist.h user/lib/histfmt.c user/lib/histfmt.h $(BUILD)/.deps-ok | $(BIN)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) tests/unit/test_hist.c user/histfmt.c -lm -o $@
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) tests/unit/test_hist.c user/lib/histfmt.c -lm -o $@
 
 $(BIN)/bench-floor: bench/floor.c $(BUILD)/floor.skel.h | $(BIN)
 	$(call msg,CC,$@)
@@ -105,7 +114,7 @@ $(BIN)/slowfs: tests/helpers/slowfs.c $(BUILD)/.deps-ok | $(BIN)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $$(pkg-config --cflags fuse3) $< $$(pkg-config --libs fuse3) -o $@
 
--include $(wildcard $(BUILD)/bpf/*.d $(BUILD)/user/*.d $(BUILD)/load/*.d)
+-include $(wildcard $(BUILD)/bpf/*.d $(BUILD)/user/*.d $(BUILD)/user/*/*.d $(BUILD)/load/*.d)
 
 # Trace this host, every available layer, until Ctrl-C (or RUN_ARGS, e.g. RUN_ARGS="--duration 10").
 RUN_ARGS ?=

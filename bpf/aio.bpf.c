@@ -121,8 +121,8 @@ static long submit_one(__u64 i, struct walk *w)
 	if (existed && e->ts)
 		reap_unobserved(e);
 	e->opcode = opcode;
-	/* IOCB_CMD_PREAD, PWRITE, PREADV, PWRITEV (UAPI numbers, fixed) */
-	e->flags = opcode == 0 || opcode == 1 || opcode == 7 || opcode == 8 ? REQ_FL_RW : 0;
+	e->flags = opcode == IOCB_CMD_PREAD || opcode == IOCB_CMD_PWRITE ||
+		   opcode == IOCB_CMD_PREADV || opcode == IOCB_CMD_PWRITEV ? REQ_FL_RW : 0;
 	e->bio_q = e->issue = e->done = 0;
 	e->ts = w->now;
 	return 0;

@@ -70,7 +70,7 @@ static __always_inline bool owner_filtered(void)
 static __always_inline struct block_hists *hists_get(__u32 dev, __u32 opf)
 {
 	struct block_key key = { .op = BLOCK_OP_ANY };
-	__u32 g = gen & 1;
+	__u32 g = cur_gen();
 
 	if (!per_disk && !per_op)
 		return bpf_map_lookup_elem(&block_total, &g);

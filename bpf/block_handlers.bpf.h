@@ -38,6 +38,7 @@ static __always_inline int H(on_bio_queue)(struct bio *bio)
 {
 	struct gendisk *disk = H(bio_disk)(bio);
 	__u64 id, now;
+	bool self;
 
 	if (!disk)
 		return 0;
@@ -47,11 +48,13 @@ static __always_inline int H(on_bio_queue)(struct bio *bio)
 	if (filter_dev && H(disk_dev)(disk) != filter_dev)
 		return 0;
 	id = bpf_get_current_pid_tgid();
-	if (!owner_passes(id))
+	/* iostrata's own bios are noted too, so that their request is known as ours and skipped */
+	self = is_self(id);
+	if (!self && !owner_passes(id))
 		return 0;
 	now = bpf_ktime_get_ns();
 	inflight_put(PTR_U64(bio), now, 0, id >> 32, true);
-	if (link_reqs) {
+	if (link_reqs && !self) {
 		/* queued by the submitter (or its io-wq / SQPOLL thread): same tgid as the request */
 		struct ioreq *r = req_of_bio(bio, id >> 32);
 
@@ -173,6 +176,9 @@ static __always_inline int H(on_rq_complete)(struct request *rq, unsigned int nr
 		queued = H(bios_queued)(rq, now, &tgid);
 	/* with a pid/cgroup filter, only requests holding a bio that passed it are counted */
 	if (owner_filtered() && !queued)
+		return 0;
+	/* a request whose earliest bio iostrata queued itself is not traced */
+	if (self_tgid && tgid == self_tgid)
 		return 0;
 	if (link_reqs)
 		H(link_done)(rq, issued, now, tgid);

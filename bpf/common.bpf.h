@@ -9,9 +9,27 @@
 /* Set by the loader before load; frozen afterwards, so the verifier prunes what they disable. */
 const volatile __u32 filter_tgid;	/* 0 = all */
 const volatile bool filter_cgroup;	/* cgroup_filter[0] holds the cgroup */
+const volatile __u32 self_tgid;		/* iostrata itself: never traced */
 
-/* Flipped by the loader every interval; histogram keys carry it (see block_key). */
-volatile __u32 gen;
+/*
+ * The histogram generation, one for every layer: the session creates this map once, hands it to
+ * every object before load and flips it each interval, so all layers' intervals end at the same
+ * instant. Histogram keys carry it (see block_key).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} gens SEC(".maps");
+
+static __always_inline __u32 cur_gen(void)
+{
+	__u32 zero = 0, *g = bpf_map_lookup_elem(&gens, &zero);
+
+	return g ? *g & 1 : 0;
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
@@ -20,9 +38,16 @@ struct {
 	__type(value, __u32);
 } cgroup_filter SEC(".maps");
 
-/* Does the current task pass -p and -c? Decided where the submitter runs. */
+static __always_inline bool is_self(__u64 pid_tgid)
+{
+	return self_tgid && (__u32)(pid_tgid >> 32) == self_tgid;
+}
+
+/* Does the current task pass -p and -c, and is it not iostrata? Decided where the submitter runs. */
 static __always_inline bool owner_passes(__u64 pid_tgid)
 {
+	if (is_self(pid_tgid))
+		return false;
 	if (filter_tgid && (__u32)(pid_tgid >> 32) != filter_tgid)
 		return false;
 	if (filter_cgroup && bpf_current_task_under_cgroup(&cgroup_filter, 0) != 1)

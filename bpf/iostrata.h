@@ -21,11 +21,11 @@ enum block_stage {
  * drains the generation it just retired, so each interval's min/max are exact.
  */
 struct block_key {
+	__u32 gen;	/* 0 or 1: every histogram key starts with its generation */
 	__u32 dev;	/* kernel dev_t of the whole disk (major << 20 | minor); 0 when not per disk */
 	__u32 flags;	/* request flag bits (cmd_flags >> 8) & flags_mask; 0 unless per flags */
 	__u16 op;	/* REQ_OP_* as this kernel numbers it; BLOCK_OP_ANY unless per op */
-	__u16 gen;	/* 0 or 1 */
-	__u32 pad;
+	__u16 pad;
 };
 
 #define BLOCK_OP_ANY	0xffff

@@ -56,7 +56,7 @@ const volatile bool per_opcode;
 static __always_inline struct ioreq_hists *req_hists_of(void *map, void *zero, __u16 opcode,
 							__u16 flags, __u32 tgid)
 {
-	struct ioreq_key key = { .gen = gen & 1, .flags = flags };
+	struct ioreq_key key = { .gen = cur_gen(), .flags = flags };
 
 	key.opcode = per_opcode ? opcode : 0xffff;
 	key.tgid = per_process ? tgid : 0;

@@ -166,13 +166,13 @@ static __always_inline int on_exit(__u32 sc)
 	if (st->sc != sc || now < start)
 		return 0;
 	if (per_process) {
-		key.gen = gen & 1;
+		key.gen = cur_gen();
 		key.sc = sc;
 		key.tgid = id >> 32;
 		bpf_get_current_comm(key.comm, sizeof(key.comm));
 		h = hists_lookup_or_init(&sc_hists, &key, &sc_zero);
 	} else {
-		__u32 idx = (gen & 1) * SC_N + sc;
+		__u32 idx = cur_gen() * SC_N + sc;
 
 		h = bpf_map_lookup_elem(&sc_total, &idx);
 	}

@@ -26,7 +26,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 
 #define IORING_SETUP_SQPOLL_BIT	(1U << 1)
-#define IORING_OP_TIMEOUT_	11	/* UAPI; its ETIME result is a success */
+#define ETIME_	62	/* a TIMEOUT's result when it expired: a success */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
@@ -150,10 +150,11 @@ static __always_inline struct ring_state *ring_of(__u64 key, __u64 r, __u32 head
 	return rs;
 }
 
-/* IORING_OP_READV, WRITEV, READ_FIXED, WRITE_FIXED, READ, WRITE (UAPI numbers, fixed) */
+/* The opcodes that move data, so could have bios (UAPI numbers: fixed across kernels) */
 static __always_inline bool uring_rw(__u8 op)
 {
-	return op == 1 || op == 2 || op == 4 || op == 5 || op == 22 || op == 23;
+	return op == IORING_OP_READV || op == IORING_OP_WRITEV || op == IORING_OP_READ_FIXED ||
+	       op == IORING_OP_WRITE_FIXED || op == IORING_OP_READ || op == IORING_OP_WRITE;
 }
 
 /*
@@ -236,7 +237,7 @@ static __always_inline int on_complete(struct ioreq *e, const struct complete_vi
 	opcode = e->opcode;
 	flags = e->flags;
 	tgid = e->tgid;
-	if (v->res < 0 && !(opcode == IORING_OP_TIMEOUT_ && v->res == -62 /* ETIME */))
+	if (v->res < 0 && !(opcode == IORING_OP_TIMEOUT && v->res == -ETIME_))
 		flags |= REQ_FL_FAILED;
 	if (!ts || now < ts || now - ts > INFLIGHT_STALE_NS) {
 		req_tab_free(e);

@@ -16,7 +16,7 @@ DIO = ROOT / "tests" / "helpers" / "dio.py"
 SCHEMA = ROOT / "docs" / "interval.schema.json"
 
 # BPF program names are cut to 15 characters by the kernel: all of ours start like this.
-OUR_PROGS = re.compile(r"^((tp_btf|raw_tp)_(block|io_ur)|sc[ex]_)")
+OUR_PROGS = re.compile(r"^((tp_btf|raw_tp)_(block|io_ur)|sc[ex]_|aio_(submit|p?getevent))")
 
 
 def pytest_configure(config):

@@ -1,62 +1,118 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * What a layer hands to the output: histograms with a layer, a stage and labels, and the
- * attach report `features` prints. Later layers (io_uring, aio, syscalls) produce the same.
+ * A layer describes itself in one table (struct layer): its events (tracepoints, the tp_btf
+ * program and its raw_tp twin taken from the skeleton's handles, required or optional), its
+ * stages (which events bound each), its histogram maps and their label decoder, its counters.
+ * One routine (layer.c) probes, loads, attaches, falls back, drains and reports for all of
+ * them; a layer's own code is what only it has: its .rodata and map sizes, and its labels.
  */
 #ifndef IOSTRATA_LAYER_H
 #define IOSTRATA_LAYER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "histfmt.h"
+#include "config.h"
+#include "interval.h"
 #include "iostrata.h"
 
-struct rec {
-	const char *layer;
-	const char *stage;
-	int stage_order;
-	char disk[32];		/* labels; "" = not a label of this record */
-	char op[24];
-	char flags[96];
-	char syscall[24];
-	char opcode[24];
-	uint32_t pid;		/* 0 = not a label */
-	char comm[16];
-	struct hist h;
+enum layer_id { LAYER_BLOCK, LAYER_URING, LAYER_AIO, LAYER_SYSCALL, NLAYERS };
+
+/* Every layer this build has, in the order their records are printed (user/layers/). */
+extern const struct layer *const layers[NLAYERS];
+
+enum ev_kind {
+	EV_TP,		/* a tracepoint with a tp_btf program and a raw_tp twin (no tracefs needed) */
+	EV_SYSCALL,	/* a classic syscalls:NAME tracepoint (needs tracefs) */
 };
 
-struct recs {
-	struct rec *v;
-	size_t n, cap;
+/* A program of a skeleton, by offset: a misspelt name does not compile. */
+#define SKEL_PROG(skel, name)	offsetof(struct skel##_bpf, progs.name)
+#define SKEL_MAP(skel, name)	offsetof(struct skel##_bpf, maps.name)
+
+#define MAX_EVENTS 40
+#define MAX_STAGES 8
+#define MAX_MAPS 8
+
+struct layer_event {
+	const char *tp;		/* tracepoint; EV_SYSCALL: its name under syscalls/ */
+	enum ev_kind kind;
+	size_t btf, raw;	/* its programs (EV_SYSCALL: btf only, the classic one) */
+	/* the same event under the name older kernels give it, and its programs */
+	const char *old_tp;
+	size_t old_btf, old_raw;
+	/* a tp_btf program for the prototype typed_ok() recognises (direct loads) */
+	size_t typed;
+	bool (*typed_ok)(const char *tp);
+	/* prototypes handled: nargs or, with an extra leading argument, nargs + 1 (the pointer we
+	 * read is then argument 1); nargs_any: any count from nargs up. 0: not checked */
+	int nargs;
+	bool nargs_any;
+	int pair;		/* EV_SYSCALL: the other half (+1 / -1), both or neither attach */
+	bool required;
+	const char *role;
 };
 
-struct rec *recs_add(struct recs *r);
-void recs_sort(struct recs *r);
-void recs_clear(struct recs *r);
+#define STAGE_LINKED 1	/* needs bio linking: the kernel's functions and the block layer */
 
-/* One named counter of events that could not be recorded. */
-struct drop_count {
+struct layer_stage {
+	const char *name;	/* NULL: this histogram slot is not the layer's */
+	int from, to;		/* bounding events, or -1: from_text / to_text */
+	const char *from_text, *to_text;
+	unsigned int flags;
+	const char *how;	/* how it is bounded, when more than "from [method] -> to [method]" */
+	int note_ev;		/* with note: said when this event is unavailable */
+	const char *note;
+	const char *unmeasured;	/* why a request can be counted but not timed here */
+};
+
+/* A histogram map: per-CPU values of nstages histograms. */
+struct layer_hists {
+	size_t map;
+	size_t key_size;	/* a hash whose keys start with their __u32 generation; 0: an array */
+	uint32_t per_gen;	/* array: slots per generation, at gen * per_gen + i */
+	/* array: the hash key the slot stands for, for the label decoder */
+	void (*array_key)(uint32_t gen, uint32_t i, void *key);
+};
+
+struct layer_map_note {
+	size_t map;
+	const char *note;	/* NULL: a note made from the map's type and size */
+};
+
+struct layer_inst;
+
+struct layer {
 	const char *name;
-	uint64_t n;
-};
-#define MAX_DROPS 32	/* every layer's counters together (17 today) */
-
-struct interval {
-	uint64_t ts_ns;		/* end of the interval, Unix time */
-	uint64_t interval_ns;	/* measured length */
-	uint64_t end_mono_ns;	/* CLOCK_MONOTONIC when the interval's generation was retired */
-	struct recs recs;
-	struct drop_count drops[MAX_DROPS];
-	int ndrops;
-	struct drop_count events[MAX_DROPS];	/* the traced applications' events (CQE overflow) */
+	const char *help;	/* its stages, one line for --help */
+	const struct layer_event *events;
 	int nevents;
+	const struct layer_stage *stages;	/* histogram slots of a value, in order */
+	int nstages;
+	const struct layer_hists *hists;
+	int nhists;
+	void (*label)(const struct layer_inst *l, const void *key, struct rec *r);
+	const char *const *drop_names;		/* [DROP_NREASONS]; NULL: not this layer's */
+	const char *const *event_names;		/* [EV_NEVENTS], or NULL */
+	size_t drops_map, events_map, gens_map, cgroup_map, reqs_map;	/* 0: none */
+	const struct layer_map_note *maps;	/* shown by `features`; ends with { 0 } */
+	bool requests;		/* io_uring/aio: its requests live in the shared request table */
+	const char *link_fn;	/* the kernel function that completes its linked requests */
+	uint64_t (*link_addr)(void);
+	/* the skeleton */
+	void *(*open)(void);
+	void (*destroy)(void *skel);
+	/* before load: .rodata and map sizes; the chosen events are in l->rep */
+	int (*configure)(struct layer_inst *l);
+	/* after probing: refuse to start (one line said) if what is there cannot serve the config */
+	int (*check)(const struct layer_inst *l);
 };
 
 /* How one tracepoint attaches here, or why it cannot. */
 struct event_status {
 	const char *event;	/* tracepoint name */
 	const char *role;
-	const char *method;	/* "tp_btf", "raw_tp", or NULL when unavailable */
+	const char *method;	/* "tp_btf", "raw_tp", "tracepoint", or NULL when unavailable */
 	char why[160];		/* reason when unavailable */
 	int nargs;
 	int arg;		/* index of the pointer argument */
@@ -76,10 +132,6 @@ struct map_mem {
 	char note[96];
 };
 
-#define MAX_EVENTS 8
-#define MAX_STAGES 8
-#define MAX_MAPS 8
-
 struct layer_report {
 	struct event_status events[MAX_EVENTS];
 	int nevents;
@@ -89,32 +141,73 @@ struct layer_report {
 	int nmaps;
 };
 
-/*
- * A layer: its programs' whole lifecycle. start() opens, configures, loads and attaches (or
- * says in one line why it cannot, and leaves nothing attached); collect() retires the current
- * interval and appends its records; stop() detaches and frees. report_static() fills the
- * report from BTF alone, without loading anything.
- */
-struct layer_ops {
-	const char *name;
-	bool requests;		/* uses the shared request table (bpf/req.bpf.h) */
-	int (*start)(void **state, struct layer_report *rep);
-	int (*collect)(void *state, struct interval *iv);
-	void (*stop)(void *state);
-	void (*report_static)(struct layer_report *rep);
+/* What the session shares with every layer it starts. */
+struct session_shared {
+	int gen_fd;		/* the generation map */
+	int reqs_fd;		/* the request table; -1 when no io_uring/aio layer runs */
+	uint32_t self_tgid;	/* iostrata: excluded in the kernel */
+	bool tracefs;		/* syscall tracepoints are visible */
 };
 
-extern const struct layer_ops block_layer_ops;	/* user/block.c */
-extern const struct layer_ops syscall_layer_ops;	/* user/syscall.c */
-extern const struct layer_ops uring_layer_ops;	/* user/uring.c */
-extern const struct layer_ops aio_layer_ops;	/* user/aio.c */
+/* A running layer. */
+struct layer_inst {
+	const struct layer *desc;
+	const struct trace_config *cfg;
+	const struct session_shared *shared;
+	void *skel;
+	struct bpf_link *links[MAX_EVENTS];
+	struct bpf_program *progs[MAX_EVENTS];	/* the chosen program of each event */
+	struct layer_report rep;
+	int ncpus;
+	struct hist *vals;	/* read buffer: ncpus x nstages histograms */
+	uint64_t prev_drops[DROP_NREASONS];
+	uint64_t prev_events[EV_NEVENTS];
+};
 
-/* Every layer this build has, in the order their records are printed (user/main.c). */
-#define NLAYERS 4
-extern const struct layer_ops *const layers[NLAYERS];
-extern const int nlayers;
+/*
+ * Probe, open, configure, load and attach (tp_btf, else the raw_tp twins). 0, or -1 with one
+ * line said and nothing left loaded. *out is to be freed with layer_free(); *rep (if not NULL)
+ * gets the report either way: how each event attached, or why it could not.
+ */
+int layer_start(const struct layer *d, const struct trace_config *cfg,
+		const struct session_shared *sh, struct layer_inst **out, struct layer_report *rep);
+/* Detach every program (starts of requests first); the maps stay readable. */
+void layer_detach(struct layer_inst *l);
+void layer_free(struct layer_inst *l);
+/* The report from BTF and tracefs alone, loading nothing (features as non-root). */
+void layer_report_static(const struct layer *d, const struct trace_config *cfg,
+			 struct layer_report *rep);
 
-/* iostrata calibrate (user/calibrate.c): argv from "calibrate" on; returns the exit code. */
-int cmd_calibrate(int argc, char **argv);
+/* Append generation gen's records to iv, reading and zeroing them. */
+int layer_drain(struct layer_inst *l, uint32_t gen, struct interval *iv);
+/* Append the growth of the drop and application-event counters since the last call. */
+int layer_counters(struct layer_inst *l, struct interval *iv);
+/* Sums over the attached programs: recursion misses, and BPF run time (with bpf_stats on). */
+uint64_t layer_recursion_misses(const struct layer_inst *l);
+uint64_t layer_run_time_ns(const struct layer_inst *l);
+
+/* Why a record of this layer and stage can be unmeasured, from the layer table. */
+const char *layer_unmeasured_why(const char *layer, const char *stage);
+/* The layer called name, or NULL. */
+const struct layer *layer_by_name(const char *name, int *id);
+
+/* ---- for a layer's configure() */
+
+/* A map of the layer's skeleton. */
+struct bpf_map *layer_map(const struct layer_inst *l, size_t off);
+/*
+ * Keys of a preallocated per-CPU histogram map: want, but no more than HIST_MAP_BUDGET bytes of
+ * values hold, and at least 16. Every histogram map is preallocated: a new key's per-CPU value
+ * allocated in a program's atomic context comes from already-populated per-CPU memory, and
+ * failed in bursts (6.1 and 6.18). A full map is counted (*hist_full).
+ */
+#define HIST_MAP_BUDGET (32u << 20)
+uint32_t hist_map_keys(const struct layer_inst *l, uint32_t want);
+/* The owner filters and iostrata's own tgid, into any object's .rodata. */
+#define OWNER_RODATA(ro, l) do {						\
+	(ro)->filter_tgid = (uint32_t)(l)->cfg->tgid;				\
+	(ro)->filter_cgroup = (l)->cfg->cgroup != NULL;				\
+	(ro)->self_tgid = (l)->shared->self_tgid;				\
+} while (0)
 
 #endif

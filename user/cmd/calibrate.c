@@ -25,13 +25,17 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "cli.h"
-#include "common.h"
+#include "cmd.h"
 #include "histfmt.h"
 #include "json.h"
-#include "layer.h"
-#include "req.h"
+#include "ksyms.h"
+#include "log.h"
+#include "session.h"
 
-enum { L_BLOCK = 1, L_URING = 2, L_AIO = 4, L_SYSCALL = 8, L_ALL = 15 };
+enum {
+	L_BLOCK = 1 << LAYER_BLOCK, L_URING = 1 << LAYER_URING, L_AIO = 1 << LAYER_AIO,
+	L_SYSCALL = 1 << LAYER_SYSCALL,
+};
 
 struct cal {
 	const char *load;	/* path of iostrata-load */
@@ -39,6 +43,7 @@ struct cal {
 	double skew;		/* testing: expected latencies x (1 + skew) */
 	int nchecks, nfail, nskip;
 	char detail[200];	/* said with the next check (then cleared) */
+	bool json;		/* -j */
 	struct jw jw;		/* -j: the document being built */
 };
 
@@ -46,8 +51,7 @@ struct cal {
 struct run {
 	char out[1 << 16];
 	struct recs recs;
-	bool started[NLAYERS];
-	char why[256];		/* why a layer could not start */
+	char why[256];		/* why the layers could not start */
 	char drops[200];	/* what the tracer could not record in this run, "" if nothing */
 	int status;
 };
@@ -104,44 +108,10 @@ static void merged_flags(const struct recs *recs, const char *layer, const char 
 			hist_merge(h, &recs->v[i].h);
 }
 
-/* ---- BPF run time of our programs, by layer (program names: see bpf/) */
-
-static int layer_of_prog(const char *name)
-{
-	if (!strncmp(name, "tp_btf_block", 12) || !strncmp(name, "raw_tp_block", 12))
-		return 0;
-	if (!strncmp(name, "tp_btf_io_uring", 15) || !strncmp(name, "raw_tp_io_uring", 15))
-		return 1;
-	if (!strncmp(name, "aio_", 4))
-		return 2;
-	if (!strncmp(name, "sce_", 4) || !strncmp(name, "scx_", 4))
-		return 3;
-	return -1;
-}
-
 static void merged(const struct recs *recs, const char *layer, const char *stage,
 		   const char *label, struct hist *h)
 {
 	merged_flags(recs, layer, stage, label, NULL, h);
-}
-
-static void prog_run_time(uint64_t ns[NLAYERS])
-{
-	struct bpf_prog_info info;
-	uint32_t id = 0, len;
-	int fd, l;
-
-	memset(ns, 0, NLAYERS * sizeof(ns[0]));
-	while (!bpf_prog_get_next_id(id, &id)) {
-		fd = bpf_prog_get_fd_by_id(id);
-		if (fd < 0)
-			continue;
-		memset(&info, 0, sizeof(info));
-		len = sizeof(info);
-		if (!bpf_obj_get_info_by_fd(fd, &info, &len) && (l = layer_of_prog(info.name)) >= 0)
-			ns[l] += info.run_time_ns;
-		close(fd);
-	}
 }
 
 /* ---- one run: the child waits on a pipe until the layers have attached with its pid */
@@ -149,11 +119,11 @@ static void prog_run_time(uint64_t ns[NLAYERS])
 static int traced_run(struct cal *c, char **args, unsigned mask, bool cost,
 		      uint64_t ns[NLAYERS], struct run *r)
 {
-	int go[2], out[2], i, n;
-	void *state[NLAYERS] = { NULL };
-	uint64_t before[NLAYERS];
-	struct layer_report rep;
+	struct trace_config cfg = TRACE_CONFIG_DEFAULT;
+	uint64_t before[NLAYERS], after[NLAYERS];
+	struct session *s = NULL;
 	struct interval iv;
+	int go[2], out[2], i, n;
 	size_t used = 0;
 	ssize_t got;
 	char *argv[40];
@@ -178,7 +148,7 @@ static int traced_run(struct cal *c, char **args, unsigned mask, bool cost,
 		if (read(go[0], &b, 1) != 1)
 			_exit(127);
 		dup2(out[1], STDOUT_FILENO);
-		if (!opts.verbose) {
+		if (!log_verbosity()) {
 			int nul = open("/dev/null", O_WRONLY);
 
 			dup2(nul, STDERR_FILENO);
@@ -189,22 +159,18 @@ static int traced_run(struct cal *c, char **args, unsigned mask, bool cost,
 	}
 	close(go[0]);
 	close(out[1]);
-	opts.tgid = pid;
-	for (i = 0; i < NLAYERS; i++) {
-		if (!(mask & (1u << i)))
-			continue;
-		errors_muted = true;
-		muted_error[0] = '\0';
-		if (layers[i]->start(&state[i], &rep)) {
-			snprintf(r->why, sizeof(r->why), "%s layer: %s", layers[i]->name,
-				 muted_error[0] ? muted_error : "could not start");
-			state[i] = NULL;
-		}
-		errors_muted = false;
-		r->started[i] = state[i] != NULL;
-	}
-	if (cost)
-		prog_run_time(before);
+	/* this run's own configuration: the load's process only, per op and opcode */
+	cfg.layers = mask;	/* 0: every available layer */
+	cfg.tgid = pid;
+	cfg.per_op = true;
+	cfg.per_opcode = true;
+	log_mute(true);
+	if (session_open(&cfg, false, &s, NULL, NULL))
+		snprintf(r->why, sizeof(r->why), "%s", *log_muted_error() ? log_muted_error() :
+			 "the layers could not start");
+	log_mute(false);
+	if (s && cost)
+		session_run_time(s, before);
 	if (write(go[1], "g", 1) != 1)
 		kill(pid, SIGKILL);
 	close(go[1]);
@@ -213,36 +179,25 @@ static int traced_run(struct cal *c, char **args, unsigned mask, bool cost,
 	r->out[used] = '\0';
 	close(out[0]);
 	waitpid(pid, &r->status, 0);
+	if (!s)
+		return -ECHILD;
 	if (cost) {
-		prog_run_time(ns);
+		session_run_time(s, after);
 		for (i = 0; i < NLAYERS; i++)
-			ns[i] -= before[i];
+			ns[i] = after[i] - before[i];
 	}
-	/* two retirements: the run's events, then any a program was still writing */
-	for (n = 0; n < 2; n++) {
-		memset(&iv, 0, sizeof(iv));
-		for (i = 0; i < NLAYERS; i++)
-			if (state[i])
-				layers[i]->collect(state[i], &iv);
-		for (int d = 0; d < iv.ndrops; d++) {
-			size_t u = strlen(r->drops);
+	/* the load is done: detach and take everything the maps hold, as one interval */
+	memset(&iv, 0, sizeof(iv));
+	session_finish(s, &iv);
+	session_close(s);
+	for (int d = 0; d < iv.ndrops; d++) {
+		size_t u = strlen(r->drops);
 
-			if (iv.drops[d].n && u < sizeof(r->drops) - 40)
-				snprintf(r->drops + u, sizeof(r->drops) - u, "%s%s=%" PRIu64,
-					 u ? " " : "drops: ", iv.drops[d].name, iv.drops[d].n);
-		}
-		for (size_t k = 0; k < iv.recs.n; k++) {
-			struct rec *dst = recs_add(&r->recs);
-
-			if (dst)
-				*dst = iv.recs.v[k];
-		}
-		recs_clear(&iv.recs);
+		if (iv.drops[d].n && u < sizeof(r->drops) - 40)
+			snprintf(r->drops + u, sizeof(r->drops) - u, "%s%s=%" PRIu64,
+				 u ? " " : "drops: ", iv.drops[d].name, iv.drops[d].n);
 	}
-	for (i = 0; i < NLAYERS; i++)
-		if (state[i])
-			layers[i]->stop(state[i]);
-	opts.tgid = 0;
+	r->recs = iv.recs;	/* the run keeps the records */
 	return WIFEXITED(r->status) && !WEXITSTATUS(r->status) ? 0 : -ECHILD;
 }
 
@@ -296,7 +251,7 @@ static void check(struct cal *c, const char *name, double expected, double obser
 		fmt(o, sizeof(o), observed);
 		snprintf(tol, sizeof(tol), "%.0f%% + %s", tol_frac * 100, fmt(t, sizeof(t), tol_ns));
 	}
-	if (opts.json) {
+	if (c->json) {
 		jw_obj(&c->jw, NULL);
 		jw_str(&c->jw, "check", name);
 		jw_str(&c->jw, "unit", count ? "count" : "ns");
@@ -362,9 +317,9 @@ static void rw_checks(struct cal *c, const struct rw_case *k, bool *on_block)
 	if (!r)
 		return;
 	err = traced_run(c, args, k->mask, false, NULL, r);
-	if (*r->drops && !opts.json)
+	if (*r->drops && !c->json)
 		printf("  (%s run: %s)\n", k->engine, r->drops);
-	if (*r->drops && opts.json) {
+	if (*r->drops && c->json) {
 		jw_obj(&c->jw, NULL);
 		jw_str(&c->jw, "check", k->engine);
 		jw_str(&c->jw, "unit", "drops");
@@ -399,7 +354,7 @@ static void rw_checks(struct cal *c, const struct rw_case *k, bool *on_block)
 		      0.25, 100000, skip);
 	}
 	if (k->linked) {
-		const char *ls = req_link_problem();
+		const char *ls = link_problem();
 
 		struct hist sb, w;
 
@@ -484,7 +439,6 @@ static void cost(struct cal *c)
 {
 	char *args[] = { "--engine", "io_uring", "--rw", "randread", "--qd", "32", "--runtime",
 			 "2", "--size", "64m", NULL };
-	static const char *const names[NLAYERS] = { "block", "uring", "aio", "syscall" };
 	struct run *r = calloc(1, sizeof(*r));
 	double iops0 = NAN, iops1 = NAN, ios = NAN;
 	uint64_t ns[NLAYERS] = { 0 }, total = 0;
@@ -496,7 +450,7 @@ static void cost(struct cal *c)
 		load_num(r->out, "read", NULL, "iops", &iops0);
 	recs_clear(&r->recs);
 	stats = bpf_enable_stats(BPF_STATS_RUN_TIME);	/* restored when the fd closes */
-	if (!traced_run(c, args, L_ALL, true, ns, r)) {
+	if (!traced_run(c, args, 0, true, ns, r)) {
 		load_num(r->out, "read", NULL, "iops", &iops1);
 		load_num(r->out, "read", NULL, "total_ios", &ios);
 	}
@@ -506,8 +460,7 @@ static void cost(struct cal *c)
 	free(r);
 	for (i = 0; i < NLAYERS; i++)
 		total += ns[i];
-	if (opts.json) {
-		jw_end_arr(&c->jw);
+	if (c->json) {
 		jw_obj(&c->jw, "cost");
 		jw_str(&c->jw, "workload", "iostrata-load io_uring randread 4k qd32 O_DIRECT 2 s");
 		if (stats < 0 || isnan(ios) || ios <= 0) {
@@ -515,7 +468,7 @@ static void cost(struct cal *c)
 		} else {
 			jw_obj(&c->jw, "bpf_ns_per_io");
 			for (i = 0; i < NLAYERS; i++)
-				jw_u64(&c->jw, names[i], (uint64_t)llround((double)ns[i] / ios));
+				jw_u64(&c->jw, layers[i]->name, (uint64_t)llround((double)ns[i] / ios));
 			jw_u64(&c->jw, "total", (uint64_t)llround((double)total / ios));
 			jw_end_obj(&c->jw);
 		}
@@ -531,7 +484,7 @@ static void cost(struct cal *c)
 	} else {
 		printf("  BPF run time per I/O:");
 		for (i = 0; i < NLAYERS; i++)
-			printf(" %s %.0f ns,", names[i], (double)ns[i] / ios);
+			printf(" %s %.0f ns,", layers[i]->name, (double)ns[i] / ios);
 		printf(" total %.0f ns\n", (double)total / ios);
 	}
 	printf("  IOPS: untraced %.0f, traced %.0f", iops0, iops1);
@@ -604,7 +557,10 @@ int cmd_calibrate(int argc, char **argv)
 		{ "io_uring", "1000", "8", L_BLOCK | L_URING, "uring", "read", "submit_cqe", "total",
 		  true },
 	};
-	struct cal c = { .dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/var/tmp" };
+	struct cal c = { .dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/var/tmp",
+			 .json = log_json() };
+	int verbose = 0;
+	bool exiting;
 	char msg[256], *end;
 	struct stat st;
 	bool on_block = true;
@@ -624,8 +580,8 @@ int cmd_calibrate(int argc, char **argv)
 				return 2;
 			}
 			break;
-		case 'j': opts.json = true; break;
-		case 'v': opts.verbose++; break;
+		case 'j': c.json = true; break;
+		case 'v': verbose++; break;
 		case 'h': fputs(usage, stdout); return 0;
 		default:
 			errorf("%s", cli_getopt_problem(o, argv, msg, sizeof(msg)));
@@ -636,6 +592,7 @@ int cmd_calibrate(int argc, char **argv)
 		errorf("calibrate takes no argument '%s'", argv[optind]);
 		return 2;
 	}
+	log_init("iostrata", c.json, verbose);
 	if (stat(c.dir, &st) || !S_ISDIR(st.st_mode) || access(c.dir, W_OK)) {
 		errorf("--dir %s: not a writable directory", c.dir);
 		return 2;
@@ -645,14 +602,12 @@ int cmd_calibrate(int argc, char **argv)
 		errorf("calibrate needs iostrata-load beside iostrata or on PATH");
 		return 1;
 	}
-	if (reqs_open(opts.inflight_slots) < 0) {
-		errorf("cannot create the request table: %s", strerror(errno));
+	if (!privileged()) {
+		errorf("must be run as root (loading BPF needs CAP_BPF and CAP_PERFMON)");
 		return 1;
 	}
-	opts.per_op = true;
-	opts.per_opcode = true;
-	opts.per_process = false;
-	if (opts.json) {
+	session_signals();
+	if (c.json) {
 		jw_init(&c.jw);
 		jw_obj(&c.jw, NULL);
 		jw_str(&c.jw, "type", "calibrate");
@@ -664,16 +619,18 @@ int cmd_calibrate(int argc, char **argv)
 		printf("%-44s %10s %10s  %-14s %s\n", "CHECK", "EXPECTED", "OBSERVED", "TOLERANCE",
 		       "RESULT");
 	}
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]) && !exiting; i++)
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]) && !session_stopping(); i++)
 		rw_checks(&c, &cases[i], &on_block);
-	if (!exiting)
+	if (!session_stopping())
 		probe_check(&c, "io_uring", "timeout", "uring", "submit_cqe", "timeout");
-	if (!exiting)
+	if (!session_stopping())
 		probe_check(&c, "libaio", "poll", "aio", "total", "poll");
-	if (!exiting)
+	if (c.json)
+		jw_end_arr(&c.jw);	/* the checks, however many ran */
+	if (!session_stopping())
 		cost(&c);
-	reqs_close();
-	if (opts.json) {
+	exiting = session_stopping();
+	if (c.json) {
 		jw_u64(&c.jw, "checks_run", (uint64_t)c.nchecks);
 		jw_u64(&c.jw, "failed", (uint64_t)c.nfail);
 		jw_u64(&c.jw, "skipped", (uint64_t)c.nskip);

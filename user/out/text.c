@@ -5,64 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "common.h"
 #include "json.h"
 #include "layer.h"
 #include "output.h"
 
-struct rec *recs_add(struct recs *r)
-{
-	if (r->n == r->cap) {
-		size_t cap = r->cap ? r->cap * 2 : 16;
-		struct rec *v = realloc(r->v, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		r->v = v;
-		r->cap = cap;
-	}
-	memset(&r->v[r->n], 0, sizeof(r->v[0]));
-	return &r->v[r->n++];
-}
-
-void recs_clear(struct recs *r)
-{
-	free(r->v);
-	memset(r, 0, sizeof(*r));
-}
-
-static int rec_cmp(const void *a, const void *b)
-{
-	const struct rec *x = a, *y = b;
-	int c;
-
-	if ((c = strcmp(x->layer, y->layer)))
-		return c;
-	if ((c = strcmp(x->disk, y->disk)))
-		return c;
-	if ((c = strcmp(x->op, y->op)))
-		return c;
-	if ((c = strcmp(x->flags, y->flags)))
-		return c;
-	if ((c = strcmp(x->syscall, y->syscall)))
-		return c;
-	if ((c = strcmp(x->opcode, y->opcode)))
-		return c;
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	if ((c = strcmp(x->comm, y->comm)))
-		return c;
-	return x->stage_order - y->stage_order;
-}
-
-void recs_sort(struct recs *r)
-{
-	if (r->n)
-		qsort(r->v, r->n, sizeof(r->v[0]), rec_cmp);
-}
-
 static const uint32_t pcts[] = { 500000, 900000, 990000, 999000 };
-static const char *const pct_keys[] = { "p50_ns", "p90_ns", "p99_ns", "p999_ns" };
 
 static void labels_text(const struct rec *r, char *buf, size_t len)
 {
@@ -82,23 +29,17 @@ static void labels_text(const struct rec *r, char *buf, size_t len)
 		snprintf(buf, len, "all");
 }
 
+static bool in_ms;	/* set by output_text for the call it makes: -m */
+
 static const char *fmt_v(char *buf, size_t len, uint64_t ns)
 {
-	return fmt_ns(buf, len, ns, opts.ms);
-}
-
-static bool same_group(const struct rec *a, const struct rec *b)
-{
-	return !strcmp(a->layer, b->layer) && !strcmp(a->disk, b->disk) &&
-	       !strcmp(a->op, b->op) && !strcmp(a->flags, b->flags) &&
-	       !strcmp(a->syscall, b->syscall) && !strcmp(a->opcode, b->opcode) &&
-	       a->pid == b->pid && !strcmp(a->comm, b->comm);
+	return fmt_ns(buf, len, ns, in_ms);
 }
 
 static bool waterfall_layer(const struct rec *r);
 
 /* One block of rows per layer and label set: "block [vda read]", then a row per stage. */
-static void print_summary(const struct interval *iv, FILE *f)
+static void print_summary(const struct interval *iv, bool waterfall, FILE *f)
 {
 	char lab[160], v[5][24];
 	size_t i;
@@ -110,9 +51,9 @@ static void print_summary(const struct interval *iv, FILE *f)
 		const struct rec *r = &iv->recs.v[i];
 		uint64_t p;
 
-		if (opts.waterfall && waterfall_layer(r))
+		if (waterfall && waterfall_layer(r))
 			continue;	/* shown as a waterfall */
-		if (!i || !same_group(r, &iv->recs.v[i - 1])) {
+		if (!i || !rec_same_labels(r, &iv->recs.v[i - 1])) {
 			labels_text(r, lab, sizeof(lab));
 			fprintf(f, "%s [%s]\n", r->layer, lab);
 		}
@@ -138,25 +79,9 @@ static void print_summary(const struct interval *iv, FILE *f)
 		labels_text(r, lab, sizeof(lab));
 		fprintf(f, "  unmeasured: %s %s [%s] %" PRIu64 " of %" PRIu64 ": %s\n",
 			r->layer, r->stage, lab, (uint64_t)r->h.unmeasured,
-			(uint64_t)(r->h.unmeasured + r->h.count), output_unmeasured_why(r));
+			(uint64_t)(r->h.unmeasured + r->h.count),
+			layer_unmeasured_why(r->layer, r->stage));
 	}
-}
-
-const char *output_unmeasured_why(const struct rec *r)
-{
-	if (!strcmp(r->layer, "block")) {
-		if (!strcmp(r->stage, "device"))
-			return "issue not seen (before tracing began, or see drops)";
-		return "no queued bio seen (before tracing, flush/passthrough, or see drops)";
-	}
-	if (!strcmp(r->stage, "complete_reap") || !strcmp(r->stage, "total"))
-		return "reap not observable (the iocb was reaped without io_getevents)";
-	if (!strcmp(r->stage, "submit_complete"))
-		return "completion not observable (not linked to bios)";
-	if (!strcmp(r->stage, "submit_bio") || !strcmp(r->stage, "wait") ||
-	    !strcmp(r->stage, "device") || !strcmp(r->stage, "device_cqe"))
-		return "not linked to bios (buffered or no block I/O, another disk, or see drops)";
-	return "no start event";
 }
 
 #define BAR_WIDTH 36
@@ -285,7 +210,7 @@ static void print_waterfall(const struct interval *iv, FILE *f)
 	}
 }
 
-void output_text(const struct interval *iv, FILE *f)
+void output_text(const struct interval *iv, const struct text_opts *o, FILE *f)
 {
 	char when[64];
 	struct tm tm;
@@ -293,20 +218,21 @@ void output_text(const struct interval *iv, FILE *f)
 	size_t i;
 	int j, any = 0;
 
-	if (opts.timestamps) {
+	in_ms = o->ms;
+	if (o->timestamps) {
 		localtime_r(&t, &tm);
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
 		fprintf(f, "%s  ", when);
 	}
-	fprintf(f, "interval %.2fs%s\n", iv->interval_ns / 1e9, opts.ms ? "  (ms)" : "");
+	fprintf(f, "interval %.2fs%s\n", iv->interval_ns / 1e9, o->ms ? "  (ms)" : "");
 	if (!iv->recs.n)
 		fprintf(f, "no I/O completed in this interval\n");
 	else {
-		if (opts.waterfall)
+		if (o->waterfall)
 			print_waterfall(iv, f);
-		print_summary(iv, f);
+		print_summary(iv, o->waterfall, f);
 	}
-	for (i = 0; i < iv->recs.n && !opts.waterfall; i++)
+	for (i = 0; i < iv->recs.n && !o->waterfall; i++)
 		print_hist(&iv->recs.v[i], f);
 	fprintf(f, "\ndrops:");
 	for (j = 0; j < iv->ndrops; j++) {
@@ -325,77 +251,4 @@ void output_text(const struct interval *iv, FILE *f)
 	}
 	fprintf(f, "%s\n", any ? "\n" : "");
 	fflush(f);
-}
-
-static void hist_json(struct jw *w, const struct rec *r)
-{
-	uint64_t p;
-	int j;
-
-	jw_obj(w, NULL);
-	jw_str(w, "layer", r->layer);
-	jw_str(w, "stage", r->stage);
-	jw_obj(w, "labels");
-	if (*r->disk)
-		jw_str(w, "disk", r->disk);
-	if (*r->op)
-		jw_str(w, "op", r->op);
-	if (*r->flags)
-		jw_str(w, "flags", r->flags);
-	if (*r->syscall)
-		jw_str(w, "syscall", r->syscall);
-	if (*r->opcode)
-		jw_str(w, "opcode", r->opcode);
-	if (r->pid)
-		jw_u64(w, "pid", r->pid);
-	if (*r->comm)
-		jw_str(w, "comm", r->comm);
-	jw_end_obj(w);
-	jw_u64(w, "count", r->h.count);
-	jw_u64(w, "sum_ns", r->h.sum_ns);
-	if (r->h.count) {
-		jw_u64(w, "min_ns", r->h.min_ns);
-		jw_u64(w, "max_ns", r->h.max_ns);
-	} else {
-		jw_null(w, "min_ns");
-		jw_null(w, "max_ns");
-	}
-	for (j = 0; j < 4; j++) {
-		if (hist_percentile(&r->h, pcts[j], &p))
-			jw_u64(w, pct_keys[j], p);
-		else
-			jw_null(w, pct_keys[j]);
-	}
-	jw_u64(w, "unmeasured", r->h.unmeasured);
-	jw_hist_buckets(w, "buckets", &r->h);
-	jw_end_obj(w);
-}
-
-int output_json(const struct interval *iv, FILE *f)
-{
-	struct jw w;
-	size_t i;
-	int j, err;
-
-	jw_init(&w);
-	jw_obj(&w, NULL);
-	jw_str(&w, "type", "interval");
-	jw_u64(&w, "ts", iv->ts_ns);
-	jw_u64(&w, "interval_ns", iv->interval_ns);
-	jw_arr(&w, "hists");
-	for (i = 0; i < iv->recs.n; i++)
-		hist_json(&w, &iv->recs.v[i]);
-	jw_end_arr(&w);
-	jw_obj(&w, "drops");
-	for (j = 0; j < iv->ndrops; j++)
-		jw_u64(&w, iv->drops[j].name, iv->drops[j].n);
-	jw_end_obj(&w);
-	jw_obj(&w, "events");
-	for (j = 0; j < iv->nevents; j++)
-		jw_u64(&w, iv->events[j].name, iv->events[j].n);
-	jw_end_obj(&w);
-	jw_end_obj(&w);
-	err = jw_flush_line(&w, f);
-	jw_free(&w);
-	return err;
 }

@@ -10,7 +10,8 @@
 #include <sys/mount.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
-#include "common.h"
+#include "log.h"
+#include "sysinfo.h"
 
 uint64_t clock_ns(clockid_t clk)
 {
@@ -52,16 +53,6 @@ struct btf *vmlinux_btf(void)
 	return btf;
 }
 
-bool tp_forced_missing(const char *tp)
-{
-	int i;
-
-	for (i = 0; i < opts.nfail_tp; i++)
-		if (!strcmp(opts.fail_tp[i], tp))
-			return true;
-	return false;
-}
-
 /* The function prototype of tracepoint tp's BTF: (void *__data, args...); NULL if none. */
 static const struct btf_type *tp_proto(const char *tp)
 {
@@ -69,7 +60,7 @@ static const struct btf_type *tp_proto(const char *tp)
 	char name[128];
 	int id;
 
-	if (tp_forced_missing(tp) || !vmlinux_btf())
+	if (!vmlinux_btf())
 		return NULL;
 	/* every tracepoint has a "btf_trace_<name>" typedef: pointer to func proto (ctx, args...) */
 	snprintf(name, sizeof(name), "btf_trace_%s", tp);
@@ -341,8 +332,6 @@ const char *disk_name(uint32_t dev, char *buf, size_t len)
 	return buf;
 }
 
-#define TRACEFS "/sys/kernel/tracing"
-
 /* Mount tracefs if the host has not; true when syscall events are visible after. */
 bool tracefs_ready(bool *mounted)
 {
@@ -354,4 +343,32 @@ bool tracefs_ready(bool *mounted)
 		vlog("mounted tracefs at " TRACEFS " (unmounted at exit)");
 	}
 	return !access(TRACEFS "/events/syscalls", F_OK);
+}
+
+void tracefs_release(bool mounted)
+{
+	if (mounted && umount2(TRACEFS, MNT_DETACH))
+		vlog("could not unmount " TRACEFS ": %s", strerror(errno));
+}
+
+bool syscall_tp_exists(const char *name)
+{
+	char path[160];
+
+	snprintf(path, sizeof(path), TRACEFS "/events/syscalls/%s", name);
+	return !access(path, F_OK);
+}
+
+int disk_count(void)
+{
+	struct dirent *de;
+	DIR *d = opendir("/sys/block");
+	int n = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
 }

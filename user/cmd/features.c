@@ -8,9 +8,16 @@
 #include <sys/statfs.h>
 #include <sys/utsname.h>
 #include <dirent.h>
-#include "common.h"
+#include <getopt.h>
+#include <unistd.h>
+#include <linux/capability.h>
+#include <sys/syscall.h>
+#include "cli.h"
+#include "cmd.h"
 #include "json.h"
-#include "output.h"
+#include "layer.h"
+#include "log.h"
+#include "session.h"
 
 #define TRACEFS_MAGIC_ 0x74726163
 
@@ -101,8 +108,8 @@ static const char *disk_note(const struct disk_info *d)
 	return "request-based (blk-mq): every block stage";
 }
 
-int features_print(const struct layer_report *reps, const char *const *names, int n,
-		   bool verified, FILE *f)
+static int features_print(const struct layer_report *reps, const char *const *names, int n,
+			  bool verified, bool json, FILE *f)
 {
 	struct disk_info di[64];
 	struct utsname u;
@@ -115,7 +122,7 @@ int features_print(const struct layer_report *reps, const char *const *names, in
 		for (i = 0; i < reps[l].nmaps; i++)
 			total += reps[l].maps[i].bytes;
 
-	if (opts.json) {
+	if (json) {
 		struct jw w;
 
 		jw_init(&w);
@@ -196,11 +203,23 @@ int features_print(const struct layer_report *reps, const char *const *names, in
 	fprintf(f, "checked    %s\n", verified ? "by loading and attaching every program, then "
 		"detaching" : "from BTF only (not root: nothing was loaded)");
 	for (l = 0; l < n; l++) {
+		if (!reps[l].nevents)
+			continue;
 		fprintf(f, "\n%s layer events\n", names[l]);
 		for (i = 0; i < reps[l].nevents; i++) {
-			const struct event_status *e = &reps[l].events[i];
+			const struct event_status *e = &reps[l].events[i], *x = e + 1;
+			char name[64];
 
-			fprintf(f, "  %-18s %-10s %s%s%s\n", e->event, e->method ? e->method : "-",
+			snprintf(name, sizeof(name), "%s", e->event);
+			/* a syscall's entry and exit on one row, when they attach alike */
+			if (i + 1 < reps[l].nevents && !strncmp(e->event, "sys_enter_", 10) &&
+			    !strncmp(x->event, "sys_exit_", 9) && !strcmp(e->event + 10, x->event + 9) &&
+			    e->method == x->method && !strcmp(e->why, x->why)) {
+				snprintf(name, sizeof(name), "sys_{enter,exit}_%s", e->event + 10);
+				e = x;
+				i++;
+			}
+			fprintf(f, "  %-26s %-10s %s%s%s\n", name, e->method ? e->method : "-",
 				e->method ? e->role : e->why, e->method && *e->why ? "; " : "",
 				e->method && *e->why ? e->why : "");
 		}
@@ -210,7 +229,7 @@ int features_print(const struct layer_report *reps, const char *const *names, in
 		for (i = 0; i < reps[l].nstages; i++) {
 			const struct stage_status *s = &reps[l].stages[i];
 
-			fprintf(f, "  %-7s %-8s %-11s %s\n", s->layer, s->stage,
+			fprintf(f, "  %-7s %-15s %-11s %s\n", s->layer, s->stage,
 				s->available ? "available" : "UNAVAILABLE", s->how);
 		}
 	fprintf(f, "\ndisks\n");
@@ -227,4 +246,96 @@ int features_print(const struct layer_report *reps, const char *const *names, in
 		fprintf(f, "  %-21s %8" PRIu64 " KiB\n", "total", total / 1024);
 	}
 	return ferror(f) ? -1 : 0;
+}
+
+/* Root, or the capabilities loading and attaching tracing programs takes. */
+bool privileged(void)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2] = { 0 };
+	uint64_t eff;
+
+	if (geteuid() == 0)
+		return true;
+	if (syscall(SYS_capget, &h, d))
+		return false;
+	eff = ((uint64_t)d[1].effective << 32) | d[0].effective;
+	return (eff & (1ULL << CAP_SYS_ADMIN)) ||
+	       ((eff & (1ULL << 39 /* CAP_BPF */)) && (eff & (1ULL << 38 /* CAP_PERFMON */)));
+}
+
+static const char usage[] =
+"Usage: iostrata features [-j] [-v] [--fail-probe=TP] [--force-raw-tp]\n"
+"\n"
+"What this kernel supports: for every layer, how each tracepoint attaches (or why it\n"
+"cannot), which stages can be measured, the disks and their schedulers, and the BPF\n"
+"memory a session takes. As root every program is loaded, attached and detached again;\n"
+"otherwise the report comes from BTF alone.\n"
+"\n"
+"  -j, --json            one JSON document\n"
+"      --fail-probe=TP   testing: act as if the kernel lacked tracepoint TP\n"
+"      --force-raw-tp    testing: the raw_tp twins, not tp_btf\n"
+"  -v, --verbose         show probing and libbpf diagnostics\n"
+"  -h, --help            show this help\n";
+
+int cmd_features(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "json", no_argument, NULL, 'j' }, { "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "fail-probe", required_argument, NULL, 'f' },
+		{ "force-raw-tp", no_argument, NULL, 'r' }, { 0 },
+	};
+	struct trace_config cfg = TRACE_CONFIG_DEFAULT;
+	struct layer_report reps[NLAYERS + 1];
+	const char *names[NLAYERS + 1];
+	bool verified = privileged(), json = log_json(), tried[NLAYERS];
+	struct session *s = NULL;
+	int i, c, verbose = 0, n = NLAYERS;
+	char msg[256];
+
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":jvh", lo, NULL)) != -1) {
+		switch (c) {
+		case 'j': json = true; break;
+		case 'v': verbose++; break;
+		case 'h': fputs(usage, stdout); return 0;
+		case 'f':
+			if (cfg.nfail_tp == MAX_FAIL_TPS) {
+				errorf("too many --fail-probe options");
+				return 2;
+			}
+			cfg.fail_tp[cfg.nfail_tp++] = optarg;
+			break;
+		case 'r': cfg.force_raw_tp = true; break;
+		default:
+			errorf("%s", cli_getopt_problem(c, argv, msg, sizeof(msg)));
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		errorf("features takes no argument '%s'", argv[optind]);
+		return 2;
+	}
+	log_init("iostrata", json, verbose);
+	memset(reps, 0, sizeof(reps));
+	for (i = 0; i < NLAYERS; i++)
+		names[i] = layers[i]->name;
+	if (verified) {
+		/* prove it: load and attach every layer, then detach before printing; a layer
+		 * that cannot start says why in its report */
+		if (session_open(&cfg, true, &s, reps, tried))
+			return 1;
+		/* what every layer shares: the generation map and the request table */
+		names[n] = "shared";
+		session_shared_maps(s, &reps[n]);
+		n++;
+	} else {
+		for (i = 0; i < NLAYERS; i++)
+			layer_report_static(layers[i], &cfg, &reps[i]);
+	}
+	i = features_print(reps, names, n, verified, json, stdout) ? 1 : 0;
+	session_close(s);
+	return i;
 }

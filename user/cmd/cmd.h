@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* iostrata's commands: each parses its options, builds a configuration and runs a session. */
+#ifndef IOSTRATA_CMD_H
+#define IOSTRATA_CMD_H
+
+#include <stdbool.h>
+#include "config.h"
+#include "output.h"
+#include "session.h"
+
+#define IOSTRATA_VERSION "0.1.0"
+
+/* Each takes argv from the command's name on (argv[0]) and returns the exit status. */
+int cmd_trace(int argc, char **argv);
+int cmd_features(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
+
+/* Root, or the capabilities loading and attaching tracing programs takes. */
+bool privileged(void);
+
+#endif

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * What a tracing session traces. A command builds it (from its options, or from its own plan,
+ * as calibrate does) and the session only reads it.
+ */
+#ifndef IOSTRATA_CONFIG_H
+#define IOSTRATA_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define MAX_FAIL_TPS 8
+
+struct trace_config {
+	unsigned int layers;	/* bit per layer (enum layer_id); 0 = every available one */
+	uint32_t dev;		/* -d: only this whole disk (kernel dev_t); 0 = all */
+	pid_t tgid;		/* -p: only I/O this process queued; 0 = all */
+	const char *cgroup;	/* -c: only I/O queued from this cgroup v2 (or below) */
+	const char *comm;	/* --comm: only threads with this name (syscall layer) */
+	bool per_disk;		/* -D */
+	bool per_op;		/* -F */
+	bool per_process;	/* -P */
+	bool per_opcode;	/* -O: io_uring opcode / aio command */
+	uint32_t inflight_slots;	/* --inflight: slots of the bio/request and request tables */
+	const char *fail_tp[MAX_FAIL_TPS];	/* --fail-probe: act as if the kernel lacked these */
+	int nfail_tp;
+	bool force_raw_tp;	/* --force-raw-tp: testing: the raw_tp twins only */
+};
+
+/* The defaults every command starts from. */
+#define TRACE_CONFIG_DEFAULT { .inflight_slots = INFLIGHT_SLOTS_DEFAULT }
+
+#endif

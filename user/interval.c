@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stdlib.h>
+#include <string.h>
+#include "interval.h"
+
+struct rec *recs_add(struct recs *r)
+{
+	if (r->n == r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 16;
+		struct rec *v = realloc(r->v, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		r->v = v;
+		r->cap = cap;
+	}
+	memset(&r->v[r->n], 0, sizeof(r->v[0]));
+	return &r->v[r->n++];
+}
+
+void recs_clear(struct recs *r)
+{
+	free(r->v);
+	memset(r, 0, sizeof(*r));
+}
+
+static int labels_cmp(const struct rec *x, const struct rec *y)
+{
+	int c;
+
+	if ((c = strcmp(x->layer, y->layer)))
+		return c;
+	if ((c = strcmp(x->disk, y->disk)))
+		return c;
+	if ((c = strcmp(x->op, y->op)))
+		return c;
+	if ((c = strcmp(x->flags, y->flags)))
+		return c;
+	if ((c = strcmp(x->syscall, y->syscall)))
+		return c;
+	if ((c = strcmp(x->opcode, y->opcode)))
+		return c;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return strcmp(x->comm, y->comm);
+}
+
+int rec_same_labels(const struct rec *a, const struct rec *b)
+{
+	return !labels_cmp(a, b);
+}
+
+static int rec_cmp(const void *a, const void *b)
+{
+	const struct rec *x = a, *y = b;
+	int c = labels_cmp(x, y);
+
+	return c ? c : x->stage_order - y->stage_order;
+}
+
+void recs_sort(struct recs *r)
+{
+	size_t i, n = 0;
+
+	if (!r->n)
+		return;
+	qsort(r->v, r->n, sizeof(r->v[0]), rec_cmp);
+	/* one record per (layer, labels, stage): the two generations of a final drain fold here */
+	for (i = 0; i < r->n; i++) {
+		if (n && !rec_cmp(&r->v[n - 1], &r->v[i])) {
+			hist_merge(&r->v[n - 1].h, &r->v[i].h);
+			continue;
+		}
+		if (n != i)
+			r->v[n] = r->v[i];
+		n++;
+	}
+	r->n = n;
+}
+
+int counters_add(struct counter *c, int *nc, const char *name, uint64_t n)
+{
+	int i;
+
+	for (i = 0; i < *nc; i++) {
+		if (!strcmp(c[i].name, name)) {
+			c[i].n += n;
+			return 0;
+		}
+	}
+	if (*nc == MAX_COUNTERS)
+		return -1;
+	c[*nc].name = name;
+	c[(*nc)++].n = n;
+	return 0;
+}
+
+void interval_clear(struct interval *iv)
+{
+	recs_clear(&iv->recs);
+	memset(iv, 0, sizeof(*iv));
+}

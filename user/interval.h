@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The in-memory interval: what a session's drain produces and every renderer takes. The same
+ * fields as the NDJSON record (docs/interval.schema.json): per layer, stage and label set, a
+ * histogram with its unmeasured count; the drops and the traced applications' events.
+ */
+#ifndef IOSTRATA_INTERVAL_H
+#define IOSTRATA_INTERVAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "histfmt.h"
+
+struct rec {
+	const char *layer;
+	const char *stage;
+	int stage_order;
+	char disk[32];		/* labels; "" = not a label of this record */
+	char op[24];
+	char flags[96];
+	char syscall[24];
+	char opcode[24];
+	uint32_t pid;		/* 0 = not a label */
+	char comm[16];
+	struct hist h;
+};
+
+struct recs {
+	struct rec *v;
+	size_t n, cap;
+};
+
+/* A zeroed record at the end; NULL when out of memory. */
+struct rec *recs_add(struct recs *r);
+/* By layer, labels, then stage order; records with the same layer, labels and stage merged. */
+void recs_sort(struct recs *r);
+void recs_clear(struct recs *r);
+/* Do a and b carry the same layer and labels (any stage)? */
+int rec_same_labels(const struct rec *a, const struct rec *b);
+
+/* One named counter of events that could not be recorded (or of the applications' events). */
+struct counter {
+	const char *name;
+	uint64_t n;
+};
+#define MAX_COUNTERS 48
+
+struct interval {
+	uint64_t ts_ns;		/* end of the interval, Unix time */
+	uint64_t interval_ns;	/* measured length */
+	uint64_t end_mono_ns;	/* CLOCK_MONOTONIC when the interval ended */
+	struct recs recs;
+	struct counter drops[MAX_COUNTERS];
+	int ndrops;
+	struct counter events[MAX_COUNTERS];	/* the traced applications' events */
+	int nevents;
+};
+
+/* Add n to the counter called name (created at the end if new); -1 when full. */
+int counters_add(struct counter *c, int *nc, const char *name, uint64_t n);
+void interval_clear(struct interval *iv);
+
+#endif

@@ -1,0 +1,676 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The one routine every layer runs through: probe its events (BTF for tracepoints, tracefs for
+ * syscall events), open its skeleton, hand it the session's shared maps, configure, load,
+ * attach (ends of requests before their starts), fall back from tp_btf to the raw_tp twins,
+ * report; then, each interval, drain a retired generation of its histogram maps and read its
+ * counters.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "ksyms.h"
+#include "layer.h"
+#include "log.h"
+#include "sysinfo.h"
+
+/* What every bpftool skeleton starts with. */
+struct skel_head {
+	struct bpf_object_skeleton *skeleton;
+	struct bpf_object *obj;
+};
+
+static struct bpf_program *prog_at(const struct layer_inst *l, size_t off)
+{
+	return off ? *(struct bpf_program **)((char *)l->skel + off) : NULL;
+}
+
+struct bpf_map *layer_map(const struct layer_inst *l, size_t off)
+{
+	return off ? *(struct bpf_map **)((char *)l->skel + off) : NULL;
+}
+
+const struct layer *layer_by_name(const char *name, int *id)
+{
+	int i;
+
+	for (i = 0; i < NLAYERS; i++) {
+		if (!strcmp(layers[i]->name, name)) {
+			if (id)
+				*id = i;
+			return layers[i];
+		}
+	}
+	return NULL;
+}
+
+const char *layer_unmeasured_why(const char *layer, const char *stage)
+{
+	const struct layer *d = layer_by_name(layer, NULL);
+	int i;
+
+	for (i = 0; d && i < d->nstages; i++)
+		if (d->stages[i].name && !strcmp(d->stages[i].name, stage) && d->stages[i].unmeasured)
+			return d->stages[i].unmeasured;
+	return "no start event";
+}
+
+static bool forced_missing(const struct trace_config *cfg, const struct layer_event *e,
+			   const char *tp)
+{
+	int i;
+
+	for (i = 0; i < cfg->nfail_tp; i++)
+		if (!strcmp(cfg->fail_tp[i], tp) ||
+		    (e->kind == EV_SYSCALL && !strcmp(cfg->fail_tp[i], "syscalls")))
+			return true;
+	return false;
+}
+
+/* Which events this kernel offers and how each would attach: BTF and tracefs, nothing loaded. */
+static void probe_events(const struct layer *d, const struct trace_config *cfg, bool tp_btf,
+			 bool tracefs, struct layer_report *rep)
+{
+	int i, n;
+
+	rep->nevents = d->nevents;
+	for (i = 0; i < d->nevents; i++) {
+		const struct layer_event *ev = &d->events[i];
+		struct event_status *e = &rep->events[i];
+
+		memset(e, 0, sizeof(*e));
+		e->event = ev->tp;
+		e->role = ev->role;
+		e->required = ev->required;
+		if (forced_missing(cfg, ev, ev->tp)) {
+			snprintf(e->why, sizeof(e->why), "forced missing by --fail-probe");
+			continue;
+		}
+		if (ev->kind == EV_SYSCALL) {
+			if (!tracefs)
+				snprintf(e->why, sizeof(e->why), "%s", geteuid() ?
+					 "tracefs not mounted (as root iostrata mounts it)" :
+					 "no syscall tracepoints (CONFIG_FTRACE_SYSCALLS off, or "
+					 "tracefs cannot be mounted)");
+			else if (!syscall_tp_exists(ev->tp))
+				snprintf(e->why, sizeof(e->why), "syscall tracepoint absent");
+			else
+				e->method = "tracepoint";
+			continue;
+		}
+		n = tp_nargs(ev->tp);
+		if (n < 0 && ev->old_tp && !forced_missing(cfg, ev, ev->old_tp) &&
+		    (n = tp_nargs(ev->old_tp)) >= 0)
+			e->event = ev->old_tp;
+		e->nargs = n;
+		if (n < 0) {
+			snprintf(e->why, sizeof(e->why), "tracepoint not in this kernel's BTF");
+			continue;
+		}
+		if (ev->nargs && (ev->nargs_any ? n < ev->nargs :
+				  n != ev->nargs && n != ev->nargs + 1)) {
+			snprintf(e->why, sizeof(e->why), "unknown prototype (%d arguments)", n);
+			continue;
+		}
+		/* an older prototype with a leading argument (a request_queue before v5.11) */
+		e->arg = ev->nargs && !ev->nargs_any && n > ev->nargs;
+		e->method = tp_btf ? "tp_btf" : "raw_tp";
+	}
+	/* syscall events come in entry/exit pairs: one without the other times nothing */
+	for (i = 0; i < d->nevents; i++) {
+		const struct layer_event *ev = &d->events[i];
+		struct event_status *e = &rep->events[i], *o;
+
+		if (!ev->pair || !e->method)
+			continue;
+		o = &rep->events[i + ev->pair];
+		if (!o->method && o->why[0] && strncmp(o->why, "pair", 4)) {
+			e->method = NULL;
+			snprintf(e->why, sizeof(e->why), "pair %s unavailable", o->event);
+		}
+	}
+}
+
+static const char *missing_required(const struct layer_report *rep)
+{
+	int i;
+
+	for (i = 0; i < rep->nevents; i++)
+		if (rep->events[i].required && !rep->events[i].method)
+			return rep->events[i].event;
+	return NULL;
+}
+
+/* Each stage: available or not, and how it is bounded; from the events as probed. */
+static void describe_stages(const struct layer *d, struct layer_report *rep)
+{
+	const struct event_status *ev = rep->events;
+	const char *req = missing_required(rep);
+	bool any = false;
+	int i, m;
+
+	for (i = 0; i < rep->nevents; i++)
+		any |= ev[i].method != NULL;
+	rep->nstages = 0;
+	for (i = 0; i < d->nstages && rep->nstages < MAX_STAGES; i++) {
+		const struct layer_stage *s = &d->stages[i];
+		struct stage_status *st;
+		size_t used;
+
+		if (!s->name)
+			continue;
+		st = &rep->stages[rep->nstages++];
+		memset(st, 0, sizeof(*st));
+		st->layer = d->name;
+		st->stage = s->name;
+		st->from = s->from >= 0 ? ev[s->from].event : s->from_text;
+		st->to = s->to >= 0 ? ev[s->to].event : s->to_text;
+		m = s->from >= 0 && !ev[s->from].method ? s->from :
+		    s->to >= 0 && !ev[s->to].method ? s->to : -1;
+		for (int k = 0; m < 0 && req && k < rep->nevents; k++)
+			if (ev[k].required && !ev[k].method)
+				m = k;
+		if (m >= 0) {
+			snprintf(st->how, sizeof(st->how), "unavailable: %s: %s", ev[m].event,
+				 ev[m].why);
+			continue;
+		}
+		if (!any) {
+			snprintf(st->how, sizeof(st->how), "unavailable: %s", rep->nevents ?
+				 ev[0].why : "no events");
+			continue;
+		}
+		if (s->flags & STAGE_LINKED) {
+			const char *lp = link_problem();
+
+			if (*lp || !d->link_addr()) {
+				snprintf(st->how, sizeof(st->how), "unavailable: %s", *lp ? lp :
+					 d->link_fn);
+				if (!*lp)
+					snprintf(st->how, sizeof(st->how),
+						 "unavailable: %s not in /proc/kallsyms", d->link_fn);
+				continue;
+			}
+		}
+		st->available = 1;
+		if (s->how)
+			used = (size_t)snprintf(st->how, sizeof(st->how), "%s", s->how);
+		else
+			used = (size_t)snprintf(st->how, sizeof(st->how), "%s [%s] -> %s [%s]",
+						st->from, ev[s->from].method, st->to,
+						ev[s->to].method);
+		if (s->note && !ev[s->note_ev].method && used < sizeof(st->how))
+			snprintf(st->how + used, sizeof(st->how) - used, "; %s", s->note);
+	}
+}
+
+void layer_report_static(const struct layer *d, const struct trace_config *cfg,
+			 struct layer_report *rep)
+{
+	memset(rep, 0, sizeof(*rep));
+	probe_events(d, cfg, true, !access(TRACEFS "/events/syscalls", F_OK), rep);
+	describe_stages(d, rep);
+}
+
+/* The program event i attaches with, for the method probing chose. */
+static struct bpf_program *event_prog(const struct layer_inst *l, int i)
+{
+	const struct layer_event *ev = &l->desc->events[i];
+	const struct event_status *e = &l->rep.events[i];
+	bool btf = !strcmp(e->method, "tp_btf"), old = ev->old_tp && e->event == ev->old_tp;
+
+	if (ev->kind == EV_SYSCALL)
+		return prog_at(l, ev->btf);
+	if (btf && ev->typed && ev->typed_ok(e->event))
+		return prog_at(l, ev->typed);
+	if (old)
+		return prog_at(l, btf ? ev->old_btf : ev->old_raw);
+	return prog_at(l, btf ? ev->btf : ev->raw);
+}
+
+void layer_detach(struct layer_inst *l)
+{
+	int i;
+
+	/* starts of requests first: nothing starts that its end would not see */
+	for (i = 0; i < MAX_EVENTS; i++) {
+		bpf_link__destroy(l->links[i]);
+		l->links[i] = NULL;
+	}
+}
+
+static void unload(struct layer_inst *l)
+{
+	layer_detach(l);
+	memset(l->progs, 0, sizeof(l->progs));
+	if (l->skel)
+		l->desc->destroy(l->skel);
+	l->skel = NULL;
+}
+
+void layer_free(struct layer_inst *l)
+{
+	if (!l)
+		return;
+	unload(l);
+	free(l->vals);
+	free(l);
+}
+
+static int cgroup_filter_set(struct bpf_map *map, const char *path)
+{
+	uint32_t zero = 0;
+	int fd = open(path, O_RDONLY | O_DIRECTORY);
+
+	if (fd < 0 || bpf_map__update_elem(map, &zero, sizeof(zero), &fd, sizeof(fd), 0)) {
+		errorf("-c %s: not a cgroup v2 directory", path);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+/* Open, share, configure and load the programs probing chose; 0 or a negative errno. */
+static int load(struct layer_inst *l)
+{
+	const struct layer *d = l->desc;
+	struct bpf_program *p;
+	struct skel_head *h;
+	int i, err;
+
+	l->skel = d->open();
+	if (!l->skel)
+		return -errno;
+	h = l->skel;
+	if (bpf_map__reuse_fd(layer_map(l, d->gens_map), l->shared->gen_fd))
+		return -errno;
+	if (d->reqs_map && (l->shared->reqs_fd >= 0 ?
+			    bpf_map__reuse_fd(layer_map(l, d->reqs_map), l->shared->reqs_fd) :
+			    bpf_map__set_max_entries(layer_map(l, d->reqs_map), 1)))
+		return -errno;
+	bpf_object__for_each_program(p, h->obj)
+		bpf_program__set_autoload(p, false);
+	for (i = 0; i < d->nevents; i++) {
+		if (!l->rep.events[i].method)
+			continue;
+		l->progs[i] = event_prog(l, i);
+		bpf_program__set_autoload(l->progs[i], true);
+	}
+	err = d->configure(l);
+	if (err)
+		return err;
+	err = bpf_object__load_skeleton(h->skeleton);
+	if (err)
+		return err;
+	if (l->cfg->cgroup && cgroup_filter_set(layer_map(l, d->cgroup_map), l->cfg->cgroup))
+		return -EBADF;
+	return 0;
+}
+
+/*
+ * Attach, ends of requests before their starts: a request can never start with nobody to see
+ * it end. 0; 1 when a tp_btf program would not attach (the raw_tp twins may); -1 said.
+ */
+static int attach(struct layer_inst *l, bool tp_btf)
+{
+	const struct layer *d = l->desc;
+	int i;
+
+	for (i = d->nevents - 1; i >= 0; i--) {
+		struct event_status *e = &l->rep.events[i];
+
+		if (!e->method)
+			continue;
+		l->links[i] = bpf_program__attach(l->progs[i]);
+		if (l->links[i]) {
+			vlog("%s: %s attached by %s (%s)", d->name, e->event, e->method,
+			     bpf_program__name(l->progs[i]));
+			continue;
+		}
+		snprintf(e->why, sizeof(e->why), "%s attach failed: %s", e->method,
+			 strerror(errno));
+		vlog("%s: %s: %s", d->name, e->event, e->why);
+		if (tp_btf && d->events[i].kind == EV_TP)
+			return 1;
+		if (e->required) {
+			errorf("%s layer: cannot attach to %s: %s", d->name, e->event, e->why);
+			return -1;
+		}
+		e->method = NULL;
+	}
+	return 0;
+}
+
+static void report_maps(struct layer_inst *l)
+{
+	const struct layer_map_note *n;
+	struct layer_report *rep = &l->rep;
+
+	rep->nmaps = 0;
+	for (n = l->desc->maps; n && n->map && rep->nmaps < MAX_MAPS; n++) {
+		struct bpf_map *map = layer_map(l, n->map);
+		struct map_mem *m = &rep->maps[rep->nmaps++];
+
+		snprintf(m->name, sizeof(m->name), "%s", bpf_map__name(map));
+		m->bytes = map_memlock(bpf_map__fd(map));
+		if (n->note) {
+			snprintf(m->note, sizeof(m->note), "%s", n->note);
+			continue;
+		}
+		switch (bpf_map__type(map)) {
+		case BPF_MAP_TYPE_PERCPU_HASH:
+			snprintf(m->note, sizeof(m->note), "preallocated: %u B x %d CPUs per key, "
+				 "%u keys", bpf_map__value_size(map), l->ncpus,
+				 bpf_map__max_entries(map));
+			break;
+		case BPF_MAP_TYPE_ARRAY:
+			snprintf(m->note, sizeof(m->note), "%u slots x %u B",
+				 bpf_map__max_entries(map), bpf_map__value_size(map));
+			break;
+		case BPF_MAP_TYPE_TASK_STORAGE:
+			snprintf(m->note, sizeof(m->note), "task storage: a %u B slot per thread, "
+				 "made at its first traced call", bpf_map__value_size(map));
+			break;
+		default:
+			m->note[0] = '\0';
+		}
+	}
+}
+
+/* No stage this layer could measure: its first stage says why. */
+static const char *no_stage(const struct layer_report *rep)
+{
+	int i;
+
+	for (i = 0; i < rep->nstages; i++)
+		if (rep->stages[i].available)
+			return NULL;
+	return rep->nstages ? rep->stages[0].how : "no stages";
+}
+
+int layer_start(const struct layer *d, const struct trace_config *cfg,
+		const struct session_shared *sh, struct layer_inst **out, struct layer_report *rep)
+{
+	struct layer_inst *l = calloc(1, sizeof(*l));
+	bool tp_btf = !cfg->force_raw_tp;
+	const char *why;
+	int err, i;
+
+	*out = NULL;
+	if (l) {
+		l->desc = d;
+		l->cfg = cfg;
+		l->shared = sh;
+		l->ncpus = libbpf_num_possible_cpus();
+		l->vals = l->ncpus > 0 ? calloc((size_t)l->ncpus * (size_t)d->nstages,
+						sizeof(struct hist)) : NULL;
+	}
+	if (!l || !l->vals) {
+		errorf("out of memory for the %s layer", d->name);
+		layer_free(l);
+		return -1;
+	}
+	for (;;) {
+		memset(&l->rep, 0, sizeof(l->rep));
+		probe_events(d, cfg, tp_btf, sh->tracefs, &l->rep);
+		describe_stages(d, &l->rep);
+		if ((why = missing_required(&l->rep))) {
+			for (i = 0; strcmp(l->rep.events[i].event, why); i++)
+				;
+			errorf("required tracepoint %s:%s unavailable (%s)", d->name, why,
+			       l->rep.events[i].why);
+			goto fail;
+		}
+		if ((why = no_stage(&l->rep))) {
+			errorf("%s layer %s", d->name, why);
+			goto fail;
+		}
+		if (d->check && d->check(l))
+			goto fail;
+		err = load(l);
+		if (err && !tp_btf) {
+			errorf("cannot load the %s layer's BPF programs: %s (-v shows the verifier "
+			       "log)", d->name, strerror(-err));
+			goto fail;
+		}
+		if (!err) {
+			err = attach(l, tp_btf);
+			if (err < 0)
+				goto fail;
+			if (!err)
+				break;
+		}
+		unload(l);
+		for (i = 0; i < d->nevents && d->events[i].kind != EV_TP; i++)
+			;
+		if (!tp_btf || i == d->nevents) {
+			errorf("cannot load the %s layer's BPF programs: %s", d->name,
+			       strerror(err > 0 ? EINVAL : -err));
+			goto fail;
+		}
+		vlog("%s: tp_btf programs %s; trying their raw_tp twins", d->name,
+		     err > 0 ? "did not attach" : "did not load");
+		tp_btf = false;
+	}
+	describe_stages(d, &l->rep);
+	report_maps(l);
+	if (rep)
+		*rep = l->rep;
+	*out = l;
+	return 0;
+fail:
+	if (rep && l)
+		*rep = l->rep;
+	layer_free(l);
+	return -1;
+}
+
+/* ---- draining */
+
+/*
+ * Read a retired key's per-CPU values into vals, then zero them in place. Zeroing, not
+ * deleting: a program preempted past the grace period still holds a pointer to the element,
+ * and its late write then lands in the zeroed element, reported when this generation is read
+ * again, where a deleted element would lose it. A hash key that held nothing is deleted, so keys
+ * of processes and disks gone free their room. False when the key held nothing.
+ */
+static bool read_and_zero(int fd, const void *key, void *vals, size_t size)
+{
+	static const char zero[64];
+	const char *p = vals;
+	size_t i;
+	bool empty = true;
+	void *zeros;
+
+	if (bpf_map_lookup_elem(fd, key, vals))
+		return false;
+	for (i = 0; i < size && empty; i += sizeof(zero))
+		empty = !memcmp(p + i, zero, size - i < sizeof(zero) ? size - i : sizeof(zero));
+	if (empty) {
+		bpf_map_delete_elem(fd, key);	/* arrays refuse: their slots stay */
+		return false;
+	}
+	zeros = calloc(1, size);
+	if (zeros) {
+		bpf_map_update_elem(fd, key, zeros, BPF_EXIST);
+		free(zeros);
+	}
+	return true;
+}
+
+/* A record per stage that saw anything, the CPUs summed, labelled from key. */
+static int to_recs(struct layer_inst *l, const void *key, struct interval *iv)
+{
+	const struct layer *d = l->desc;
+	struct rec *rec;
+	int cpu, st;
+
+	for (st = 0; st < d->nstages; st++) {
+		struct hist sum;
+
+		if (!d->stages[st].name)
+			continue;
+		memset(&sum, 0, sizeof(sum));
+		for (cpu = 0; cpu < l->ncpus; cpu++)
+			hist_merge(&sum, &l->vals[cpu * d->nstages + st]);
+		if (!sum.count && !sum.unmeasured)
+			continue;
+		rec = recs_add(&iv->recs);
+		if (!rec)
+			return -ENOMEM;
+		rec->layer = d->name;
+		rec->stage = d->stages[st].name;
+		rec->stage_order = st;
+		d->label(l, key, rec);
+		rec->h = sum;
+	}
+	return 0;
+}
+
+/* Every key of a hash map, collected before any is deleted (deleting restarts a walk). */
+static int map_keys(int fd, size_t key_size, char **keys, size_t *n)
+{
+	size_t cap = 0;
+	char *v = NULL, *grown;
+
+	*n = 0;
+	*keys = NULL;
+	for (;;) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 64;
+			grown = realloc(v, cap * key_size);
+			if (!grown) {
+				free(v);
+				return -ENOMEM;
+			}
+			v = grown;
+		}
+		if (bpf_map_get_next_key(fd, *n ? v + (*n - 1) * key_size : NULL,
+					 v + *n * key_size))
+			break;
+		(*n)++;
+	}
+	*keys = v;
+	return 0;
+}
+
+int layer_drain(struct layer_inst *l, uint32_t gen, struct interval *iv)
+{
+	const struct layer *d = l->desc;
+	size_t size = (size_t)l->ncpus * (size_t)d->nstages * sizeof(struct hist);
+	int h, err = 0;
+
+	for (h = 0; h < d->nhists && !err; h++) {
+		const struct layer_hists *hm = &d->hists[h];
+		struct bpf_map *map = layer_map(l, hm->map);
+		int fd = bpf_map__fd(map);
+		char *keys = NULL, key[64];
+		size_t nkeys, i;
+		uint32_t g, idx;
+
+		if (!hm->key_size) {
+			for (i = 0; i < hm->per_gen && !err; i++) {
+				idx = gen * hm->per_gen + (uint32_t)i;
+				if (idx >= bpf_map__max_entries(map))
+					break;
+				if (!read_and_zero(fd, &idx, l->vals, size))
+					continue;
+				memset(key, 0, sizeof(key));
+				hm->array_key(gen, (uint32_t)i, key);
+				err = to_recs(l, key, iv);
+			}
+			continue;
+		}
+		err = map_keys(fd, hm->key_size, &keys, &nkeys);
+		for (i = 0; i < nkeys && !err; i++) {
+			const char *k = keys + i * hm->key_size;
+
+			memcpy(&g, k, sizeof(g));
+			if (g == gen && read_and_zero(fd, k, l->vals, size))
+				err = to_recs(l, k, iv);
+		}
+		free(keys);
+	}
+	return err;
+}
+
+/* The growth since the last call of a per-CPU counter array's named slots. */
+static int counters_read(struct layer_inst *l, struct bpf_map *map, int n,
+			 const char *const *names, uint64_t *prev, struct counter *out, int *nout)
+{
+	uint64_t *pc = calloc((size_t)l->ncpus, sizeof(*pc)), sum;
+	uint32_t r;
+	int cpu;
+
+	if (!pc)
+		return -ENOMEM;
+	for (r = 0; r < (uint32_t)n; r++) {
+		if (!names[r])
+			continue;
+		sum = 0;
+		if (!bpf_map_lookup_elem(bpf_map__fd(map), &r, pc))
+			for (cpu = 0; cpu < l->ncpus; cpu++)
+				sum += pc[cpu];
+		counters_add(out, nout, names[r], sum - prev[r]);
+		prev[r] = sum;
+	}
+	free(pc);
+	return 0;
+}
+
+int layer_counters(struct layer_inst *l, struct interval *iv)
+{
+	const struct layer *d = l->desc;
+	int err = counters_read(l, layer_map(l, d->drops_map), DROP_NREASONS, d->drop_names,
+				l->prev_drops, iv->drops, &iv->ndrops);
+
+	if (!err && d->events_map && d->event_names)
+		err = counters_read(l, layer_map(l, d->events_map), EV_NEVENTS, d->event_names,
+				    l->prev_events, iv->events, &iv->nevents);
+	return err;
+}
+
+static uint64_t prog_info_sum(const struct layer_inst *l, bool run_time)
+{
+	struct bpf_prog_info info;
+	uint32_t len;
+	uint64_t n = 0;
+	int i;
+
+	for (i = 0; i < MAX_EVENTS; i++) {
+		if (!l->links[i])
+			continue;
+		memset(&info, 0, sizeof(info));
+		len = sizeof(info);
+		if (!bpf_obj_get_info_by_fd(bpf_program__fd(l->progs[i]), &info, &len))
+			n += run_time ? info.run_time_ns : info.recursion_misses;
+	}
+	return n;
+}
+
+uint64_t layer_recursion_misses(const struct layer_inst *l)
+{
+	return prog_info_sum(l, false);
+}
+
+uint64_t layer_run_time_ns(const struct layer_inst *l)
+{
+	return prog_info_sum(l, true);
+}
+
+uint32_t hist_map_keys(const struct layer_inst *l, uint32_t want)
+{
+	uint64_t size = (uint64_t)l->desc->nstages * sizeof(struct hist);
+	uint64_t fit = HIST_MAP_BUDGET / (size * (uint64_t)(l->ncpus > 0 ? l->ncpus : 1));
+
+	if (fit < 16)
+		fit = 16;
+	return want < fit ? want : (uint32_t)fit;
+}

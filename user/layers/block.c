@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* The block layer: what only it has. Its events, stages and maps are in the table below. */
+#include <stdio.h>
+#include <string.h>
+#include <bpf/libbpf.h>
+#include "block.skel.h"
+#include "ksyms.h"
+#include "layer.h"
+#include "log.h"
+#include "sysinfo.h"
+
+enum { EV_BIO_QUEUE, EV_SPLIT, EV_RQ_ISSUE, EV_RQ_COMPLETE };
+
+/* The events, in the order a request meets them; nargs is today's prototype. */
+static const struct layer_event events[] = {
+	[EV_BIO_QUEUE] = { "block_bio_queue", EV_TP, SKEL_PROG(block, tp_btf_block_bio_queue),
+		SKEL_PROG(block, raw_tp_block_bio_queue), .nargs = 1,
+		.role = "bio queued: starts wait and total; -p/-c filters" },
+	[EV_SPLIT] = { "block_split", EV_TP, SKEL_PROG(block, tp_btf_block_split),
+		SKEL_PROG(block, raw_tp_block_split), .nargs = 2,
+		.role = "bio split: the split part inherits the queue time" },
+	[EV_RQ_ISSUE] = { "block_rq_issue", EV_TP, SKEL_PROG(block, tp_btf_block_rq_issue),
+		SKEL_PROG(block, raw_tp_block_rq_issue), .nargs = 1,
+		.role = "request issued to the driver: ends wait, starts device" },
+	[EV_RQ_COMPLETE] = { "block_rq_complete", EV_TP,
+		SKEL_PROG(block, tp_btf_block_rq_complete),
+		SKEL_PROG(block, raw_tp_block_rq_complete), .nargs = 3, .required = true,
+		.role = "request completed: ends every stage" },
+};
+
+static const struct layer_stage stages[BLOCK_NSTAGES] = {
+	[BLOCK_WAIT] = { "wait", EV_BIO_QUEUE, EV_RQ_ISSUE, .note_ev = EV_SPLIT,
+		.note = "split bios unmeasured (no block_split)",
+		.unmeasured = "no queued bio seen (before tracing, flush/passthrough, or see drops)" },
+	[BLOCK_DEVICE] = { "device", EV_RQ_ISSUE, EV_RQ_COMPLETE,
+		.unmeasured = "issue not seen (before tracing began, or see drops)" },
+	[BLOCK_TOTAL] = { "total", EV_BIO_QUEUE, EV_RQ_COMPLETE, .note_ev = EV_SPLIT,
+		.note = "split bios unmeasured (no block_split)",
+		.unmeasured = "no queued bio seen (before tracing, flush/passthrough, or see drops)" },
+};
+
+/* Whole host (no -D/-F): the array slot of the generation stands for this key. */
+static void total_key(uint32_t gen, uint32_t i, void *key)
+{
+	*(struct block_key *)key = (struct block_key){ .gen = gen, .op = BLOCK_OP_ANY };
+}
+
+static const struct layer_hists hists[] = {
+	{ .map = SKEL_MAP(block, block_hists), .key_size = sizeof(struct block_key) },
+	{ .map = SKEL_MAP(block, block_total), .per_gen = 1, .array_key = total_key },
+};
+
+static const char *const drop_names[DROP_NREASONS] = {
+	[DROP_INFLIGHT_FULL] = "inflight_full",
+	[DROP_INFLIGHT_STALE] = "inflight_stale",
+	[DROP_INFLIGHT_REUSED] = "inflight_reused",
+	[DROP_HIST_FULL] = "hist_full",
+	[DROP_COMPLETE_UNSEEN] = "complete_unseen",
+};
+
+static const struct layer_map_note maps[] = {
+	{ .map = SKEL_MAP(block, inflight) }, { .map = SKEL_MAP(block, block_hists) },
+	{ .map = SKEL_MAP(block, block_total) }, { .map = SKEL_MAP(block, block_zero) },
+	{ .map = SKEL_MAP(block, drops) }, { 0 },
+};
+
+static void label(const struct layer_inst *l, const void *key, struct rec *r)
+{
+	const struct block_key *k = key;
+
+	if (l->cfg->per_disk) {
+		if (k->dev)
+			disk_name(k->dev, r->disk, sizeof(r->disk));
+		else
+			snprintf(r->disk, sizeof(r->disk), "(none)");
+	}
+	if (k->op != BLOCK_OP_ANY)
+		op_name(k->op, r->op, sizeof(r->op));
+	if (k->flags)
+		req_flags_str(k->flags, r->flags, sizeof(r->flags));
+}
+
+static int configure(struct layer_inst *l)
+{
+	const struct trace_config *c = l->cfg;
+	struct block_bpf *skel = l->skel;
+	uint32_t keys = 1;
+
+	OWNER_RODATA(skel->rodata, l);
+	skel->rodata->filter_dev = c->dev;
+	skel->rodata->per_disk = c->per_disk;
+	skel->rodata->per_op = c->per_op;
+	skel->rodata->flags_mask = c->per_op ? req_flags_mask() : 0;
+	skel->rodata->bio_queue_arg = l->rep.events[EV_BIO_QUEUE].arg;
+	skel->rodata->split_arg = l->rep.events[EV_SPLIT].arg;
+	skel->rodata->rq_issue_arg = l->rep.events[EV_RQ_ISSUE].arg;
+	skel->rodata->inflight_mask = c->inflight_slots - 1;
+	/* an io_uring or aio layer runs: stamp their requests with their bios' block times */
+	skel->rodata->link_reqs = l->shared->reqs_fd >= 0;
+	skel->rodata->req_mask = c->inflight_slots - 1;
+	LINK_SYMS_RODATA(skel->rodata, link_syms());
+	/* two generations x disks x (op, flags) combinations, with room for hot-plugged disks */
+	if (c->per_disk)
+		keys *= (uint32_t)disk_count() + 16;
+	if (c->per_op)
+		keys *= 64;
+	if (keys > 8192)
+		keys = 8192;
+	return bpf_map__set_max_entries(skel->maps.inflight, c->inflight_slots) ?:
+	       bpf_map__set_max_entries(skel->maps.block_hists, hist_map_keys(l, 2 * keys));
+}
+
+static int check(const struct layer_inst *l)
+{
+	const struct event_status *q = &l->rep.events[EV_BIO_QUEUE];
+
+	if ((l->cfg->tgid || l->cfg->cgroup) && !q->method) {
+		errorf("-%c needs tracepoint block:block_bio_queue, unavailable (%s)",
+		       l->cfg->tgid ? 'p' : 'c', q->why);
+		return -1;
+	}
+	return 0;
+}
+
+static void *open_skel(void) { return block_bpf__open(); }
+static void destroy_skel(void *s) { block_bpf__destroy(s); }
+
+const struct layer block_layer = {
+	.name = "block",
+	.help = "wait, device, total per disk (-D) and op/flags (-F)",
+	.events = events, .nevents = sizeof(events) / sizeof(events[0]),
+	.stages = stages, .nstages = BLOCK_NSTAGES,
+	.hists = hists, .nhists = sizeof(hists) / sizeof(hists[0]),
+	.label = label,
+	.drop_names = drop_names,
+	.drops_map = SKEL_MAP(block, drops), .gens_map = SKEL_MAP(block, gens),
+	.cgroup_map = SKEL_MAP(block, cgroup_filter), .reqs_map = SKEL_MAP(block, reqs),
+	.maps = maps,
+	.open = open_skel, .destroy = destroy_skel,
+	.configure = configure, .check = check,
+};

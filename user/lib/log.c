@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stdarg.h>
+#include <stdio.h>
+#include <bpf/libbpf.h>
+#include "cli.h"
+#include "log.h"
+
+static const char *prog = "iostrata";
+static bool json;
+static int verbose;
+static bool muted;
+static char muted_error[512];
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (verbose < (level == LIBBPF_DEBUG ? 2 : 1))
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+void log_init(const char *name, bool as_json, int level)
+{
+	prog = name;
+	json = as_json;
+	verbose = level;
+	libbpf_set_print(libbpf_print);
+}
+
+int log_verbosity(void)
+{
+	return verbose;
+}
+
+bool log_json(void)
+{
+	return json;
+}
+
+void log_mute(bool on)
+{
+	muted = on;
+	if (on)
+		muted_error[0] = '\0';
+}
+
+const char *log_muted_error(void)
+{
+	return muted_error;
+}
+
+void errorf(const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (!muted) {
+		cli_error_line(stderr, prog, json, msg);
+		return;
+	}
+	if (!muted_error[0])
+		snprintf(muted_error, sizeof(muted_error), "%s", msg);
+	vlog("skipped: %s", msg);
+}
+
+void vlog(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!verbose)
+		return;
+	va_start(ap, fmt);
+	fprintf(stderr, "%s: ", prog);
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+}

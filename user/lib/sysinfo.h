@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* What the running kernel offers, read from its BTF, sysfs and procfs, never from its version. */
+#ifndef IOSTRATA_SYSINFO_H
+#define IOSTRATA_SYSINFO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+/* clock_gettime(clk) in nanoseconds. */
+uint64_t clock_ns(clockid_t clk);
+
+/* The kernel's memlock figure for a BPF map fd (its /proc/self/fdinfo). */
+uint64_t map_memlock(int fd);
+
+/* The kernel's BTF, loaded once; NULL when the kernel has none. */
+struct btf;
+struct btf *vmlinux_btf(void);
+/* Number of arguments of tracepoint `tp` (without the hidden context), -1 when absent. */
+int tp_nargs(const char *tp);
+/* Is argument i (from 0) of tracepoint tp a pointer to struct `name`, by the kernel's BTF? */
+bool tp_arg_is_struct_ptr(const char *tp, int i, const char *name);
+
+/* REQ_OP_* and request-flag names as this kernel numbers them. */
+const char *op_name(unsigned int op, char *buf, size_t len);
+uint32_t req_flags_mask(void);
+const char *req_flags_str(uint32_t flags, char *buf, size_t len);
+
+/* The lower-case name of value val of a BTF enum, without prefix ("read" for IORING_OP_READ). */
+const char *btf_enum_name(const char *enum_type, const char *prefix, unsigned int val,
+			  char *buf, size_t len);
+/* /proc/PID/comm, or "?" once the process has gone. */
+const char *process_comm(uint32_t pid, char *buf, size_t len);
+
+/* tracefs, where classic tracepoints (the syscall events) are found */
+#define TRACEFS "/sys/kernel/tracing"
+/* Is syscalls:NAME (e.g. "sys_enter_read") there? Needs tracefs mounted. */
+bool syscall_tp_exists(const char *name);
+/* Mount tracefs if the host has not; true when syscall events are visible after. *mounted
+ * tells the caller to unmount it when done (tracefs_release). */
+bool tracefs_ready(bool *mounted);
+void tracefs_release(bool mounted);
+
+/* Disks: name <-> kernel dev_t (major << 20 | minor). */
+int disk_resolve(const char *name, uint32_t *dev);
+const char *disk_name(uint32_t dev, char *buf, size_t len);
+/* Whole disks in /sys/block. */
+int disk_count(void);
+
+#endif

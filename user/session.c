@@ -1,0 +1,361 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "log.h"
+#include "session.h"
+#include "sysinfo.h"
+
+/*
+ * Tracing programs run to completion in microseconds with migration disabled: after the flip,
+ * this long is given to any still writing into the retired generation. One delayed past it
+ * (preempted where completions run in a kworker) is reported an interval late, never lost.
+ */
+#define GRACE_NS (5 * 1000 * 1000)
+
+struct session {
+	struct trace_config cfg;	/* a copy: read only */
+	struct session_shared sh;
+	struct layer_inst *inst[NLAYERS];
+	volatile uint32_t *gen;		/* the generation map, mmapped */
+	size_t gen_len;
+	bool tracefs_mounted;
+	uint64_t last_ns;		/* CLOCK_MONOTONIC: the last interval's end */
+	uint64_t prev_misses;
+	bool finished;
+};
+
+static volatile sig_atomic_t stopping;
+
+static void on_signal(int sig)
+{
+	stopping = 1;
+}
+
+void session_signals(void)
+{
+	/*
+	 * SA_RESTART: a signal must not cut a write() to stdout short. Without it, a write blocked
+	 * on a full pipe (a slow reader) that a signal interrupts before it moved a byte fails with
+	 * EINTR, and stdio drops that part of the record: a torn JSON line. The interval sleep,
+	 * clock_nanosleep, is never restarted, so a signal still ends it at once.
+	 */
+	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+bool session_stopping(void)
+{
+	return stopping;
+}
+
+static bool wanted(const struct trace_config *cfg, int id, bool *named)
+{
+	*named = cfg->layers != 0;
+	if (cfg->layers)
+		return cfg->layers & (1u << id);
+	return !cfg->dev || id == LAYER_BLOCK;
+}
+
+static bool has_syscall_events(const struct layer *d)
+{
+	int i;
+
+	for (i = 0; i < d->nevents; i++)
+		if (d->events[i].kind == EV_SYSCALL)
+			return true;
+	return false;
+}
+
+/* The maps every layer shares: the generation, and the request table when one is needed. */
+static int shared_maps(struct session *s, bool requests)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_MMAPABLE);
+	void *p;
+
+	s->sh.reqs_fd = -1;
+	s->sh.gen_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "gens", sizeof(uint32_t),
+				      sizeof(uint32_t), 1, &o);
+	if (s->sh.gen_fd < 0) {
+		errorf("cannot create the generation map: %s", strerror(errno));
+		return -1;
+	}
+	s->gen_len = (size_t)sysconf(_SC_PAGESIZE);
+	p = mmap(NULL, s->gen_len, PROT_READ | PROT_WRITE, MAP_SHARED, s->sh.gen_fd, 0);
+	if (p == MAP_FAILED) {
+		errorf("cannot map the generation map: %s", strerror(errno));
+		return -1;
+	}
+	s->gen = p;
+	if (requests) {
+		s->sh.reqs_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "reqs", sizeof(uint32_t),
+					       sizeof(struct ioreq), s->cfg.inflight_slots, NULL);
+		if (s->sh.reqs_fd < 0) {
+			errorf("cannot create the request table: %s", strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int session_open(const struct trace_config *cfg, bool probe, struct session **out,
+		 struct layer_report *reps, bool *tried)
+{
+	struct session *s = calloc(1, sizeof(*s));
+	bool named, requests = false, syscalls = false;
+	int i, started = 0;
+
+	*out = NULL;
+	if (!s) {
+		errorf("out of memory");
+		return -1;
+	}
+	s->cfg = *cfg;
+	s->sh.gen_fd = s->sh.reqs_fd = -1;
+	s->sh.self_tgid = (uint32_t)getpid();
+	if (!vmlinux_btf()) {
+		errorf("kernel BTF not found (/sys/kernel/btf/vmlinux): this kernel needs "
+		       "CONFIG_DEBUG_INFO_BTF");
+		goto fail;
+	}
+	for (i = 0; i < NLAYERS; i++) {
+		if (!probe && !wanted(cfg, i, &named))
+			continue;
+		requests |= layers[i]->requests;
+		syscalls |= has_syscall_events(layers[i]);
+	}
+	if (shared_maps(s, requests))
+		goto fail;
+	if (syscalls)
+		s->sh.tracefs = tracefs_ready(&s->tracefs_mounted);
+
+	for (i = 0; i < NLAYERS; i++) {
+		bool must;
+
+		if (tried)
+			tried[i] = false;
+		if (!probe && !wanted(cfg, i, &named))
+			continue;
+		if (tried)
+			tried[i] = true;
+		/* a layer asked for by name must start; one that is merely available may not */
+		must = !probe && named;
+		log_mute(!must);
+		if (layer_start(layers[i], &s->cfg, &s->sh, &s->inst[i], reps ? &reps[i] : NULL) &&
+		    must) {
+			log_mute(false);
+			goto fail;
+		}
+		started += s->inst[i] != NULL;
+	}
+	log_mute(false);
+	if (!started && !probe) {
+		errorf("%s", *log_muted_error() ? log_muted_error() : "no layer could start");
+		goto fail;
+	}
+	s->last_ns = clock_ns(CLOCK_MONOTONIC);
+	*out = s;
+	return 0;
+fail:
+	session_close(s);
+	return -1;
+}
+
+bool session_has(const struct session *s, int id)
+{
+	return s->inst[id] != NULL;
+}
+
+/* Every layer's counters, and the programs' recursion misses (their events went unseen). */
+static int read_counters(struct session *s, struct interval *iv)
+{
+	uint64_t misses = 0;
+	int i, err = 0;
+
+	for (i = 0; i < NLAYERS && !err; i++) {
+		if (!s->inst[i])
+			continue;
+		err = layer_counters(s->inst[i], iv);
+		misses += layer_recursion_misses(s->inst[i]);
+	}
+	counters_add(iv->drops, &iv->ndrops, "prog_recursion", misses - s->prev_misses);
+	s->prev_misses = misses;
+	return err;
+}
+
+static void grace(void)
+{
+	struct timespec t = { 0, GRACE_NS };
+
+	while (nanosleep(&t, &t) && errno == EINTR)	/* a signal does not shorten it */
+		;
+}
+
+/* The interval's end at `end` (monotonic): its length grows from the last end to this one. */
+static void mark_end(struct session *s, struct interval *iv, uint64_t end)
+{
+	iv->interval_ns += end - s->last_ns;
+	iv->end_mono_ns = end;
+	iv->ts_ns = clock_ns(CLOCK_REALTIME) - (clock_ns(CLOCK_MONOTONIC) - end);
+	s->last_ns = end;
+}
+
+static int drain(struct session *s, int gen, struct interval *iv)
+{
+	int i, err = 0;
+
+	for (i = 0; i < NLAYERS && !err; i++) {
+		if (!s->inst[i])
+			continue;
+		err = layer_drain(s->inst[i], (uint32_t)gen, iv);
+		if (err)
+			errorf("reading the %s layer's histograms: %s", layers[i]->name,
+			       strerror(-err));
+	}
+	return err;
+}
+
+int session_interval(struct session *s, struct interval *iv)
+{
+	uint32_t old = *s->gen & 1;
+	int err;
+
+	mark_end(s, iv, clock_ns(CLOCK_MONOTONIC));
+	__atomic_store_n(s->gen, old ^ 1, __ATOMIC_SEQ_CST);
+	grace();
+	err = drain(s, (int)old, iv);
+	if (!err)
+		err = read_counters(s, iv);
+	recs_sort(&iv->recs);
+	return err ? 1 : 0;
+}
+
+int session_finish(struct session *s, struct interval *iv)
+{
+	int i, err;
+
+	mark_end(s, iv, clock_ns(CLOCK_MONOTONIC));
+	for (i = 0; i < NLAYERS; i++)
+		if (s->inst[i])
+			layer_detach(s->inst[i]);
+	s->finished = true;
+	grace();
+	/* detached: whatever either generation holds belongs to this last interval */
+	err = drain(s, 0, iv);
+	if (!err)
+		err = drain(s, 1, iv);
+	if (!err)
+		err = read_counters(s, iv);
+	recs_sort(&iv->recs);
+	return err ? 1 : 0;
+}
+
+void session_close(struct session *s)
+{
+	int i;
+
+	if (!s)
+		return;
+	for (i = 0; i < NLAYERS; i++)
+		layer_free(s->inst[i]);
+	if (s->gen)
+		munmap((void *)s->gen, s->gen_len);
+	if (s->sh.gen_fd >= 0)
+		close(s->sh.gen_fd);
+	if (s->sh.reqs_fd >= 0)
+		close(s->sh.reqs_fd);
+	tracefs_release(s->tracefs_mounted);
+	free(s);
+}
+
+void session_run_time(const struct session *s, uint64_t ns[NLAYERS])
+{
+	int i;
+
+	for (i = 0; i < NLAYERS; i++)
+		ns[i] = s->inst[i] ? layer_run_time_ns(s->inst[i]) : 0;
+}
+
+int session_run(struct session *s, const struct run_limits *lim, session_sink sink, void *arg)
+{
+	uint64_t step = (uint64_t)(lim->interval_s * 1e9), next, end = 0;
+	struct timespec deadline;
+	struct interval iv;
+	long n = 0;
+	int rc = 0, out;
+
+	vlog("tracing; interval %.3fs, count %ld, duration %.3fs", lim->interval_s, lim->count,
+	     lim->duration_s);
+	s->last_ns = next = clock_ns(CLOCK_MONOTONIC);
+	if (lim->duration_s)
+		end = next + (uint64_t)(lim->duration_s * 1e9);
+	memset(&iv, 0, sizeof(iv));
+	for (;;) {
+		bool final;
+
+		next += step;
+		if (end && next > end)
+			next = end;
+		deadline.tv_sec = (time_t)(next / 1000000000ULL);
+		deadline.tv_nsec = (long)(next % 1000000000ULL);
+		while (!stopping &&
+		       clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &deadline, NULL) == EINTR)
+			;
+		final = stopping || (lim->count && n + 1 >= lim->count) || (end && next >= end);
+		if (final) {
+			rc = session_finish(s, &iv);
+		} else {
+			rc = session_interval(s, &iv);
+			/* a stop asked for while this one drained: it becomes the last, whole */
+			if (!rc && stopping) {
+				final = true;
+				rc = session_finish(s, &iv);
+			}
+		}
+		out = rc ? 0 : sink(&iv, arg);
+		interval_clear(&iv);
+		if (out) {
+			rc = out < 0 ? 0 : 1;
+			break;
+		}
+		if (rc || final)
+			break;
+		n++;
+	}
+	/* ended early (an error, a closed pipe): nothing may stay attached */
+	if (!s->finished) {
+		for (int i = 0; i < NLAYERS; i++)
+			if (s->inst[i])
+				layer_detach(s->inst[i]);
+		s->finished = true;
+	}
+	return rc;
+}
+
+void session_shared_maps(const struct session *s, struct layer_report *rep)
+{
+	struct map_mem *m;
+
+	memset(rep, 0, sizeof(*rep));
+	m = &rep->maps[rep->nmaps++];
+	snprintf(m->name, sizeof(m->name), "gens");
+	m->bytes = map_memlock(s->sh.gen_fd);
+	snprintf(m->note, sizeof(m->note), "the generation every layer's histograms carry");
+	if (s->sh.reqs_fd < 0)
+		return;
+	m = &rep->maps[rep->nmaps++];
+	snprintf(m->name, sizeof(m->name), "reqs");
+	m->bytes = map_memlock(s->sh.reqs_fd);
+	snprintf(m->note, sizeof(m->note), "%u slots x %zu B: io_uring/aio requests in flight",
+		 s->cfg.inflight_slots, sizeof(struct ioreq));
+}

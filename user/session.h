@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * A tracing session: the layers a configuration asks for, attached together, sharing one
+ * generation map (so every layer's interval ends at the same instant, with one flip and one
+ * grace period), one request table and tracefs. Every command that traces runs one:
+ *
+ *	session_open -> session_interval ... -> session_finish -> session_close
+ *
+ * or session_run, which paces intervals and hands each to a sink until a signal, COUNT or
+ * the duration ends it.
+ */
+#ifndef IOSTRATA_SESSION_H
+#define IOSTRATA_SESSION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "config.h"
+#include "interval.h"
+#include "layer.h"
+
+struct session;
+
+/*
+ * Start the layers cfg asks for: those it names must start; without names every available one
+ * does (only block when a disk is named), and at least one must. 0, or -1 with one line said
+ * and nothing left attached. reps (NLAYERS, optional): each layer's report, NULL-named layers
+ * not tried. probe: try every layer, none need start (features).
+ */
+int session_open(const struct trace_config *cfg, bool probe, struct session **out,
+		 struct layer_report *reps, bool *tried);
+/* Is layer id running in this session? */
+bool session_has(const struct session *s, int id);
+/* Retire the generation the programs write and drain it: the interval since the last one. */
+int session_interval(struct session *s, struct interval *iv);
+/*
+ * The last interval: detach every program, then drain both generations, so nothing a program
+ * wrote late is left behind. Appends to iv when it already holds an interval (its length grows
+ * to cover both). The session only reads and closes after this.
+ */
+int session_finish(struct session *s, struct interval *iv);
+void session_close(struct session *s);
+/* The memory of the maps every layer shares (features). */
+void session_shared_maps(const struct session *s, struct layer_report *rep);
+/* BPF run time of the session's programs so far, per layer (kernel.bpf_stats_enabled on). */
+void session_run_time(const struct session *s, uint64_t ns[NLAYERS]);
+
+/* SIGINT and SIGTERM end a session_run (and tell a command to stop); SIGPIPE is ignored. */
+void session_signals(void);
+bool session_stopping(void);
+
+struct run_limits {
+	double interval_s;	/* length of an interval */
+	long count;		/* intervals, 0 = unlimited */
+	double duration_s;	/* 0 = unlimited */
+};
+
+/* Receives each interval; 0 to go on, -1 to stop (a closed pipe: quietly), 1 on error. */
+typedef int (*session_sink)(const struct interval *iv, void *arg);
+
+/*
+ * Interval after interval until a signal, lim->count or lim->duration_s, the last one from
+ * session_finish: one final interval, partial if cut short. 0, or 1 on an error said.
+ */
+int session_run(struct session *s, const struct run_limits *lim, session_sink sink, void *arg);
+
+#endif
