@@ -188,7 +188,7 @@ static void describe_stages(const struct layer *d, struct layer_report *rep)
 		if (s->flags & STAGE_LINKED) {
 			const char *lp = link_problem();
 
-			if (*lp || !d->link_addr()) {
+			if (*lp || !*(const uint64_t *)((const char *)link_syms() + d->link_sym)) {
 				snprintf(st->how, sizeof(st->how), "unavailable: %s", *lp ? lp :
 					 d->link_fn);
 				if (!*lp)
@@ -303,6 +303,12 @@ static int load(struct layer_inst *l)
 		l->progs[i] = event_prog(l, i);
 		bpf_program__set_autoload(l->progs[i], true);
 	}
+	for (i = 0; i < d->nhists; i++) {
+		const struct layer_hists *hm = &d->hists[i];
+
+		if (hm->entries && bpf_map__set_max_entries(layer_map(l, hm->map), hm->entries(l)))
+			return -errno;
+	}
 	err = d->configure(l);
 	if (err)
 		return err;
@@ -348,22 +354,24 @@ static int attach(struct layer_inst *l, bool tp_btf)
 	return 0;
 }
 
+/* Every map of the object but its .rodata/.bss and the session's shared ones: their memory. */
 static void report_maps(struct layer_inst *l)
 {
-	const struct layer_map_note *n;
 	struct layer_report *rep = &l->rep;
+	struct skel_head *h = l->skel;
+	struct bpf_map *map;
 
 	rep->nmaps = 0;
-	for (n = l->desc->maps; n && n->map && rep->nmaps < MAX_MAPS; n++) {
-		struct bpf_map *map = layer_map(l, n->map);
-		struct map_mem *m = &rep->maps[rep->nmaps++];
+	bpf_object__for_each_map(map, h->obj) {
+		struct map_mem *m;
+		int fd = bpf_map__fd(map);
 
-		snprintf(m->name, sizeof(m->name), "%s", bpf_map__name(map));
-		m->bytes = map_memlock(bpf_map__fd(map));
-		if (n->note) {
-			snprintf(m->note, sizeof(m->note), "%s", n->note);
+		if (rep->nmaps == MAX_MAPS || bpf_map__is_internal(map) ||
+		    fd == l->shared->gen_fd || fd == l->shared->reqs_fd)
 			continue;
-		}
+		m = &rep->maps[rep->nmaps++];
+		snprintf(m->name, sizeof(m->name), "%s", bpf_map__name(map));
+		m->bytes = map_memlock(fd);
 		switch (bpf_map__type(map)) {
 		case BPF_MAP_TYPE_PERCPU_HASH:
 			snprintf(m->note, sizeof(m->note), "preallocated: %u B x %d CPUs per key, "
@@ -625,11 +633,35 @@ static int counters_read(struct layer_inst *l, struct bpf_map *map, int n,
 	return 0;
 }
 
+/* The reasons, as every layer's drop counters are named after them (with its prefix). */
+static const char *const drop_reason_names[DROP_NREASONS] = {
+	[DROP_INFLIGHT_FULL] = "inflight_full",
+	[DROP_INFLIGHT_STALE] = "inflight_stale",
+	[DROP_INFLIGHT_REUSED] = "inflight_reused",
+	[DROP_HIST_FULL] = "hist_full",
+	[DROP_SC_START_FULL] = "start_full",
+	[DROP_REAP_UNSEEN] = "reap_unseen",
+	[DROP_AIO_BATCH] = "batch_cut",
+	[DROP_COMPLETE_UNSEEN] = "complete_unseen",
+};
+
 int layer_counters(struct layer_inst *l, struct interval *iv)
 {
 	const struct layer *d = l->desc;
-	int err = counters_read(l, layer_map(l, d->drops_map), DROP_NREASONS, d->drop_names,
-				l->prev_drops, iv->drops, &iv->ndrops);
+	const char *names[DROP_NREASONS];
+	int r, err;
+
+	for (r = 0; r < DROP_NREASONS; r++) {
+		names[r] = NULL;
+		if (!(d->drops & (1u << r)))
+			continue;
+		snprintf(l->drop_names[r], sizeof(l->drop_names[r]), "%s%s%s",
+			 d->drops_unprefixed ? "" : d->name, d->drops_unprefixed ? "" : "_",
+			 drop_reason_names[r]);
+		names[r] = l->drop_names[r];
+	}
+	err = counters_read(l, layer_map(l, d->drops_map), DROP_NREASONS, names, l->prev_drops,
+			    iv->drops, &iv->ndrops);
 
 	if (!err && d->events_map && d->event_names)
 		err = counters_read(l, layer_map(l, d->events_map), EV_NEVENTS, d->event_names,

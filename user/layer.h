@@ -29,10 +29,25 @@ enum ev_kind {
 /* A program of a skeleton, by offset: a misspelt name does not compile. */
 #define SKEL_PROG(skel, name)	offsetof(struct skel##_bpf, progs.name)
 #define SKEL_MAP(skel, name)	offsetof(struct skel##_bpf, maps.name)
+#define ARRAY_LEN(a)		(sizeof(a) / sizeof((a)[0]))
+#define BIT(n)			(1u << (n))
+
+/* A layer file's skeleton wrappers, and the struct layer fields every skeleton fills alike:
+ * its tables (named events, stages, hists, maps, drop_names) and its common.bpf.h maps. */
+#define LAYER_SKELETON(skel)							\
+	static void *skel##_open(void) { return skel##_bpf__open(); }		\
+	static void skel##_destroy(void *s) { skel##_bpf__destroy(s); }
+#define LAYER_COMMON(skel)							\
+	.name = #skel, .events = events, .nevents = ARRAY_LEN(events),				\
+	.stages = stages, .nstages = ARRAY_LEN(stages),				\
+	.hists = hists, .nhists = ARRAY_LEN(hists),				\
+	.open = skel##_open, .destroy = skel##_destroy,				\
+	.drops_map = SKEL_MAP(skel, drops), .gens_map = SKEL_MAP(skel, gens),	\
+	.cgroup_map = SKEL_MAP(skel, cgroup_filter)
 
 #define MAX_EVENTS 40
 #define MAX_STAGES 8
-#define MAX_MAPS 8
+#define MAX_MAPS 12
 
 struct layer_event {
 	const char *tp;		/* tracepoint; EV_SYSCALL: its name under syscalls/ */
@@ -66,6 +81,8 @@ struct layer_stage {
 	const char *unmeasured;	/* why a request can be counted but not timed here */
 };
 
+struct layer_inst;
+
 /* A histogram map: per-CPU values of nstages histograms. */
 struct layer_hists {
 	size_t map;
@@ -73,18 +90,13 @@ struct layer_hists {
 	uint32_t per_gen;	/* array: slots per generation, at gen * per_gen + i */
 	/* array: the hash key the slot stands for, for the label decoder */
 	void (*array_key)(uint32_t gen, uint32_t i, void *key);
+	/* entries the configuration needs (a hash: capped by hist_map_keys()); NULL: as built */
+	uint32_t (*entries)(const struct layer_inst *l);
 };
 
-struct layer_map_note {
-	size_t map;
-	const char *note;	/* NULL: a note made from the map's type and size */
-};
-
-struct layer_inst;
 
 struct layer {
 	const char *name;
-	const char *help;	/* its stages, one line for --help */
 	const struct layer_event *events;
 	int nevents;
 	const struct layer_stage *stages;	/* histogram slots of a value, in order */
@@ -92,13 +104,18 @@ struct layer {
 	const struct layer_hists *hists;
 	int nhists;
 	void (*label)(const struct layer_inst *l, const void *key, struct rec *r);
-	const char *const *drop_names;		/* [DROP_NREASONS]; NULL: not this layer's */
+	/* the drop reasons its programs count (bit per enum drop_reason), shown as the layer's
+	 * name, '_' and the reason's ("uring_hist_full"), or the reason's alone (block, the first
+	 * layer: its counters kept their names); the traced applications' events it counts */
+	uint32_t drops;
+	bool drops_unprefixed;
 	const char *const *event_names;		/* [EV_NEVENTS], or NULL */
 	size_t drops_map, events_map, gens_map, cgroup_map, reqs_map;	/* 0: none */
-	const struct layer_map_note *maps;	/* shown by `features`; ends with { 0 } */
 	bool requests;		/* io_uring/aio: its requests live in the shared request table */
+	size_t comm_map;	/* requests: the submitting processes' names */
+	const char *(*code_name)(unsigned int code, char *buf, size_t len);	/* opcodes */
 	const char *link_fn;	/* the kernel function that completes its linked requests */
-	uint64_t (*link_addr)(void);
+	size_t link_sym;	/* its address in struct link_syms */
 	/* the skeleton */
 	void *(*open)(void);
 	void (*destroy)(void *skel);
@@ -160,6 +177,7 @@ struct layer_inst {
 	struct layer_report rep;
 	int ncpus;
 	struct hist *vals;	/* read buffer: ncpus x nstages histograms */
+	char drop_names[DROP_NREASONS][40];
 	uint64_t prev_drops[DROP_NREASONS];
 	uint64_t prev_events[EV_NEVENTS];
 };

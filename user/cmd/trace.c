@@ -67,12 +67,17 @@ static const char usage_tail[] =
 /* The help's layer list comes from the layer table. */
 static void usage(FILE *f)
 {
-	int i;
+	int i, s, n;
 
 	fputs(usage_head, f);
 	fputs("\nLayers (-l) and their stages:\n", f);
-	for (i = 0; i < NLAYERS; i++)
-		fprintf(f, "  %-8s %s\n", layers[i]->name, layers[i]->help);
+	for (i = 0; i < NLAYERS; i++) {
+		fprintf(f, "  %-8s", layers[i]->name);
+		for (s = n = 0; s < layers[i]->nstages; s++)
+			if (layers[i]->stages[s].name)
+				fprintf(f, "%s%s", n++ ? ", " : " ", layers[i]->stages[s].name);
+		fputc('\n', f);
+	}
 	fputs(usage_tail, f);
 }
 

@@ -45,23 +45,22 @@ static void total_key(uint32_t gen, uint32_t i, void *key)
 	*(struct block_key *)key = (struct block_key){ .gen = gen, .op = BLOCK_OP_ANY };
 }
 
+/* two generations x disks x (op, flags) combinations, with room for hot-plugged disks */
+static uint32_t hist_keys(const struct layer_inst *l)
+{
+	uint32_t keys = 1;
+
+	if (l->cfg->per_disk)
+		keys *= (uint32_t)disk_count() + 16;
+	if (l->cfg->per_op)
+		keys *= 64;
+	return hist_map_keys(l, 2 * (keys > 8192 ? 8192 : keys));
+}
+
 static const struct layer_hists hists[] = {
-	{ .map = SKEL_MAP(block, block_hists), .key_size = sizeof(struct block_key) },
+	{ .map = SKEL_MAP(block, block_hists), .key_size = sizeof(struct block_key),
+	  .entries = hist_keys },
 	{ .map = SKEL_MAP(block, block_total), .per_gen = 1, .array_key = total_key },
-};
-
-static const char *const drop_names[DROP_NREASONS] = {
-	[DROP_INFLIGHT_FULL] = "inflight_full",
-	[DROP_INFLIGHT_STALE] = "inflight_stale",
-	[DROP_INFLIGHT_REUSED] = "inflight_reused",
-	[DROP_HIST_FULL] = "hist_full",
-	[DROP_COMPLETE_UNSEEN] = "complete_unseen",
-};
-
-static const struct layer_map_note maps[] = {
-	{ .map = SKEL_MAP(block, inflight) }, { .map = SKEL_MAP(block, block_hists) },
-	{ .map = SKEL_MAP(block, block_total) }, { .map = SKEL_MAP(block, block_zero) },
-	{ .map = SKEL_MAP(block, drops) }, { 0 },
 };
 
 static void label(const struct layer_inst *l, const void *key, struct rec *r)
@@ -84,7 +83,6 @@ static int configure(struct layer_inst *l)
 {
 	const struct trace_config *c = l->cfg;
 	struct block_bpf *skel = l->skel;
-	uint32_t keys = 1;
 
 	OWNER_RODATA(skel->rodata, l);
 	skel->rodata->filter_dev = c->dev;
@@ -99,15 +97,7 @@ static int configure(struct layer_inst *l)
 	skel->rodata->link_reqs = l->shared->reqs_fd >= 0;
 	skel->rodata->req_mask = c->inflight_slots - 1;
 	LINK_SYMS_RODATA(skel->rodata, link_syms());
-	/* two generations x disks x (op, flags) combinations, with room for hot-plugged disks */
-	if (c->per_disk)
-		keys *= (uint32_t)disk_count() + 16;
-	if (c->per_op)
-		keys *= 64;
-	if (keys > 8192)
-		keys = 8192;
-	return bpf_map__set_max_entries(skel->maps.inflight, c->inflight_slots) ?:
-	       bpf_map__set_max_entries(skel->maps.block_hists, hist_map_keys(l, 2 * keys));
+	return bpf_map__set_max_entries(skel->maps.inflight, c->inflight_slots);
 }
 
 static int check(const struct layer_inst *l)
@@ -122,20 +112,13 @@ static int check(const struct layer_inst *l)
 	return 0;
 }
 
-static void *open_skel(void) { return block_bpf__open(); }
-static void destroy_skel(void *s) { block_bpf__destroy(s); }
+LAYER_SKELETON(block)
 
 const struct layer block_layer = {
-	.name = "block",
-	.help = "wait, device, total per disk (-D) and op/flags (-F)",
-	.events = events, .nevents = sizeof(events) / sizeof(events[0]),
-	.stages = stages, .nstages = BLOCK_NSTAGES,
-	.hists = hists, .nhists = sizeof(hists) / sizeof(hists[0]),
+	LAYER_COMMON(block),
+	.drops = BIT(DROP_INFLIGHT_FULL) | BIT(DROP_INFLIGHT_STALE) | BIT(DROP_INFLIGHT_REUSED) |
+		 BIT(DROP_HIST_FULL) | BIT(DROP_COMPLETE_UNSEEN),
+	.drops_unprefixed = true, .reqs_map = SKEL_MAP(block, reqs),
 	.label = label,
-	.drop_names = drop_names,
-	.drops_map = SKEL_MAP(block, drops), .gens_map = SKEL_MAP(block, gens),
-	.cgroup_map = SKEL_MAP(block, cgroup_filter), .reqs_map = SKEL_MAP(block, reqs),
-	.maps = maps,
-	.open = open_skel, .destroy = destroy_skel,
 	.configure = configure, .check = check,
 };

@@ -5,9 +5,10 @@
 #include "req.h"
 #include "sysinfo.h"
 
-uint32_t req_keys_wanted(const struct trace_config *cfg)
+uint32_t req_hist_keys(const struct layer_inst *l)
 {
-	return 2 * 32 * (cfg->per_opcode ? 8 : 1) * (cfg->per_process ? 32 : 1);
+	return hist_map_keys(l, 2 * 32 * (l->cfg->per_opcode ? 8 : 1) *
+			     (l->cfg->per_process ? 32 : 1));
 }
 
 const char *req_flags_name(unsigned int flags, char *buf, size_t len)
@@ -22,18 +23,17 @@ const char *req_flags_name(unsigned int flags, char *buf, size_t len)
 	return buf;
 }
 
-void req_label(const struct layer_inst *l, const void *key, struct rec *r,
-	       const char *(*name)(unsigned int, char *, size_t), size_t comm_map)
+void req_label(const struct layer_inst *l, const void *key, struct rec *r)
 {
 	const struct ioreq_key *k = key;
 
 	if (k->opcode != 0xffff)
-		name(k->opcode, r->opcode, sizeof(r->opcode));
+		l->desc->code_name(k->opcode, r->opcode, sizeof(r->opcode));
 	req_flags_name(k->flags, r->flags, sizeof(r->flags));
 	if (k->tgid) {
 		r->pid = k->tgid;
 		/* noted by the programs at submission: known after the process has gone */
-		if (bpf_map__lookup_elem(layer_map(l, comm_map), &r->pid, sizeof(r->pid), r->comm,
+		if (bpf_map__lookup_elem(layer_map(l, l->desc->comm_map), &r->pid, sizeof(r->pid), r->comm,
 					 sizeof(r->comm), 0))
 			process_comm(r->pid, r->comm, sizeof(r->comm));
 		r->comm[sizeof(r->comm) - 1] = '\0';

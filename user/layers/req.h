@@ -10,21 +10,59 @@
  * Histogram keys they may need: two generations x path-flag sets (32), times 8 opcodes with -O
  * and 32 processes with -P (more are counted as *_hist_full).
  */
-uint32_t req_keys_wanted(const struct trace_config *cfg);
+uint32_t req_hist_keys(const struct layer_inst *l);
 
 /* "io-wq,poll,chain,failed,sqpoll" for REQ_FL_* bits. */
 const char *req_flags_name(unsigned int flags, char *buf, size_t len);
 
-/* Label a record from a struct ioreq_key: opcode by name(), path flags, pid and comm. */
-void req_label(const struct layer_inst *l, const void *key, struct rec *r,
-	       const char *(*name)(unsigned int, char *, size_t), size_t comm_map);
+/* Label a record from a struct ioreq_key: opcode by the layer's code_name, path flags, pid and
+ * the process's name (noted by the programs, from the layer's comm_map). */
+void req_label(const struct layer_inst *l, const void *key, struct rec *r);
 
-/* Every object with bpf/req.bpf.h: the request table's mask and the link functions. */
-#define REQ_RODATA(ro, l) do {							\
-	(ro)->req_mask = (l)->cfg->inflight_slots - 1;				\
-	LINK_SYMS_RODATA(ro, link_syms());					\
-	(ro)->per_process = (l)->cfg->per_process;				\
-	(ro)->per_opcode = (l)->cfg->per_opcode;				\
-} while (0)
+/* How the linked stages are bounded, and why one can be unmeasured. */
+#define REQ_LINKED_HOW "O_DIRECT requests linked through bi_end_io; needs the block layer"
+#define REQ_UNLINKED "not linked to bios (buffered or no block I/O, another disk, or see drops)"
+
+/* The stages of a request linked to its bios, the same in both layers; submit: its event. */
+#define REQ_LINKED_STAGES(submit)						\
+	[REQ_SUBMIT_BIO] = { "submit_bio", submit, -1, .to_text = "block events",	\
+		.flags = STAGE_LINKED, .how = REQ_LINKED_HOW, .unmeasured = REQ_UNLINKED },	\
+	[REQ_WAIT] = { "wait", -1, -1, "block events", "block events", STAGE_LINKED,	\
+		REQ_LINKED_HOW, .unmeasured = REQ_UNLINKED },			\
+	[REQ_DEVICE] = { "device", -1, -1, "block events", "block events", STAGE_LINKED,	\
+		REQ_LINKED_HOW, .unmeasured = REQ_UNLINKED }
+
+/* Their histogram map, skel_hists, keyed by struct ioreq_key. */
+#define REQ_HISTS(sk)								\
+static const struct layer_hists hists[] = {					\
+	{ .map = SKEL_MAP(sk, sk##_hists), .key_size = sizeof(struct ioreq_key),	\
+	  .entries = req_hist_keys },						\
+}
+
+/* The fields of struct layer the io_uring and aio layers fill alike: code_name names their
+ * opcodes; link_fn completes their linked requests (its address: link_syms()->sym). */
+#define REQ_LAYER_COMMON(skel, name_fn, link, sym)				\
+	LAYER_COMMON(skel), .label = req_label, .requests = true,		\
+	.code_name = name_fn, .link_fn = #link,					\
+	.link_sym = offsetof(struct link_syms, sym),				\
+	.configure = configure,							\
+	.event_names = event_names, .events_map = SKEL_MAP(skel, app_events),	\
+	.reqs_map = SKEL_MAP(skel, reqs), .comm_map = SKEL_MAP(skel, req_comm)
+
+/* Their skeleton wrappers and configure(): the owner filters, the request table's mask, the
+ * link functions, -P, -O. */
+#define REQ_LAYER_FUNCS(sk)							\
+LAYER_SKELETON(sk)								\
+static int configure(struct layer_inst *l)					\
+{										\
+	struct sk##_bpf *s = l->skel;						\
+										\
+	OWNER_RODATA(s->rodata, l);						\
+	s->rodata->req_mask = l->cfg->inflight_slots - 1;			\
+	LINK_SYMS_RODATA(s->rodata, link_syms());				\
+	s->rodata->per_process = l->cfg->per_process;				\
+	s->rodata->per_opcode = l->cfg->per_opcode;				\
+	return 0;								\
+}
 
 #endif

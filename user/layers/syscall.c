@@ -33,20 +33,22 @@ static void total_key(uint32_t gen, uint32_t i, void *key)
 	*(struct syscall_key *)key = (struct syscall_key){ .gen = gen, .sc = i };
 }
 
+/* -P: per-process keys in the hash; else (generation, syscall) in the array */
+static uint32_t hash_keys(const struct layer_inst *l)
+{
+	return l->cfg->per_process ? hist_map_keys(l, 2 * 4096) : 1;
+}
+
+static uint32_t array_slots(const struct layer_inst *l)
+{
+	return l->cfg->per_process ? 1 : 2 * SC_N;
+}
+
 static const struct layer_hists hists[] = {
-	{ .map = SKEL_MAP(syscall, sc_hists), .key_size = sizeof(struct syscall_key) },
-	{ .map = SKEL_MAP(syscall, sc_total), .per_gen = SC_N, .array_key = total_key },
-};
-
-static const char *const drop_names[DROP_NREASONS] = {
-	[DROP_HIST_FULL] = "syscall_hist_full",
-	[DROP_SC_START_FULL] = "syscall_start_full",
-};
-
-static const struct layer_map_note maps[] = {
-	{ .map = SKEL_MAP(syscall, sc_start) }, { .map = SKEL_MAP(syscall, sc_hists) },
-	{ .map = SKEL_MAP(syscall, sc_total) }, { .map = SKEL_MAP(syscall, sc_zero) },
-	{ .map = SKEL_MAP(syscall, drops) }, { 0 },
+	{ .map = SKEL_MAP(syscall, sc_hists), .key_size = sizeof(struct syscall_key),
+	  .entries = hash_keys },
+	{ .map = SKEL_MAP(syscall, sc_total), .per_gen = SC_N, .array_key = total_key,
+	  .entries = array_slots },
 };
 
 static void label(const struct layer_inst *l, const void *key, struct rec *r)
@@ -62,36 +64,22 @@ static void label(const struct layer_inst *l, const void *key, struct rec *r)
 
 static int configure(struct layer_inst *l)
 {
-	const struct trace_config *c = l->cfg;
 	struct syscall_bpf *skel = l->skel;
 
 	OWNER_RODATA(skel->rodata, l);
-	skel->rodata->per_process = c->per_process;
-	if (c->comm) {
+	skel->rodata->per_process = l->cfg->per_process;
+	if (l->cfg->comm) {
 		skel->rodata->filter_comm = true;
-		strncpy((char *)skel->rodata->comm_filter, c->comm, 15);
+		strncpy((char *)skel->rodata->comm_filter, l->cfg->comm, 15);
 	}
-	/* -P: per-process keys in the hash; else (generation, syscall) in the array */
-	return bpf_map__set_max_entries(skel->maps.sc_hists, c->per_process ?
-					hist_map_keys(l, 2 * 4096) : 1) ?:
-	       bpf_map__set_max_entries(skel->maps.sc_total, c->per_process ? 1 : 2 * SC_N);
+	return 0;
 }
 
-static void *open_skel(void) { return syscall_bpf__open(); }
-static void destroy_skel(void *s) { syscall_bpf__destroy(s); }
+LAYER_SKELETON(syscall)
 
 const struct layer syscall_layer = {
-	.name = "syscall",
-	.help = "duration of the read/write and fsync families, io_submit, io_getevents, "
-		"io_uring_enter",
-	.events = events, .nevents = sizeof(events) / sizeof(events[0]),
-	.stages = stages, .nstages = 1,
-	.hists = hists, .nhists = sizeof(hists) / sizeof(hists[0]),
+	LAYER_COMMON(syscall),
+	.drops = BIT(DROP_HIST_FULL) | BIT(DROP_SC_START_FULL),
 	.label = label,
-	.drop_names = drop_names,
-	.drops_map = SKEL_MAP(syscall, drops), .gens_map = SKEL_MAP(syscall, gens),
-	.cgroup_map = SKEL_MAP(syscall, cgroup_filter),
-	.maps = maps,
-	.open = open_skel, .destroy = destroy_skel,
 	.configure = configure,
 };

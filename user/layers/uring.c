@@ -45,8 +45,7 @@ static const struct layer_event events[] = {
 #define REAP "CQ head read at the ring's next event"
 #define REAP_HOW "-> the ring's next submit, CQE or wait that finds the CQ head past it: " \
 		 "an upper bound"
-#define LINKED_HOW "O_DIRECT requests linked through bi_end_io; needs the block layer"
-#define UNLINKED "not linked to bios (buffered or no block I/O, another disk, or see drops)"
+
 
 static const struct layer_stage stages[REQ_NSTAGES] = {
 	[REQ_SUBMIT_DONE] = { "submit_cqe", EV_SUBMIT, EV_COMPLETE, .note_ev = EV_PUNT,
@@ -54,36 +53,15 @@ static const struct layer_stage stages[REQ_NSTAGES] = {
 	[REQ_DONE_REAP] = { "cqe_reap", EV_COMPLETE, -1, .to_text = REAP,
 		.how = "io_uring_complete " REAP_HOW },
 	[REQ_TOTAL] = { "total", EV_SUBMIT, -1, .to_text = REAP, .how = "submission " REAP_HOW },
-	[REQ_SUBMIT_BIO] = { "submit_bio", EV_SUBMIT, -1, .to_text = "block events",
-		.flags = STAGE_LINKED, .how = LINKED_HOW, .unmeasured = UNLINKED },
-	[REQ_WAIT] = { "wait", -1, -1, "block events", "block events", STAGE_LINKED, LINKED_HOW,
-		.unmeasured = UNLINKED },
-	[REQ_DEVICE] = { "device", -1, -1, "block events", "block events", STAGE_LINKED,
-		LINKED_HOW, .unmeasured = UNLINKED },
+	REQ_LINKED_STAGES(EV_SUBMIT),
 	[REQ_DEVICE_CQE] = { "device_cqe", -1, EV_COMPLETE, "block events", .flags = STAGE_LINKED,
-		.how = LINKED_HOW, .unmeasured = UNLINKED },
+		.how = REQ_LINKED_HOW, .unmeasured = REQ_UNLINKED },
 };
 
-static const struct layer_hists hists[] = {
-	{ .map = SKEL_MAP(uring, uring_hists), .key_size = sizeof(struct ioreq_key) },
-};
-
-static const char *const drop_names[DROP_NREASONS] = {
-	[DROP_INFLIGHT_FULL] = "uring_inflight_full",
-	[DROP_INFLIGHT_STALE] = "uring_inflight_stale",
-	[DROP_INFLIGHT_REUSED] = "uring_inflight_reused",
-	[DROP_HIST_FULL] = "uring_hist_full",
-	[DROP_REAP_UNSEEN] = "uring_reap_unseen",
-};
+REQ_HISTS(uring);
 
 static const char *const event_names[EV_NEVENTS] = {
 	[EV_CQE_OVERFLOW] = "uring_cqe_overflow",
-};
-
-static const struct layer_map_note maps[] = {
-	{ .map = SKEL_MAP(uring, uring_hists) }, { .map = SKEL_MAP(uring, rings) },
-	{ .map = SKEL_MAP(uring, uring_zero) }, { .map = SKEL_MAP(uring, ring_zero) },
-	{ .map = SKEL_MAP(uring, drops) }, { 0 },
 };
 
 static const char *opcode_name(unsigned int op, char *buf, size_t len)
@@ -91,42 +69,10 @@ static const char *opcode_name(unsigned int op, char *buf, size_t len)
 	return btf_enum_name("io_uring_op", "IORING_OP_", op, buf, len);
 }
 
-static void label(const struct layer_inst *l, const void *key, struct rec *r)
-{
-	req_label(l, key, r, opcode_name, SKEL_MAP(uring, req_comm));
-}
-
-static int configure(struct layer_inst *l)
-{
-	struct uring_bpf *skel = l->skel;
-
-	OWNER_RODATA(skel->rodata, l);
-	REQ_RODATA(skel->rodata, l);
-	return bpf_map__set_max_entries(skel->maps.uring_hists,
-					hist_map_keys(l, req_keys_wanted(l->cfg)));
-}
-
-static uint64_t link_addr(void)
-{
-	return link_syms()->kc_uring;
-}
-
-static void *open_skel(void) { return uring_bpf__open(); }
-static void destroy_skel(void *s) { uring_bpf__destroy(s); }
+REQ_LAYER_FUNCS(uring)
 
 const struct layer uring_layer = {
-	.name = "uring",
-	.help = "submit_cqe, cqe_reap, total; linked: submit_bio, wait, device, device_cqe",
-	.events = events, .nevents = sizeof(events) / sizeof(events[0]),
-	.stages = stages, .nstages = REQ_NSTAGES,
-	.hists = hists, .nhists = 1,
-	.label = label,
-	.drop_names = drop_names, .event_names = event_names,
-	.drops_map = SKEL_MAP(uring, drops), .events_map = SKEL_MAP(uring, app_events),
-	.gens_map = SKEL_MAP(uring, gens), .cgroup_map = SKEL_MAP(uring, cgroup_filter),
-	.reqs_map = SKEL_MAP(uring, reqs),
-	.maps = maps,
-	.requests = true, .link_fn = "io_complete_rw", .link_addr = link_addr,
-	.open = open_skel, .destroy = destroy_skel,
-	.configure = configure,
+	REQ_LAYER_COMMON(uring, opcode_name, io_complete_rw, kc_uring),
+	.drops = BIT(DROP_INFLIGHT_FULL) | BIT(DROP_INFLIGHT_STALE) | BIT(DROP_INFLIGHT_REUSED) |
+		 BIT(DROP_HIST_FULL) | BIT(DROP_REAP_UNSEEN),
 };
