@@ -66,8 +66,49 @@ def floor(dev, seconds):
     return per_event("floor_"), per_event("fclock_") - per_event("floor_rq_issue")
 
 
+def owned_progs(pid):
+    """IDs of the BPF programs process pid holds (program or link fds, from its fdinfo)."""
+    ids = set()
+    try:
+        fds = list(Path(f"/proc/{pid}/fdinfo").iterdir())
+    except FileNotFoundError:
+        return ids
+    for fd in fds:
+        try:
+            ids.update(line.split()[1] for line in fd.read_text().splitlines()
+                       if line.startswith("prog_id:"))
+        except OSError:
+            pass
+    return ids
+
+
+def own(stats, ids):
+    """The entries of prog_stats() whose program id is in ids."""
+    return {k: v for k, v in stats.items() if k.rsplit("#", 1)[1] in ids}
+
+
+def iostrata_ready(tracer, what, settle=0.5):
+    """A predicate for wait_for: tracer holds its block programs and has loaded no program for
+    settle seconds (iostrata starts its layers one after the other, block first)."""
+    seen = {"ids": None, "since": 0.0}
+
+    def ready():
+        if tracer.poll() is not None:
+            raise RuntimeError(f"{what} exited with status {tracer.returncode} before tracing")
+        ids = owned_progs(tracer.pid)
+        now = time.monotonic()
+        if ids != seen["ids"]:
+            seen.update(ids=ids, since=now)
+            return False
+        return (now - seen["since"] >= settle and
+                len(own(prog_stats(("tp_btf_block", "raw_tp_block")), ids)) >= 3)
+    return ready
+
+
 def run(dev, seconds, config):
-    """One fio run under config: (ios, iops, {family: BPF ns per I/O}, program runs per I/O)."""
+    """One fio run under config: (ios, iops, {family: BPF ns per I/O}, program runs per I/O).
+    iostrata's figures count only the programs its own process holds, so programs of an
+    earlier run still being freed, or anyone else's, cannot be charged to it."""
     every = tuple(p for f in FAMILIES.values() for p in f)
     if config is None:
         ios, iops = fio(dev, seconds)
@@ -76,17 +117,31 @@ def run(dev, seconds, config):
         tracer = subprocess.Popen(["bpftrace", "-e", BIOLATENCY], stdout=subprocess.DEVNULL,
                                   stderr=subprocess.DEVNULL)
         ready = lambda: len(prog_stats(("block_rq_",))) >= 2  # noqa: E731
+        mine = lambda stats: stats  # noqa: E731
     else:
-        tracer = subprocess.Popen([str(IOSTRATA), *config, "-j"], stdout=subprocess.DEVNULL)
-        ready = lambda: len(prog_stats(("tp_btf_block", "raw_tp_block"))) >= 3  # noqa: E731
+        cmd = [str(IOSTRATA), *config, "-j"]
+        tracer = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+        ready = iostrata_ready(tracer, " ".join(cmd))
+        ids = set()
+
+        def mine(stats):
+            ids.update(owned_progs(tracer.pid))
+            return own(stats, ids)
     try:
         wait_for(ready, "the tracer to attach", 60)
-        before = prog_stats(every)
+        before = mine(prog_stats(("",)))
         ios, iops = fio(dev, seconds)
-        after = prog_stats(every)
+        after = mine(prog_stats(("",)))
     finally:
         tracer.send_signal(2)
         tracer.wait(timeout=30)
+    stray = sorted(k for k in after if not k.startswith(every) and
+                   after[k][1] != before.get(k, (0, 0))[1])
+    if stray and config != "bpftrace":
+        print(f"    warning: {', '.join(stray)} ran but match no layer's prefix; left out",
+              file=sys.stderr)
+    before = {k: v for k, v in before.items() if k.startswith(every)}
+    after = {k: v for k, v in after.items() if k.startswith(every)}
     per = {}
     for fam, prefixes in FAMILIES.items():
         ns = sum(after[k][0] - before.get(k, (0, 0))[0] for k in after if k.startswith(prefixes))
