@@ -136,14 +136,18 @@ bench: all
 test-vm: all
 	$(PYTHON) -m pytest -ra -s tests/test_vm61.py tests/test_calibrate.py tests/test_known_latency.py
 
+# BASELINE=path/to/iostrata (e.g. from scripts/build-baseline.sh REV DIR) adds that binary's rows
+# to bench-layers / bench-overhead, measured in the same rounds as bin/iostrata's.
+BASELINE ?=
+
 # BPF ns per I/O of every layer with bio linking on, under io_uring O_DIRECT.
 bench-layers: all
-	$(PYTHON) bench/layers.py $(BENCH_ARGS)
+	$(PYTHON) bench/layers.py $(if $(BASELINE),--baseline '$(BASELINE)') $(BENCH_ARGS)
 
 # The overhead table in docs/overhead.md: no tracer, iostrata block / all layers, bpftrace.
 bench-overhead: all
 	$(Q)sh scripts/deps.sh bpftrace
-	$(PYTHON) bench/layers.py --doc $(BENCH_ARGS)
+	$(PYTHON) bench/layers.py --doc $(if $(BASELINE),--baseline '$(BASELINE)') $(BENCH_ARGS)
 
 # iostrata-load against fio, side by side on one file: IOPS and CPU per I/O.
 bench-load: all

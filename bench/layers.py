@@ -13,8 +13,12 @@ bpf_stats charges for a program that does nothing and what one bpf_ktime_get_ns(
 floor under any per-event tracer on this machine.
 The sysctl, tracefs and the device are restored on exit. --doc writes the table to
 docs/overhead.md with the date and the machine.
+--baseline PATH runs every iostrata configuration a second time per round with another iostrata
+binary (e.g. built by scripts/build-baseline.sh from an older commit), next to this build's run,
+the two swapping order every other round; its rows are labelled "(baseline)".
 
 Usage: bench/layers.py [--seconds S] [--runs N] [--doc] [--detail] [--only "iostrata all"]
+                       [--baseline PATH]
 """
 import argparse
 import os
@@ -33,8 +37,10 @@ FAMILIES = {"block": ("tp_btf_block", "raw_tp_block"), "uring": ("tp_btf_io_urin
             "bpftrace": ("block_rq_",)}
 CONFIGS = {"no tracer": None, "iostrata block": ["-l", "block"],
            "iostrata all": ["-l", "block,uring,aio,syscall"], "bpftrace": "bpftrace"}
-DOC = Path(__file__).resolve().parent.parent / "docs" / "overhead.md"
+TOP = Path(__file__).resolve().parent.parent
+DOC = TOP / "docs" / "overhead.md"
 DETAIL = False
+BASELINE_TAG = " (baseline)"
 
 
 def fio(dev, seconds):
@@ -66,8 +72,50 @@ def floor(dev, seconds):
     return per_event("floor_"), per_event("fclock_") - per_event("floor_rq_issue")
 
 
-def run(dev, seconds, config):
-    """One fio run under config: (ios, iops, {family: BPF ns per I/O}, program runs per I/O)."""
+def owned_progs(pid):
+    """IDs of the BPF programs process pid holds (program or link fds, from its fdinfo)."""
+    ids = set()
+    try:
+        fds = list(Path(f"/proc/{pid}/fdinfo").iterdir())
+    except FileNotFoundError:
+        return ids
+    for fd in fds:
+        try:
+            ids.update(line.split()[1] for line in fd.read_text().splitlines()
+                       if line.startswith("prog_id:"))
+        except OSError:
+            pass
+    return ids
+
+
+def own(stats, ids):
+    """The entries of prog_stats() whose program id is in ids."""
+    return {k: v for k, v in stats.items() if k.rsplit("#", 1)[1] in ids}
+
+
+def iostrata_ready(tracer, what, settle=0.5):
+    """A predicate for wait_for: tracer holds its block programs and has loaded no program for
+    settle seconds (iostrata starts its layers one after the other, block first)."""
+    seen = {"ids": None, "since": 0.0}
+
+    def ready():
+        if tracer.poll() is not None:
+            raise RuntimeError(f"{what} exited with status {tracer.returncode} before tracing")
+        ids = owned_progs(tracer.pid)
+        now = time.monotonic()
+        if ids != seen["ids"]:
+            seen.update(ids=ids, since=now)
+            return False
+        return (now - seen["since"] >= settle and
+                len(own(prog_stats(("tp_btf_block", "raw_tp_block")), ids)) >= 3)
+    return ready
+
+
+def run(dev, seconds, config, binary=IOSTRATA, label=None):
+    """One fio run under config, iostrata's configurations with binary: (ios, iops, {family:
+    BPF ns per I/O}, program runs per I/O). label, if given, heads the --detail lines.
+    iostrata's figures count only the programs its own process holds, so programs of an
+    earlier run still being freed, or anyone else's, cannot be charged to it."""
     every = tuple(p for f in FAMILIES.values() for p in f)
     if config is None:
         ios, iops = fio(dev, seconds)
@@ -76,28 +124,66 @@ def run(dev, seconds, config):
         tracer = subprocess.Popen(["bpftrace", "-e", BIOLATENCY], stdout=subprocess.DEVNULL,
                                   stderr=subprocess.DEVNULL)
         ready = lambda: len(prog_stats(("block_rq_",))) >= 2  # noqa: E731
+        mine = lambda stats: stats  # noqa: E731
     else:
-        tracer = subprocess.Popen([str(IOSTRATA), *config, "-j"], stdout=subprocess.DEVNULL)
-        ready = lambda: len(prog_stats(("tp_btf_block", "raw_tp_block"))) >= 3  # noqa: E731
+        cmd = [str(binary), *config, "-j"]
+        tracer = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+        ready = iostrata_ready(tracer, " ".join(cmd))
+        ids = set()
+
+        def mine(stats):
+            ids.update(owned_progs(tracer.pid))
+            return own(stats, ids)
     try:
         wait_for(ready, "the tracer to attach", 60)
-        before = prog_stats(every)
+        before = mine(prog_stats(("",)))
         ios, iops = fio(dev, seconds)
-        after = prog_stats(every)
+        after = mine(prog_stats(("",)))
     finally:
         tracer.send_signal(2)
         tracer.wait(timeout=30)
+    stray = sorted(k for k in after if not k.startswith(every) and
+                   after[k][1] != before.get(k, (0, 0))[1])
+    if stray and config != "bpftrace":
+        print(f"    warning: {', '.join(stray)} ran but match no layer's prefix; left out",
+              file=sys.stderr)
+    before = {k: v for k, v in before.items() if k.startswith(every)}
+    after = {k: v for k, v in after.items() if k.startswith(every)}
     per = {}
     for fam, prefixes in FAMILIES.items():
         ns = sum(after[k][0] - before.get(k, (0, 0))[0] for k in after if k.startswith(prefixes))
         per[fam] = ns / ios
     runs = sum(after[k][1] - before.get(k, (0, 0))[1] for k in after)
     if DETAIL:
+        if label:
+            print(f"  {label}:")
         for k in sorted(after):
             ns, cnt = (after[k][i] - before.get(k, (0, 0))[i] for i in (0, 1))
             if cnt:
                 print(f"    {k:<32} {cnt / ios:6.2f} runs/I/O {ns / cnt:6.0f} ns/run")
     return ios, iops, per, runs / ios
+
+
+def round_order(names, r):
+    """The configurations in table order; every other round each one and its baseline trade
+    places, so neither binary always runs first and drift within a round hits both alike."""
+    order = list(names)
+    if r % 2:
+        for i in range(1, len(order)):
+            if order[i] == order[i - 1] + BASELINE_TAG:
+                order[i - 1], order[i] = order[i], order[i - 1]
+    return order
+
+
+def revision(binary):
+    """What binary was built from: for the baseline the BINARY.rev file build-baseline.sh
+    writes, for bin/iostrata the checkout's git describe."""
+    if binary != IOSTRATA:
+        rev = Path(str(binary) + ".rev")
+        return rev.read_text().strip().splitlines()[0] if rev.is_file() else "revision unknown"
+    out = subprocess.run(["git", "-C", str(TOP), "describe", "--always", "--dirty"],
+                         capture_output=True, text=True)
+    return out.stdout.strip() if out.returncode == 0 else "revision unknown"
 
 
 def main():
@@ -107,9 +193,17 @@ def main():
     ap.add_argument("--doc", action="store_true", help="write the table to docs/overhead.md")
     ap.add_argument("--detail", action="store_true", help="each program's runs and ns per run")
     ap.add_argument("--only", help="configurations to run, comma-separated (default: all)")
+    ap.add_argument("--baseline", metavar="PATH",
+                    help="another iostrata binary: each iostrata configuration also runs with it, "
+                    "in the same rounds, as a '(baseline)' row")
     args = ap.parse_args()
     global DETAIL
     DETAIL = args.detail
+    baseline = None
+    if args.baseline:
+        baseline = Path(args.baseline).resolve()
+        if not baseline.is_file() or not os.access(baseline, os.X_OK):
+            sys.exit(f"bench: --baseline {args.baseline} is not an executable file")
     if os.geteuid() != 0:
         sys.exit("bench: must run as root")
     for tool in ("fio", "bpftool", "losetup"):
@@ -122,18 +216,30 @@ def main():
     if not shutil.which("bpftrace"):
         print("bpftrace is not installed: its row is left out")
         configs.pop("bpftrace", None)
+    plan = {}  # row: (configuration, iostrata binary)
+    for name, cfg in configs.items():
+        plan[name] = (cfg, IOSTRATA)
+        if baseline and isinstance(cfg, list):
+            plan[name + BASELINE_TAG] = (cfg, baseline)
+    width = max(15, *(len(n) for n in plan))
     with bench_env(tracefs="bpftrace" in configs) as dev:
         machine = (f"{os.uname().machine}, {os.cpu_count()} CPUs, kernel {os.uname().release}")
         load = (f"fio io_uring randread 4k qd32 O_DIRECT on a tmpfs-backed loop device, "
                 f"{args.seconds} s per run, {args.runs} rounds")
         print(f"machine: {machine}\nload: {load}")
-        res = {c: [] for c in configs}
+        if baseline:
+            builds = (f"this build {IOSTRATA} ({revision(IOSTRATA)}), "
+                      f"baseline {baseline} ({revision(baseline)})")
+            print(builds)
+        res = {c: [] for c in plan}
         floors = []
         for r in range(args.runs):
-            for name, cfg in configs.items():
-                ios, iops, per, evs = run(dev, args.seconds, cfg)
+            for name in round_order(plan, r):
+                cfg, binary = plan[name]
+                ios, iops, per, evs = run(dev, args.seconds, cfg, binary,
+                                          name if baseline else None)
                 res[name].append((iops, per, evs))
-                print(f"round {r + 1} {name:<15} {iops:9.0f} IOPS  " +
+                print(f"round {r + 1} {name:<{width}} {iops:9.0f} IOPS  " +
                       "  ".join(f"{f} {v:.0f}" for f, v in per.items() if v) +
                       f"  = {sum(per.values()):.0f} BPF ns/I/O, {evs:.2f} runs/I/O")
             floors.append(floor(dev, args.seconds))
@@ -160,24 +266,37 @@ def main():
         goals = [f"floor, measured beside the same fio runs: an empty tp_btf program costs "
                  f"{empty:.0f} ns per run, one bpf_ktime_get_ns() {clock:.0f} ns more; a program "
                  f"that times anything costs at least {empty + clock:.0f} ns per run"]
-        if "bpftrace" in med and med["iostrata block"]:
+        if "bpftrace" in med and med.get("iostrata block"):
             goals.append(f"iostrata block takes {med['bpftrace'] / med['iostrata block']:.2f}x less "
                          "BPF time per I/O than bpftrace's one-liner (goal >= 5x, i.e. "
                          f"<= {med['bpftrace'] / 5:.0f} ns per I/O; the floor of iostrata's "
                          f"{evs['iostrata block']:.2f} timing runs per I/O is "
                          f"{evs['iostrata block'] * (empty + clock):.0f} ns)")
-        goals.append(f"iostrata all layers: {med['iostrata all']:.0f} ns per I/O (goal <= 400; the "
-                     f"floor of its {evs['iostrata all']:.2f} runs per I/O is "
-                     f"{evs['iostrata all'] * empty:.0f} ns without any clock read)")
-        allrow = next(r for r in rows if r[0] == "iostrata all")
-        goals.append(f"IOPS with all layers: {allrow[2]:+.1f} % (goal >= -3 %; IOPS A/B runs "
-                     "vary +-15 % here, BPF time is the figure to compare)")
+        if "iostrata all" in med:
+            goals.append(f"iostrata all layers: {med['iostrata all']:.0f} ns per I/O (goal <= 400; "
+                         f"the floor of its {evs['iostrata all']:.2f} runs per I/O is "
+                         f"{evs['iostrata all'] * empty:.0f} ns without any clock read)")
+            allrow = next(r for r in rows if r[0] == "iostrata all")
+            goals.append(f"IOPS with all layers: {allrow[2]:+.1f} % (goal >= -3 %; IOPS A/B runs "
+                         "vary +-15 % here, BPF time is the figure to compare)")
+        for name in (n for n in plan if n.endswith(BASELINE_TAG)):
+            new = name[:-len(BASELINE_TAG)]
+            pct = lambda a, b: f"{100 * (a / b - 1):+.1f} %" if b else "n/a"  # noqa: E731
+            rounds = [pct(sum(n[1].values()), sum(b[1].values()))
+                      for n, b in zip(res[new], res[name])]
+            goals.append(f"{new}, baseline -> this build: {med[name]:.0f} -> {med[new]:.0f} BPF ns "
+                         f"per I/O ({pct(med[new], med[name])}; each round: {', '.join(rounds)}), "
+                         f"runs/I/O {evs[name]:.2f} -> {evs[new]:.2f}")
         print("\nmedians\n" + "\n".join(lines) + "\n" + "\n".join(goals))
         if args.doc:
             DOC.write_text(
                 "# Overhead: iostrata beside bpftrace\n\n"
-                f"Produced by `make bench-overhead` on {time.strftime('%Y-%m-%d')}.\n\n"
-                f"- machine: {machine}\n- load: {load}\n"
+                "Produced by `make bench-overhead" +
+                (f" BASELINE={baseline}" if baseline else "") +
+                f"` on {time.strftime('%Y-%m-%d')}.\n\n"
+                f"- machine: {machine}\n- load: {load}\n" +
+                (f"- builds: {builds}; each configuration and its baseline run back to back in "
+                 "every round, swapping order every other round\n" if baseline else "") +
                 "- BPF ns/I/O: kernel.bpf_stats_enabled run time of each program family / "
                 "I/Os fio completed (the sysctl is restored afterwards)\n" +
                 "- runs/I/O: BPF program runs per I/O fio completed (every program of the "
