@@ -502,9 +502,10 @@ static const char usage[] =
 "\n"
 "  --dir=DIR     directory for the temporary files (default $TMPDIR or /var/tmp;\n"
 "                on a block device for the block and bio-link checks)\n"
-"  --skew=PCT    testing: expect every latency PCT %% higher (the checks must fail)\n"
+"  --skew=PCT    testing: expect every latency PCT % higher (the checks must fail)\n"
 "  -j, --json    one JSON document on stdout\n"
-"  -v            show the load's errors and the layers' diagnostics\n";
+"  -v, --verbose show the load's errors and the layers' diagnostics\n"
+"  -h, --help    show this help\n";
 
 static const char *find_load(void)
 {
