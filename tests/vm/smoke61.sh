@@ -111,7 +111,7 @@ timeout 600 qemu-system-x86_64 ${QEMU_ACCEL:--accel tcg,thread=single -icount sh
 	-append "console=ttyS0 panic=-1 quiet" -nographic -no-reboot -nic none \
 	> "$work/console.log" 2>&1 || true
 sed -n '/=== FEATURES/,/=== DONE/p' "$work/console.log"
-for m in "block_rq_complete  tp_btf" "LOAD OK" "URING LOAD OK" "SCENARIO LOAD dm-0" \
+for m in "block_rq_complete  *tp_btf" "LOAD OK" "URING LOAD OK" "SCENARIO LOAD dm-0" \
 	"FAIL rc=1" "=== DONE"; do
 	grep -q "$m" "$work/console.log" || { echo "smoke61: FAILED: no '$m'" >&2; exit 1; }
 done
