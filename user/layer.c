@@ -188,12 +188,13 @@ static void describe_stages(const struct layer *d, struct layer_report *rep)
 		if (s->flags & STAGE_LINKED) {
 			const char *lp = link_problem();
 
-			if (*lp || !*(const uint64_t *)((const char *)link_syms() + d->link_sym)) {
-				snprintf(st->how, sizeof(st->how), "unavailable: %s", *lp ? lp :
-					 d->link_fn);
-				if (!*lp)
-					snprintf(st->how, sizeof(st->how),
-						 "unavailable: %s not in /proc/kallsyms", d->link_fn);
+			if (*lp) {
+				snprintf(st->how, sizeof(st->how), "unavailable: %s", lp);
+				continue;
+			}
+			if (!*(const uint64_t *)((const char *)link_syms() + d->link_sym)) {
+				snprintf(st->how, sizeof(st->how),
+					 "unavailable: %s not in /proc/kallsyms", d->link_fn);
 				continue;
 			}
 		}

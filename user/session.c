@@ -186,6 +186,9 @@ static int read_counters(struct session *s, struct interval *iv)
 		if (!s->inst[i])
 			continue;
 		err = layer_counters(s->inst[i], iv);
+		if (err)
+			errorf("reading the %s layer's counters: %s", layers[i]->name,
+			       strerror(-err));
 		misses += layer_recursion_misses(s->inst[i]);
 	}
 	counters_add(iv->drops, &iv->ndrops, "prog_recursion", misses - s->prev_misses);

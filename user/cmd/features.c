@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* `iostrata features`: what this kernel supports and how each layer and stage attaches. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -335,7 +336,11 @@ int cmd_features(int argc, char **argv)
 		for (i = 0; i < NLAYERS; i++)
 			layer_report_static(layers[i], &cfg, &reps[i]);
 	}
-	i = features_print(reps, names, n, verified, json, stdout) ? 1 : 0;
+	i = 0;
+	if (features_print(reps, names, n, verified, json, stdout)) {
+		errorf("writing the output: %s", strerror(errno));
+		i = 1;
+	}
 	session_close(s);
 	return i;
 }
