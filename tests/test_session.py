@@ -8,7 +8,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from conftest import ROOT, SCHEMA, Tracer
+from conftest import IOSTRATA, ROOT, SCHEMA, Tracer, records
 
 pytestmark = pytest.mark.root
 LOAD = ROOT / "bin" / "iostrata-load"
@@ -197,3 +197,29 @@ def test_interval_boundaries_shared(loopdev, loopdev2, no_bpf_leak):
                             "aio device pread": n - k, "aio device unmeasured": k,
                             "uring submit_cqe": 0})
     assert got == expected, f"\ngot      {got}\nexpected {expected}"
+
+
+def test_no_self_counting(tmp_path, no_bpf_leak):
+    """The syscall layer on the whole host for 5 s, -P: the tracer's own syscalls (its write()
+    of each record, its reads) are not the workload and must not be in its output. Two tracers
+    at once (to halve the wait): one writing its records to a regular file, whose writes are of
+    the kind the syscall layer times (regular files and block devices), one to a pipe, whose
+    writes are not, but where nothing else the tracer does may show either. Each is checked
+    for its own pid only; a finding is (record index, syscall, count)."""
+    out_path = tmp_path / "out.ndjson"
+    argv = [str(IOSTRATA), "-l", "syscall", "-P", "-j", "--duration", "5"]
+    with open(out_path, "w") as out:
+        to_file = subprocess.Popen(argv, stdout=out, stderr=subprocess.PIPE, text=True)
+        to_pipe = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True)
+        piped, err_pipe = to_pipe.communicate(timeout=60)
+        _, err_file = to_file.communicate(timeout=60)
+    assert to_file.returncode == 0, err_file
+    assert to_pipe.returncode == 0, err_pipe
+    own = {}
+    for name, p, stdout in (("file", to_file, out_path.read_text()), ("pipe", to_pipe, piped)):
+        recs = records(stdout)
+        assert len(recs) >= 5, (name, recs)
+        own[name] = [(i, h["labels"]["syscall"], h["count"]) for i, rec in enumerate(recs)
+                     for h in rec["hists"] if h["labels"].get("pid") == p.pid]
+    assert own == {"file": [], "pipe": []}, f"the tracers counted their own syscalls: {own}"
