@@ -2,7 +2,9 @@
 lost or counted twice across them, the tracer never counting itself, and what a stop prints
 (issue 10)."""
 import json
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import jsonschema
@@ -223,3 +225,41 @@ def test_no_self_counting(tmp_path, no_bpf_leak):
         own[name] = [(i, h["labels"]["syscall"], h["count"]) for i, rec in enumerate(recs)
                      for h in rec["hists"] if h["labels"].get("pid") == p.pid]
     assert own == {"file": [], "pipe": []}, f"the tracers counted their own syscalls: {own}"
+
+
+@pytest.fixture
+def busy_reader(tmp_path):
+    """A process reading a cached regular file as fast as it can (psync, buffered): syscalls on
+    the host at every instant, as on a busy machine. Stopped with SIGINT, which removes its file."""
+    p = subprocess.Popen([str(LOAD), "--engine", "psync", "--buffered", "--rw", "randread",
+                          "--runtime", "120s", "--size", "1m", "--file", str(tmp_path / "busy")],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    yield p
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=30)
+    assert p.returncode == 0, err
+
+
+def test_stop_prints_one_final_interval(busy_reader, no_bpf_leak):
+    """A stop prints exactly one last interval: SIGINT 1 s into a 10 s interval gives one record
+    (the interval it cut); --duration 1 with 0.3 s intervals gives the 4 the duration implies
+    (0.3, 0.3, 0.3 and the 0.1 left). Counts of records, never timings.
+
+    The busy reader makes sure events keep arriving while the tracer stops: on an idle host
+    nothing may happen between the last interval's collection and the tracer's later sweep of
+    the other generation, and a tracer that prints that sweep as a record of its own (as today's
+    does, "late record(s) after the last interval") would go unnoticed."""
+    def shape(recs):  # for the failure message only: (interval_ns, histograms) per record
+        return [(r["interval_ns"], len(r["hists"])) for r in recs]
+
+    tracer = Tracer(["-j", "10"])
+    time.sleep(1)
+    cut = records(tracer.stop(signal.SIGINT))
+
+    tracer = Tracer(["-j", "--duration", "1", "0.3"])
+    out, err = tracer.proc.communicate(timeout=30)
+    assert tracer.proc.returncode == 0, err.decode()
+    timed = records(out.decode())
+    assert busy_reader.poll() is None, "the busy reader stopped before the tracer did"
+    # both runs before any assert on them, so that a failure shows both
+    assert (len(cut), len(timed)) == (1, 4), {"SIGINT": shape(cut), "--duration": shape(timed)}
