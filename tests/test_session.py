@@ -2,8 +2,10 @@
 lost or counted twice across them, the tracer never counting itself, and what a stop prints
 (issue 10)."""
 import json
+import os
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -263,3 +265,26 @@ def test_stop_prints_one_final_interval(busy_reader, no_bpf_leak):
     assert busy_reader.poll() is None, "the busy reader stopped before the tracer did"
     # both runs before any assert on them, so that a failure shows both
     assert (len(cut), len(timed)) == (1, 4), {"SIGINT": shape(cut), "--duration": shape(timed)}
+
+
+@pytest.mark.parametrize("to", ["process", "group"])
+def test_calibrate_json_interrupted_is_valid_json(to, no_bpf_leak):
+    """calibrate -j cut short by SIGINT ~2 s in (to the process, or to its process group as a
+    terminal's Ctrl-C does, reaching its iostrata-load too): stdout is still one complete JSON
+    document, the result FAIL, the exit status 1."""
+    with tempfile.TemporaryDirectory(dir="/var/tmp") as d:
+        p = subprocess.Popen([str(IOSTRATA), "calibrate", "-j", "--dir", d],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+        time.sleep(2)
+        assert p.poll() is None, "calibrate ended before it was interrupted"
+        if to == "group":
+            os.killpg(p.pid, signal.SIGINT)
+        else:
+            p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=120)
+    assert p.returncode == 1, (p.returncode, err)
+    assert len(out.splitlines()) == 1, out
+    doc = json.loads(out)
+    assert doc["type"] == "calibrate" and doc["result"] == "FAIL", doc
+    assert isinstance(doc["checks"], list)
