@@ -1,0 +1,290 @@
+"""A tracing session as a whole: every layer read at the same interval boundaries with nothing
+lost or counted twice across them, the tracer never counting itself, and what a stop prints
+(issue 10)."""
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from conftest import IOSTRATA, ROOT, SCHEMA, Tracer, records
+
+pytestmark = pytest.mark.root
+LOAD = ROOT / "bin" / "iostrata-load"
+SCHEMA_DOC = json.loads(SCHEMA.read_text())
+URING_DISABLED = Path("/proc/sys/kernel/io_uring_disabled")
+
+
+def no_duplicate_keys(pairs):
+    keys = [k for k, _ in pairs]
+    dup = {k for k in keys if keys.count(k) > 1}
+    assert not dup, f"a JSON object repeats {sorted(dup)}: {pairs}"
+    return dict(pairs)
+
+
+def strict_records(stdout):
+    """records(), but a key given twice in any object fails (json.loads keeps the last)."""
+    return [json.loads(line, object_pairs_hook=no_duplicate_keys)
+            for line in stdout.splitlines() if line.strip()]
+
+
+def drops_of(recs):
+    return {k: v for rec in recs for k, v in rec["drops"].items() if v}
+
+
+def tally(recs, layer, stage, field="count", **labels):
+    return sum(h[field] for rec in recs for h in rec["hists"]
+               if h["layer"] == layer and h["stage"] == stage
+               and all(h["labels"].get(k) == v for k, v in labels.items()))
+
+
+@pytest.fixture
+def loopdev2(tmp_path):
+    """A second loop device like conftest's loopdev (128 MiB, direct-I/O mode); always
+    detached."""
+    img = tmp_path / "disk2.img"
+    with open(img, "wb") as f:
+        f.truncate(128 << 20)
+    dev = subprocess.run(["losetup", "-f", "--show", "--direct-io=on", str(img)], check=True,
+                         capture_output=True, text=True).stdout.strip()
+    try:
+        yield dev
+    finally:
+        subprocess.run(["losetup", "-d", dev], check=False)
+    out = subprocess.run(["losetup", "-j", str(img)], capture_output=True, text=True).stdout
+    assert out.strip() == "", f"loop device still attached: {out}"
+
+
+class HeldLoad:
+    """iostrata-load started, but holding its I/O until go(): a shell that reads a line from
+    stdin, then execs iostrata-load. exec keeps the process id (the tgid -p filters by), so the
+    tracer can be given the pid before the first I/O, as calibrate does with its own loads."""
+
+    def __init__(self, *args):
+        self.proc = subprocess.Popen(["sh", "-c", 'read _ && exec "$0" "$@"', str(LOAD), *args],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        self.pid = self.proc.pid
+
+    def go(self):
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
+
+    def finish(self):
+        out, err = self.proc.communicate(timeout=120)
+        assert self.proc.returncode == 0, f"iostrata-load failed: {err}"
+        return json.loads(out)
+
+
+def test_interval_boundaries_shared(loopdev, loopdev2, no_bpf_leak):
+    """20000 O_DIRECT reads through io_uring and 20000 through libaio, rate-limited so that they
+    span ~10 s, i.e. ~100 boundaries of 100 ms intervals, with all four layers on. Summed over
+    every record, each layer's count is exactly what the loads issued: an I/O whose stages
+    straddle a boundary is counted once, in one interval, never lost, never twice.
+
+    Design: -p takes one pid and filters by tgid, and the two loads are two processes, so each
+    load gets its own tracer (all four layers, -p its pid), both running at once. With -p the
+    block layer counts only the requests the load queued, whatever else the shared machine does.
+
+    Target: raw loop devices, one per load, not a file on ext4. On a file, the filesystem's own
+    I/O (layout writes, extent-tree reads, reads of unwritten extents that issue no bio at all)
+    would make the block count differ from the reads for reasons that are not the tracer's. On
+    the raw device one 4 KiB O_DIRECT read is one bio and one request; nomerges=2 turns off
+    every merge (plug and elevator), so two random reads that happen to be adjacent cannot
+    become one request either. Then the block layer's O_DIRECT read requests == reads (the
+    load's signature check adds readahead requests, told apart by their flag: see below).
+    A device each, so that a block request (its struct request, and its entry in the tracer's
+    in-flight table) is only ever reused by the same load: see complete_unseen below."""
+    if URING_DISABLED.exists() and URING_DISABLED.read_text().strip() != "0":
+        pytest.skip("io_uring is disabled on this kernel (kernel.io_uring_disabled)")
+    n, rate = 20000, 2000
+    common = ["--rw", "randread", "--bs", "4k", "--qd", "16", "--ios", str(n), "--rate",
+              str(rate), "--force", "--json"]
+    loads = {}
+    for name, engine, dev in (("uring", "io_uring", loopdev), ("aio", "libaio", loopdev2)):
+        Path(f"/sys/block/{Path(dev).name}/queue/nomerges").write_text("2")
+        loads[name] = HeldLoad("--engine", engine, "--device", dev, *common)
+    tracers = {}
+    try:
+        for name, ld in loads.items():
+            tracers[name] = Tracer(["-l", "block,uring,aio,syscall", "-P", "-O", "-F", "-j",
+                                    "-p", str(ld.pid), "0.1"])
+        for ld in loads.values():
+            ld.go()
+        docs = {name: ld.finish() for name, ld in loads.items()}
+    finally:
+        for ld in loads.values():
+            if ld.proc.poll() is None:
+                ld.proc.kill()
+                ld.proc.wait()
+        stdouts = {name: t.stop() for name, t in tracers.items()}
+    for doc in docs.values():
+        assert doc["total"]["read"]["total_ios"] == n and doc["total"]["read"]["errors"] == 0
+
+    got, expected = {}, {}
+    for name, out in stdouts.items():
+        recs = strict_records(out)  # each record has one interval_ns: no key twice
+        assert recs, name
+        for rec in recs:
+            jsonschema.validate(rec, SCHEMA_DOC)
+            assert rec["type"] == "interval" and isinstance(rec["interval_ns"], int)
+        assert sum(rec["interval_ns"] for rec in recs) > 0
+        pid = loads[name].pid
+        for rec in recs:
+            for h in rec["hists"]:
+                if h["layer"] in ("uring", "aio", "syscall"):
+                    assert h["labels"]["pid"] == pid, (name, h["labels"])
+        assert any(h["layer"] == "syscall" for rec in recs for h in rec["hists"]), name
+        # the I/O did cross interval boundaries: it is in more than one record
+        with_io = [rec for rec in recs if any(h["layer"] == "block" and h["count"]
+                                              for h in rec["hists"])]
+        assert len(with_io) > 1, name
+
+        # The one drop that may legitimately appear: complete_unseen, a block request the
+        # kernel ended without a block_rq_complete the programs saw (docs/trust.md, "Not
+        # seen"; ~1 in 50,000 requests; here 7 or 8 at once in 4 runs of 43, none in the
+        # rest). Such a request is in no block histogram and its io_uring/aio request is
+        # unmeasured in the linked stages, and the drop says so: the exact relation is
+        # counted + unseen == issued. (It is counted when the request is reused; with a
+        # device per load that reuse is by the same load.) Every other drop must be 0.
+        drops = drops_of(recs)
+        k = drops.pop("complete_unseen", 0)
+        g = got[name] = {"drops": drops}
+        expected[name] = {"drops": {}}
+
+        # Block: one read request per O_DIRECT read of the load, in wait, device and total.
+        # The only other requests it may queue are those of its safety check, a buffered
+        # 68 KiB pread at offset 0 looking for filesystem signatures: page-cache readahead,
+        # flagged rahead (0 or a few).
+        for stage in ("wait", "device", "total"):
+            g[f"block {stage}"] = g[f"block {stage} unmeasured"] = 0
+            expected[name].update({f"block {stage}": n - k, f"block {stage} unmeasured": 0})
+            for h in (h for rec in recs for h in rec["hists"]
+                      if h["layer"] == "block" and h["stage"] == stage):
+                if "rahead" in h["labels"].get("flags", "").split("|"):
+                    assert h["labels"]["op"] == "read", (name, h["labels"])
+                    continue
+                assert h["labels"] == {"op": "read"}, (name, h["labels"])
+                g[f"block {stage}"] += h["count"]
+                g[f"block {stage} unmeasured"] += h["unmeasured"]
+
+    # io_uring: each read's submit -> CQE, and the device time of its bio, linked to it
+    ur = strict_records(stdouts["uring"])
+    k = sum(rec["drops"].get("complete_unseen", 0) for rec in ur)
+    got["uring"].update({
+        "uring submit_cqe read": tally(ur, "uring", "submit_cqe", opcode="read"),
+        "uring submit_cqe": tally(ur, "uring", "submit_cqe"),
+        "uring device read": tally(ur, "uring", "device", opcode="read"),
+        "uring device unmeasured": tally(ur, "uring", "device", "unmeasured"),
+        "aio total+unmeasured": tally(ur, "aio", "total") + tally(ur, "aio", "total",
+                                                                   "unmeasured")})
+    expected["uring"].update({"uring submit_cqe read": n, "uring submit_cqe": n,
+                              "uring device read": n - k, "uring device unmeasured": k,
+                              "aio total+unmeasured": 0})
+    # libaio: each pread's submit -> reap (or unmeasured, if reaped unseen), and its bio's
+    ai = strict_records(stdouts["aio"])
+    k = sum(rec["drops"].get("complete_unseen", 0) for rec in ai)
+    got["aio"].update({
+        "aio total+unmeasured pread": tally(ai, "aio", "total", opcode="pread") +
+        tally(ai, "aio", "total", "unmeasured", opcode="pread"),
+        "aio total+unmeasured": tally(ai, "aio", "total") + tally(ai, "aio", "total",
+                                                                   "unmeasured"),
+        "aio device pread": tally(ai, "aio", "device", opcode="pread"),
+        "aio device unmeasured": tally(ai, "aio", "device", "unmeasured"),
+        "uring submit_cqe": tally(ai, "uring", "submit_cqe")})
+    expected["aio"].update({"aio total+unmeasured pread": n, "aio total+unmeasured": n,
+                            "aio device pread": n - k, "aio device unmeasured": k,
+                            "uring submit_cqe": 0})
+    assert got == expected, f"\ngot      {got}\nexpected {expected}"
+
+
+def test_no_self_counting(tmp_path, no_bpf_leak):
+    """The syscall layer on the whole host for 5 s, -P: the tracer's own syscalls (its write()
+    of each record, its reads) are not the workload and must not be in its output. Two tracers
+    at once (to halve the wait): one writing its records to a regular file, whose writes are of
+    the kind the syscall layer times (regular files and block devices), one to a pipe, whose
+    writes are not, but where nothing else the tracer does may show either. Each is checked
+    for its own pid only; a finding is (record index, syscall, count)."""
+    out_path = tmp_path / "out.ndjson"
+    argv = [str(IOSTRATA), "-l", "syscall", "-P", "-j", "--duration", "5"]
+    with open(out_path, "w") as out:
+        to_file = subprocess.Popen(argv, stdout=out, stderr=subprocess.PIPE, text=True)
+        to_pipe = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True)
+        piped, err_pipe = to_pipe.communicate(timeout=60)
+        _, err_file = to_file.communicate(timeout=60)
+    assert to_file.returncode == 0, err_file
+    assert to_pipe.returncode == 0, err_pipe
+    own = {}
+    for name, p, stdout in (("file", to_file, out_path.read_text()), ("pipe", to_pipe, piped)):
+        recs = records(stdout)
+        assert len(recs) >= 5, (name, recs)
+        own[name] = [(i, h["labels"]["syscall"], h["count"]) for i, rec in enumerate(recs)
+                     for h in rec["hists"] if h["labels"].get("pid") == p.pid]
+    assert own == {"file": [], "pipe": []}, f"the tracers counted their own syscalls: {own}"
+
+
+@pytest.fixture
+def busy_reader(tmp_path):
+    """A process reading a cached regular file as fast as it can (psync, buffered): syscalls on
+    the host at every instant, as on a busy machine. Stopped with SIGINT, which removes its file."""
+    p = subprocess.Popen([str(LOAD), "--engine", "psync", "--buffered", "--rw", "randread",
+                          "--runtime", "120s", "--size", "1m", "--file", str(tmp_path / "busy")],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    yield p
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=30)
+    assert p.returncode == 0, err
+
+
+def test_stop_prints_one_final_interval(busy_reader, no_bpf_leak):
+    """A stop prints exactly one last interval: SIGINT 1 s into a 10 s interval gives one record
+    (the interval it cut); --duration 1 with 0.3 s intervals gives the 4 the duration implies
+    (0.3, 0.3, 0.3 and the 0.1 left). Counts of records, never timings.
+
+    The busy reader makes sure events keep arriving while the tracer stops: on an idle host
+    nothing may happen between the last interval's collection and the tracer's later sweep of
+    the other generation, and a tracer that prints that sweep as a record of its own (as today's
+    does, "late record(s) after the last interval") would go unnoticed."""
+    def shape(recs):  # for the failure message only: (interval_ns, histograms) per record
+        return [(r["interval_ns"], len(r["hists"])) for r in recs]
+
+    tracer = Tracer(["-j", "10"])
+    time.sleep(1)
+    cut = records(tracer.stop(signal.SIGINT))
+
+    tracer = Tracer(["-j", "--duration", "1", "0.3"])
+    out, err = tracer.proc.communicate(timeout=30)
+    assert tracer.proc.returncode == 0, err.decode()
+    timed = records(out.decode())
+    assert busy_reader.poll() is None, "the busy reader stopped before the tracer did"
+    # both runs before any assert on them, so that a failure shows both
+    assert (len(cut), len(timed)) == (1, 4), {"SIGINT": shape(cut), "--duration": shape(timed)}
+
+
+@pytest.mark.parametrize("to", ["process", "group"])
+def test_calibrate_json_interrupted_is_valid_json(to, no_bpf_leak):
+    """calibrate -j cut short by SIGINT ~2 s in (to the process, or to its process group as a
+    terminal's Ctrl-C does, reaching its iostrata-load too): stdout is still one complete JSON
+    document, the result FAIL, the exit status 1."""
+    with tempfile.TemporaryDirectory(dir="/var/tmp") as d:
+        p = subprocess.Popen([str(IOSTRATA), "calibrate", "-j", "--dir", d],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+        time.sleep(2)
+        assert p.poll() is None, "calibrate ended before it was interrupted"
+        if to == "group":
+            os.killpg(p.pid, signal.SIGINT)
+        else:
+            p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=120)
+    assert p.returncode == 1, (p.returncode, err)
+    assert len(out.splitlines()) == 1, out
+    doc = json.loads(out)
+    assert doc["type"] == "calibrate" and doc["result"] == "FAIL", doc
+    assert isinstance(doc["checks"], list)
