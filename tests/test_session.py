@@ -105,12 +105,14 @@ def test_interval_boundaries_shared(loopdev, loopdev2, no_bpf_leak):
     n, rate = 20000, 2000
     common = ["--rw", "randread", "--bs", "4k", "--qd", "16", "--ios", str(n), "--rate",
               str(rate), "--force", "--json"]
-    loads = {}
-    for name, engine, dev in (("uring", "io_uring", loopdev), ("aio", "libaio", loopdev2)):
-        Path(f"/sys/block/{Path(dev).name}/queue/nomerges").write_text("2")
-        loads[name] = HeldLoad("--engine", engine, "--device", dev, *common)
+    loads, nomerges = {}, {}
     tracers = {}
     try:
+        for name, engine, dev in (("uring", "io_uring", loopdev), ("aio", "libaio", loopdev2)):
+            knob = Path(f"/sys/block/{Path(dev).name}/queue/nomerges")
+            nomerges[knob] = knob.read_text().strip()   # put back before the device goes:
+            knob.write_text("2")                       # a loop device's queue keeps it
+            loads[name] = HeldLoad("--engine", engine, "--device", dev, *common)
         for name, ld in loads.items():
             tracers[name] = Tracer(["-l", "block,uring,aio,syscall", "-P", "-O", "-F", "-j",
                                     "-p", str(ld.pid), "0.1"])
@@ -123,6 +125,8 @@ def test_interval_boundaries_shared(loopdev, loopdev2, no_bpf_leak):
                 ld.proc.kill()
                 ld.proc.wait()
         stdouts = {name: t.stop() for name, t in tracers.items()}
+        for knob, value in nomerges.items():
+            knob.write_text(value)
     for doc in docs.values():
         assert doc["total"]["read"]["total_ios"] == n and doc["total"]["read"]["errors"] == 0
 
