@@ -93,7 +93,7 @@ static __always_inline struct ioreq_hists *hists_of(__u16 opcode, __u16 flags, _
 /* An entry still there when its iocb is submitted again: reaped without io_getevents. */
 static __always_inline void reap_unobserved(struct ioreq *e)
 {
-	struct ioreq_hists *h = hists_of(e->opcode, e->flags & ~REQ_FL_RW, e->tgid);
+	struct ioreq_hists *h = hists_of(e->opcode, e->flags & REQ_FL_KEY, e->tgid);
 
 	count_event(EV_AIO_REAP_UNOBSERVED);
 	if (!h)
@@ -121,8 +121,8 @@ static long submit_one(__u64 i, struct walk *w)
 	if (existed && e->ts)
 		reap_unobserved(e);
 	e->opcode = opcode;
-	e->flags = opcode == IOCB_CMD_PREAD || opcode == IOCB_CMD_PWRITE ||
-		   opcode == IOCB_CMD_PREADV || opcode == IOCB_CMD_PWRITEV ? REQ_FL_RW : 0;
+	e->flags = REQ_FL_AIO | (opcode == IOCB_CMD_PREAD || opcode == IOCB_CMD_PWRITE ||
+		   opcode == IOCB_CMD_PREADV || opcode == IOCB_CMD_PWRITEV ? REQ_FL_RW : 0);
 	e->bio_q = e->issue = e->done = 0;
 	e->ts = w->now;
 	return 0;
@@ -157,7 +157,7 @@ static long reap_one(__u64 i, struct walk *w)
 		return 0;
 	ts = e->ts;
 	if (ts && w->now >= ts && w->now - ts <= INFLIGHT_STALE_NS) {
-		h = hists_of(e->opcode, (e->flags & ~REQ_FL_RW) | (ev.res < 0 ? REQ_FL_FAILED : 0),
+		h = hists_of(e->opcode, (e->flags & REQ_FL_KEY) | (ev.res < 0 ? REQ_FL_FAILED : 0),
 			     w->tgid);
 		if (h) {
 			stage_add(&h->stage[REQ_SUBMIT_DONE], e->done ? ts : 0, e->done);

@@ -104,6 +104,8 @@ struct ioreq {
 #define REQ_FL_CHAIN	0x04	/* io_uring: part of an IOSQE_IO_LINK/HARDLINK chain */
 #define REQ_FL_FAILED	0x08	/* completed with an error */
 #define REQ_FL_SQPOLL	0x10	/* io_uring: submitted by the ring's SQPOLL thread */
+#define REQ_FL_KEY	0x1f	/* the bits above: the path labels of a histogram key */
+#define REQ_FL_AIO	0x4000	/* an aio request (the table is shared); not a key label */
 #define REQ_FL_RW	0x8000	/* a read or write (could have bios); not a key label */
 
 /* The stages of one request; aio uses the first six (its event is ready at block completion). */

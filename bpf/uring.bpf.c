@@ -124,9 +124,23 @@ static __always_inline void reap_check(struct ring_state *rs, __u64 now)
 	reap_check_head(rs, BPF_CORE_READ(rings, cq.head), now);
 }
 
+/*
+ * A CQE of a ring gone (a new ring took its ctx) whose reap no event bounded: counted as
+ * unmeasured in cqe_reap and total, so that every CQE posted is in both, timed or not.
+ */
 static long forget_one(__u64 i, struct reap_ctx *c)
 {
-	c->rs->cqe[i & (RING_SLOTS - 1)].posted = 0;
+	struct ring_cqe *q = &c->rs->cqe[i & (RING_SLOTS - 1)];
+	struct ioreq_hists *h;
+
+	if (!q->posted)
+		return 0;
+	q->posted = 0;
+	h = hists_of(q->opcode, q->flags, c->rs->tgid);
+	if (h) {
+		h->stage[REQ_DONE_REAP].unmeasured++;
+		h->stage[REQ_TOTAL].unmeasured++;
+	}
 	return 0;
 }
 
@@ -245,7 +259,7 @@ static __always_inline int on_complete(struct ioreq *e, const struct complete_vi
 			drop(DROP_INFLIGHT_STALE);
 		return 0;
 	}
-	h = hists_of(opcode, flags & ~REQ_FL_RW, tgid);
+	h = hists_of(opcode, flags & REQ_FL_KEY, tgid);
 	if (h) {
 		stage_add(&h->stage[REQ_SUBMIT_DONE], ts, now);
 		req_linked_stages(h, e, now, true);
@@ -263,7 +277,7 @@ static __always_inline int on_complete(struct ioreq *e, const struct complete_vi
 	q->submitted = ts;
 	q->idx = idx;
 	q->opcode = opcode;
-	q->flags = flags & ~REQ_FL_RW;
+	q->flags = flags & REQ_FL_KEY;
 	q->posted = now;
 	return 0;
 }

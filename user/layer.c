@@ -543,8 +543,23 @@ static int to_recs(struct layer_inst *l, const void *key, struct interval *iv)
 	return 0;
 }
 
+int layer_add_unmeasured(const struct layer_inst *l, const void *key, int stage, uint64_t n,
+			 struct interval *iv)
+{
+	struct rec *rec = recs_add(&iv->recs);
+
+	if (!rec)
+		return -ENOMEM;
+	rec->layer = l->desc->name;
+	rec->stage = l->desc->stages[stage].name;
+	rec->stage_order = stage;
+	l->desc->label(l, key, rec);
+	rec->h.unmeasured = n;	/* merged with the drained record of the same labels */
+	return 0;
+}
+
 /* Every key of a hash map, collected before any is deleted (deleting restarts a walk). */
-static int map_keys(int fd, size_t key_size, char **keys, size_t *n)
+int map_keys(int fd, size_t key_size, char **keys, size_t *n)
 {
 	size_t cap = 0;
 	char *v = NULL, *grown;

@@ -123,6 +123,9 @@ struct layer {
 	int (*configure)(struct layer_inst *l);
 	/* after probing: refuse to start (one line said) if what is there cannot serve the config */
 	int (*check)(const struct layer_inst *l);
+	/* after a drain: requests whose end no event will show any more (final: tracing stops),
+	 * counted as unmeasured in the stages they started (layer_add_unmeasured) */
+	int (*pending)(struct layer_inst *l, bool final, struct interval *iv);
 };
 
 /* How one tracepoint attaches here, or why it cannot. */
@@ -198,6 +201,9 @@ void layer_report_static(const struct layer *d, const struct trace_config *cfg,
 
 /* Append generation gen's records to iv, reading and zeroing them. */
 int layer_drain(struct layer_inst *l, uint32_t gen, struct interval *iv);
+/* n requests of histogram key `key` whose stage slot `stage` will never be timed. */
+int layer_add_unmeasured(const struct layer_inst *l, const void *key, int stage, uint64_t n,
+			 struct interval *iv);
 /* Append the growth of the drop and application-event counters since the last call. */
 int layer_counters(struct layer_inst *l, struct interval *iv);
 /* Sums over the attached programs: recursion misses, and BPF run time (with bpf_stats on). */
@@ -208,6 +214,10 @@ uint64_t layer_run_time_ns(const struct layer_inst *l);
 const char *layer_unmeasured_why(const char *layer, const char *stage);
 /* The layer called name, or NULL. */
 const struct layer *layer_by_name(const char *name, int *id);
+
+/* Every key of a hash map, collected before any is deleted (deleting restarts a walk); *keys
+ * is to be freed. */
+int map_keys(int fd, size_t key_size, char **keys, size_t *n);
 
 /* ---- for a layer's configure() */
 

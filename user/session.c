@@ -228,6 +228,23 @@ static int drain(struct session *s, int gen, struct interval *iv)
 	return err;
 }
 
+/* Requests no event will end any more: unmeasured, so every stage's count + unmeasured is
+ * the number of requests seen starting it. */
+static int pending(struct session *s, bool final, struct interval *iv)
+{
+	int i, err = 0;
+
+	for (i = 0; i < NLAYERS && !err; i++) {
+		if (!s->inst[i] || !layers[i]->pending)
+			continue;
+		err = layers[i]->pending(s->inst[i], final, iv);
+		if (err)
+			errorf("reading the %s layer's requests in flight: %s", layers[i]->name,
+			       strerror(-err));
+	}
+	return err;
+}
+
 int session_interval(struct session *s, struct interval *iv)
 {
 	uint32_t old = *s->gen & 1;
@@ -237,6 +254,8 @@ int session_interval(struct session *s, struct interval *iv)
 	__atomic_store_n(s->gen, old ^ 1, __ATOMIC_SEQ_CST);
 	grace();
 	err = drain(s, (int)old, iv);
+	if (!err)
+		err = pending(s, false, iv);
 	if (!err)
 		err = read_counters(s, iv);
 	recs_sort(&iv->recs);
@@ -257,6 +276,8 @@ int session_finish(struct session *s, struct interval *iv)
 	err = drain(s, 0, iv);
 	if (!err)
 		err = drain(s, 1, iv);
+	if (!err)
+		err = pending(s, true, iv);
 	if (!err)
 		err = read_counters(s, iv);
 	recs_sort(&iv->recs);

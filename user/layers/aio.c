@@ -69,10 +69,17 @@ static const char *cmd_name(unsigned int cmd, char *buf, size_t len)
 	return buf;
 }
 
+/* iocbs submitted and not reaped through io_getevents when tracing stops */
+static int pending(struct layer_inst *l, bool final, struct interval *iv)
+{
+	return final ? req_pending_final(l, true, iv) : 0;
+}
+
 REQ_LAYER_FUNCS(aio)
 
 const struct layer aio_layer = {
 	REQ_LAYER_COMMON(aio, cmd_name, aio_complete_rw, kc_aio),
+	.pending = pending,
 	.drops = BIT(DROP_INFLIGHT_FULL) | BIT(DROP_INFLIGHT_STALE) | BIT(DROP_HIST_FULL) |
 		 BIT(DROP_SC_START_FULL) | BIT(DROP_AIO_BATCH),
 };

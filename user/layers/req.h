@@ -19,6 +19,14 @@ const char *req_flags_name(unsigned int flags, char *buf, size_t len);
  * the process's name (noted by the programs, from the layer's comm_map). */
 void req_label(const struct layer_inst *l, const void *key, struct rec *r);
 
+/*
+ * When tracing stops: the layer's requests still in the shared table (submitted, not yet ended:
+ * for aio, also completed but never reaped) are counted as unmeasured in the stages they
+ * started; a stage whose end was seen (aio's completion, a linked request's block times) keeps
+ * its value. aio: the table's aio entries (REQ_FL_AIO), else io_uring's.
+ */
+int req_pending_final(struct layer_inst *l, bool aio, struct interval *iv);
+
 /* How the linked stages are bounded, and why one can be unmeasured. */
 #define REQ_LINKED_HOW "O_DIRECT requests linked through bi_end_io; needs the block layer"
 #define REQ_UNLINKED "not linked to bios (buffered or no block I/O, another disk, or see drops)"
