@@ -27,8 +27,8 @@ static const char *tracefs_state(void)
 	struct statfs s;
 
 	if (!statfs("/sys/kernel/tracing", &s) && s.f_type == TRACEFS_MAGIC_)
-		return "mounted at /sys/kernel/tracing (not needed: tp_btf/raw_tp attach without it)";
-	return "not mounted (not needed: tp_btf/raw_tp attach without it)";
+		return "mounted at /sys/kernel/tracing (the aio and syscall layers' events)";
+	return "not mounted (the aio and syscall layers need it: iostrata mounts it as root)";
 }
 
 static long btf_size(void)
