@@ -73,7 +73,16 @@ def no_bpf_leak():
 @pytest.fixture
 def loopdev(tmp_path):
     """A 128 MiB loop device in direct-I/O mode over a file in tmp_path; always detached."""
-    img = tmp_path / "disk.img"
+    yield from loop_device(tmp_path / "disk.img")
+
+
+@pytest.fixture
+def loopdev2(tmp_path):
+    """A second one, beside loopdev."""
+    yield from loop_device(tmp_path / "disk2.img")
+
+
+def loop_device(img):
     with open(img, "wb") as f:
         f.truncate(128 << 20)
     dev = subprocess.run(["losetup", "-f", "--show", "--direct-io=on", str(img)], check=True,

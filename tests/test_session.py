@@ -43,23 +43,6 @@ def tally(recs, layer, stage, field="count", **labels):
                and all(h["labels"].get(k) == v for k, v in labels.items()))
 
 
-@pytest.fixture
-def loopdev2(tmp_path):
-    """A second loop device like conftest's loopdev (128 MiB, direct-I/O mode); always
-    detached."""
-    img = tmp_path / "disk2.img"
-    with open(img, "wb") as f:
-        f.truncate(128 << 20)
-    dev = subprocess.run(["losetup", "-f", "--show", "--direct-io=on", str(img)], check=True,
-                         capture_output=True, text=True).stdout.strip()
-    try:
-        yield dev
-    finally:
-        subprocess.run(["losetup", "-d", dev], check=False)
-    out = subprocess.run(["losetup", "-j", str(img)], capture_output=True, text=True).stdout
-    assert out.strip() == "", f"loop device still attached: {out}"
-
-
 class HeldLoad:
     """iostrata-load started, but holding its I/O until go(): a shell that reads a line from
     stdin, then execs iostrata-load. exec keeps the process id (the tgid -p filters by), so the

@@ -543,18 +543,25 @@ static int to_recs(struct layer_inst *l, const void *key, struct interval *iv)
 	return 0;
 }
 
-int layer_add_unmeasured(const struct layer_inst *l, const void *key, int stage, uint64_t n,
-			 struct interval *iv)
+int layer_add_stage(const struct layer_inst *l, const void *key, int stage, uint64_t from,
+		    uint64_t to, struct interval *iv)
 {
-	struct rec *rec = recs_add(&iv->recs);
+	struct rec *rec;
 
+	if (!l->desc->stages[stage].name)
+		return 0;
+	rec = recs_add(&iv->recs);
 	if (!rec)
 		return -ENOMEM;
 	rec->layer = l->desc->name;
 	rec->stage = l->desc->stages[stage].name;
 	rec->stage_order = stage;
 	l->desc->label(l, key, rec);
-	rec->h.unmeasured = n;	/* merged with the drained record of the same labels */
+	/* merged with the drained record of the same labels */
+	if (from && to >= from)
+		hist_record(&rec->h, to - from);
+	else
+		rec->h.unmeasured = 1;
 	return 0;
 }
 

@@ -124,7 +124,7 @@ struct layer {
 	/* after probing: refuse to start (one line said) if what is there cannot serve the config */
 	int (*check)(const struct layer_inst *l);
 	/* after a drain: requests whose end no event will show any more (final: tracing stops),
-	 * counted as unmeasured in the stages they started (layer_add_unmeasured) */
+	 * counted as unmeasured in the stages they started (layer_add_stage) */
 	int (*pending)(struct layer_inst *l, bool final, struct interval *iv);
 };
 
@@ -201,9 +201,10 @@ void layer_report_static(const struct layer *d, const struct trace_config *cfg,
 
 /* Append generation gen's records to iv, reading and zeroing them. */
 int layer_drain(struct layer_inst *l, uint32_t gen, struct interval *iv);
-/* n requests of histogram key `key` whose stage slot `stage` will never be timed. */
-int layer_add_unmeasured(const struct layer_inst *l, const void *key, int stage, uint64_t n,
-			 struct interval *iv);
+/* One request of histogram key `key` in stage slot `stage`, from user space (what a program's
+ * stage_add() does): timed from -> to, or unmeasured when from or to is 0. */
+int layer_add_stage(const struct layer_inst *l, const void *key, int stage, uint64_t from,
+		    uint64_t to, struct interval *iv);
 /* Append the growth of the drop and application-event counters since the last call. */
 int layer_counters(struct layer_inst *l, struct interval *iv);
 /* Sums over the attached programs: recursion misses, and BPF run time (with bpf_stats on). */

@@ -42,27 +42,6 @@ void req_label(const struct layer_inst *l, const void *key, struct rec *r)
 	}
 }
 
-/* from -> to into stage st of key k, as the programs' stage_add(): unmeasured without a start */
-static int add(struct layer_inst *l, const struct ioreq_key *k, int st, uint64_t from,
-	       uint64_t to, struct interval *iv)
-{
-	struct rec *r;
-
-	if (!l->desc->stages[st].name)
-		return 0;
-	if (!from || !to || to < from)
-		return layer_add_unmeasured(l, k, st, 1, iv);
-	r = recs_add(&iv->recs);
-	if (!r)
-		return -ENOMEM;
-	r->layer = l->desc->name;
-	r->stage = l->desc->stages[st].name;
-	r->stage_order = st;
-	l->desc->label(l, k, r);
-	hist_record(&r->h, to - from);
-	return 0;
-}
-
 #define SWEEP_BATCH 4096
 
 int req_pending_final(struct layer_inst *l, bool aio, struct interval *iv)
@@ -97,15 +76,15 @@ int req_pending_final(struct layer_inst *l, bool aio, struct interval *iv)
 			k.opcode = l->cfg->per_opcode ? e->opcode : 0xffff;
 			k.tgid = l->cfg->per_process ? e->tgid : 0;
 			/* the request's end (CQE, reap) was not seen: aio's completion may have been */
-			err = add(l, &k, REQ_SUBMIT_DONE, aio ? e->ts : 0, e->done, iv) ?:
-			      add(l, &k, REQ_DONE_REAP, 0, 0, iv) ?: add(l, &k, REQ_TOTAL, 0, 0, iv);
+			err = layer_add_stage(l, &k, REQ_SUBMIT_DONE, aio ? e->ts : 0, e->done, iv) ?:
+			      layer_add_stage(l, &k, REQ_DONE_REAP, 0, 0, iv) ?: layer_add_stage(l, &k, REQ_TOTAL, 0, 0, iv);
 			if (err || (!e->bio_q && !(e->flags & REQ_FL_RW)))
 				continue;	/* no bios to link: not counted in the linked stages */
 			/* as req_linked_stages() would have; device_cqe ends at the unseen CQE */
-			err = add(l, &k, REQ_SUBMIT_BIO, e->bio_q ? e->ts : 0, e->bio_q, iv) ?:
-			      add(l, &k, REQ_WAIT, e->done ? e->bio_q : 0, e->issue, iv) ?:
-			      add(l, &k, REQ_DEVICE, e->bio_q ? e->issue : 0, e->done, iv) ?:
-			      add(l, &k, REQ_DEVICE_CQE, 0, 0, iv);
+			err = layer_add_stage(l, &k, REQ_SUBMIT_BIO, e->bio_q ? e->ts : 0, e->bio_q, iv) ?:
+			      layer_add_stage(l, &k, REQ_WAIT, e->done ? e->bio_q : 0, e->issue, iv) ?:
+			      layer_add_stage(l, &k, REQ_DEVICE, e->bio_q ? e->issue : 0, e->done, iv) ?:
+			      layer_add_stage(l, &k, REQ_DEVICE_CQE, 0, 0, iv);
 		}
 	}
 	free(keys);

@@ -48,12 +48,13 @@ static const struct layer_hists hists[] = {					\
 }
 
 /* The fields of struct layer the io_uring and aio layers fill alike: code_name names their
- * opcodes; link_fn completes their linked requests (its address: link_syms()->sym). */
+ * opcodes; link_fn completes their linked requests (its address: link_syms()->sym); each file
+ * defines its pending(). */
 #define REQ_LAYER_COMMON(skel, name_fn, link, sym)				\
 	LAYER_COMMON(skel), .label = req_label, .requests = true,		\
 	.code_name = name_fn, .link_fn = #link,					\
 	.link_sym = offsetof(struct link_syms, sym),				\
-	.configure = configure,							\
+	.configure = configure, .pending = pending,				\
 	.event_names = event_names, .events_map = SKEL_MAP(skel, app_events),	\
 	.reqs_map = SKEL_MAP(skel, reqs), .comm_map = SKEL_MAP(skel, req_comm)
 

@@ -106,8 +106,8 @@ static int pending(struct layer_inst *l, bool final, struct interval *iv)
 				continue;
 			k.opcode = l->cfg->per_opcode ? q->opcode : 0xffff;
 			k.tgid = l->cfg->per_process ? rs->tgid : 0;
-			err = layer_add_unmeasured(l, &k, REQ_DONE_REAP, 1, iv) ?:
-			      layer_add_unmeasured(l, &k, REQ_TOTAL, 1, iv);
+			err = layer_add_stage(l, &k, REQ_DONE_REAP, 0, 0, iv) ?:
+			      layer_add_stage(l, &k, REQ_TOTAL, 0, 0, iv);
 		}
 		bpf_map_delete_elem(fd, &keys[i]);
 	}
@@ -121,7 +121,6 @@ REQ_LAYER_FUNCS(uring)
 
 const struct layer uring_layer = {
 	REQ_LAYER_COMMON(uring, opcode_name, io_complete_rw, kc_uring),
-	.pending = pending,
 	.drops = BIT(DROP_INFLIGHT_FULL) | BIT(DROP_INFLIGHT_STALE) | BIT(DROP_INFLIGHT_REUSED) |
 		 BIT(DROP_HIST_FULL) | BIT(DROP_REAP_UNSEEN),
 };
