@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/statfs.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "log.h"
@@ -57,6 +58,14 @@ void session_signals(void)
 bool session_stopping(void)
 {
 	return stopping;
+}
+
+/* Checked once here, so that no layer fails on it (each would say so, then retry raw_tp). */
+static bool is_cgroup2(const char *path)
+{
+	struct statfs st;
+
+	return !statfs(path, &st) && st.f_type == 0x63677270 /* CGROUP2_SUPER_MAGIC */;
 }
 
 static bool wanted(const struct trace_config *cfg, int id, bool *named)
@@ -126,6 +135,10 @@ int session_open(const struct trace_config *cfg, bool probe, struct session **ou
 	if (!vmlinux_btf()) {
 		errorf("kernel BTF not found (/sys/kernel/btf/vmlinux): this kernel needs "
 		       "CONFIG_DEBUG_INFO_BTF");
+		goto fail;
+	}
+	if (cfg->cgroup && !is_cgroup2(cfg->cgroup)) {
+		errorf("-c %s: not a cgroup v2 directory", cfg->cgroup);
 		goto fail;
 	}
 	for (i = 0; i < NLAYERS; i++) {
