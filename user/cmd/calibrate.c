@@ -212,8 +212,9 @@ static const char *fmt(char *buf, size_t len, double ns)
 
 /*
  * One check. Counts (tol_ns < 0): observed == expected, or within expected * (1 + tol_frac)
- * on the side tol_frac's sign gives (above it when positive, below when negative). Latencies: |observed - expected| <= tol_frac *
- * expected + tol_ns. skip: the reason it could not be checked here.
+ * on the side tol_frac's sign gives (above it when positive, below when negative).
+ * Latencies: |observed - expected| <= tol_frac * expected + tol_ns. skip: the reason it could
+ * not be checked here.
  */
 static void check(struct cal *c, const char *name, double expected, double observed,
 		  double tol_frac, double tol_ns, const char *skip)

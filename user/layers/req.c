@@ -77,7 +77,8 @@ int req_pending_final(struct layer_inst *l, bool aio, struct interval *iv)
 			k.tgid = l->cfg->per_process ? e->tgid : 0;
 			/* the request's end (CQE, reap) was not seen: aio's completion may have been */
 			err = layer_add_stage(l, &k, REQ_SUBMIT_DONE, aio ? e->ts : 0, e->done, iv) ?:
-			      layer_add_stage(l, &k, REQ_DONE_REAP, 0, 0, iv) ?: layer_add_stage(l, &k, REQ_TOTAL, 0, 0, iv);
+			      layer_add_stage(l, &k, REQ_DONE_REAP, 0, 0, iv) ?:
+			      layer_add_stage(l, &k, REQ_TOTAL, 0, 0, iv);
 			if (err || (!e->bio_q && !(e->flags & REQ_FL_RW)))
 				continue;	/* no bios to link: not counted in the linked stages */
 			/* as req_linked_stages() would have; device_cqe ends at the unseen CQE */

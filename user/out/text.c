@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* Rendering an interval: the terminal summary and histograms, or one NDJSON record. */
+/* An interval on the terminal: a summary per layer and label set, histograms or waterfalls. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
