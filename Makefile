@@ -144,9 +144,10 @@ BASELINE ?=
 bench-layers: all
 	$(PYTHON) bench/layers.py $(if $(BASELINE),--baseline '$(BASELINE)') $(BENCH_ARGS)
 
-# The overhead table in docs/overhead.md: no tracer, iostrata block / all layers, bpftrace.
+# The overhead tables in docs/overhead.md, on a tmpfs loop device and on a file on the root disk:
+# no tracer, iostrata block / all layers, bpftrace, libbpf-tools' biolatency and biolatency -Q.
 bench-overhead: all
-	$(Q)sh scripts/deps.sh bpftrace
+	$(Q)sh scripts/deps.sh bpftrace libbpf-tools
 	$(PYTHON) bench/layers.py --doc $(if $(BASELINE),--baseline '$(BASELINE)') $(BENCH_ARGS)
 
 # iostrata-load against fio, side by side on one file: IOPS and CPU per I/O.
