@@ -258,43 +258,49 @@ static int pending(struct session *s, bool final, struct interval *iv)
 	return err;
 }
 
-int session_interval(struct session *s, struct interval *iv)
+/*
+ * The interval's records: generation gen's histograms (-1: both, once detached), the requests
+ * no event will end any more, and the counters.
+ */
+static int collect(struct session *s, int gen, struct interval *iv)
 {
-	uint32_t old = *s->gen & 1;
-	int err;
+	int err = gen >= 0 ? drain(s, gen, iv) : drain(s, 0, iv) ?: drain(s, 1, iv);
 
-	mark_end(s, iv, clock_ns(CLOCK_MONOTONIC));
-	__atomic_store_n(s->gen, old ^ 1, __ATOMIC_SEQ_CST);
-	grace();
-	err = drain(s, (int)old, iv);
 	if (!err)
-		err = pending(s, false, iv);
+		err = pending(s, gen < 0, iv);
 	if (!err)
 		err = read_counters(s, iv);
 	recs_sort(&iv->recs);
 	return err ? 1 : 0;
 }
 
-int session_finish(struct session *s, struct interval *iv)
+static void detach_all(struct session *s)
 {
-	int i, err;
+	int i;
 
-	mark_end(s, iv, clock_ns(CLOCK_MONOTONIC));
 	for (i = 0; i < NLAYERS; i++)
 		if (s->inst[i])
 			layer_detach(s->inst[i]);
 	s->finished = true;
+}
+
+int session_interval(struct session *s, struct interval *iv)
+{
+	uint32_t old = *s->gen & 1;
+
+	mark_end(s, iv, clock_ns(CLOCK_MONOTONIC));
+	__atomic_store_n(s->gen, old ^ 1, __ATOMIC_SEQ_CST);
+	grace();
+	return collect(s, (int)old, iv);
+}
+
+int session_finish(struct session *s, struct interval *iv)
+{
+	mark_end(s, iv, clock_ns(CLOCK_MONOTONIC));
+	detach_all(s);
 	grace();
 	/* detached: whatever either generation holds belongs to this last interval */
-	err = drain(s, 0, iv);
-	if (!err)
-		err = drain(s, 1, iv);
-	if (!err)
-		err = pending(s, true, iv);
-	if (!err)
-		err = read_counters(s, iv);
-	recs_sort(&iv->recs);
-	return err ? 1 : 0;
+	return collect(s, -1, iv);
 }
 
 void session_close(struct session *s)
@@ -370,12 +376,8 @@ int session_run(struct session *s, const struct run_limits *lim, session_sink si
 		n++;
 	}
 	/* ended early (an error, a closed pipe): nothing may stay attached */
-	if (!s->finished) {
-		for (int i = 0; i < NLAYERS; i++)
-			if (s->inst[i])
-				layer_detach(s->inst[i]);
-		s->finished = true;
-	}
+	if (!s->finished)
+		detach_all(s);
 	return rc;
 }
 
