@@ -43,7 +43,7 @@ LOAD_SRCS  := $(wildcard tools/load/*.c)
 LOAD_OBJS  := $(patsubst tools/load/%.c,$(BUILD)/load/%.o,$(LOAD_SRCS)) \
               $(BUILD)/user/lib/json.o $(BUILD)/user/lib/histfmt.o $(BUILD)/user/lib/cli.o
 
-.PHONY: all deps run test test-vm test-unit test-root bench bench-load bench-layers bench-overhead interfaces vmlinux clean
+.PHONY: all deps run test test-vm test-unit test-root bench bench-load bench-layers bench-overhead check-exact interfaces vmlinux clean
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -149,6 +149,11 @@ bench-layers: all
 bench-overhead: all
 	$(Q)sh scripts/deps.sh bpftrace libbpf-tools
 	$(PYTHON) bench/layers.py --doc $(if $(BASELINE),--baseline '$(BASELINE)') $(BENCH_ARGS)
+
+# Block counts against /sys/block/DEV/stat on the disk under /var/tmp (the host's disk, so not
+# part of make test, which does the same on a loop device): 60 s of fio randrw qd 32.
+check-exact: all
+	$(PYTHON) bench/exact.py $(BENCH_ARGS)
 
 # iostrata-load against fio, side by side on one file: IOPS and CPU per I/O.
 bench-load: all

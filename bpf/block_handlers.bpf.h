@@ -53,7 +53,7 @@ static __always_inline int H(on_bio_queue)(struct bio *bio)
 	if (!self && !owner_passes(id))
 		return 0;
 	now = bpf_ktime_get_ns();
-	inflight_put(PTR_U64(bio), now, 0, id >> 32, true);
+	inflight_put(PTR_U64(bio), now, 0, id >> 32, 0, true);
 	if (link_reqs && !self) {
 		/* queued by the submitter (or its io-wq / SQPOLL thread): same tgid as the request */
 		struct ioreq *r = req_of_bio(bio, id >> 32);
@@ -74,7 +74,7 @@ static __always_inline int H(on_split)(struct bio *split)
 	struct inflight *parent = inflight_find((__u64)BPF_CORE_READ(split, bi_private));
 
 	if (parent && parent->ts)
-		inflight_put(PTR_U64(split), parent->ts, 0, parent->tgid, true);
+		inflight_put(PTR_U64(split), parent->ts, 0, parent->tgid, 0, true);
 	return 0;
 }
 
@@ -109,15 +109,12 @@ static __always_inline __u64 H(bios_queued)(struct request *rq, __u64 now, __u32
 
 static __always_inline int H(on_rq_issue)(struct request *rq)
 {
+	struct gendisk *disk = H(rq_disk)(rq);
+	__u32 tgid = 0, dev = disk ? H(disk_dev)(disk) : 0;
 	__u64 now, queued;
-	__u32 tgid = 0;
 
-	if (filter_dev) {
-		struct gendisk *disk = H(rq_disk)(rq);
-
-		if (!disk || H(disk_dev)(disk) != filter_dev)
-			return 0;
-	}
+	if (filter_dev && dev != filter_dev)
+		return 0;
 	now = bpf_ktime_get_ns();
 	/* move the bios' queue time into the request's entry: completion then reads one entry */
 	queued = H(bios_queued)(rq, now, &tgid);
@@ -125,7 +122,7 @@ static __always_inline int H(on_rq_issue)(struct request *rq)
 	if (owner_filtered() && !queued && !inflight_find(PTR_U64(rq)))
 		return 0;
 	/* a requeued request is issued again: its entry is restamped, its queue time kept */
-	inflight_put(PTR_U64(rq), now, queued, tgid, false);
+	inflight_put(PTR_U64(rq), now, queued, tgid, dev, false);
 	return 0;
 }
 

@@ -18,13 +18,13 @@ struct {
 TABLE(inflight_tab, struct inflight, inflight, inflight_mask)
 
 /*
- * Record ts for ptr. An existing entry for the same pointer is a leftover whose owner was never
+ * Record ts for ptr (a request's: with its disk, dev). An existing entry for the same pointer is a leftover whose owner was never
  * consumed (bios: counted when `leftover_is_drop`) or, for requests, a re-issue: a requeue when
  * no new bios come with it (queued == 0), else the next I/O of a request whose completion was
  * never seen (counted). It is overwritten. Returns 0 on success.
  */
 static __always_inline int inflight_put(__u64 ptr, __u64 ts, __u64 queued, __u32 tgid,
-					bool leftover_is_drop)
+					__u32 dev, bool leftover_is_drop)
 {
 	struct inflight *e;
 	bool existed;
@@ -45,6 +45,7 @@ static __always_inline int inflight_put(__u64 ptr, __u64 ts, __u64 queued, __u32
 	}
 	e->queued = queued;
 	e->tgid = tgid;
+	e->dev = dev;
 	e->ts = ts;
 	return 0;
 }

@@ -45,7 +45,7 @@ struct inflight {
 	__u64 ts;	/* bpf_ktime_get_ns() at queue (bio) or issue (request); 0 while claimed */
 	__u64 queued;	/* requests: when their earliest bio was queued; 0 = not seen */
 	__u32 tgid;	/* process that queued the (earliest) bio */
-	__u32 pad;
+	__u32 dev;	/* requests: their disk (kernel dev_t), for the sweep at stop; bios: 0 */
 };
 
 #define INFLIGHT_PROBES		4

@@ -592,6 +592,39 @@ int map_keys(int fd, size_t key_size, char **keys, size_t *n)
 	return 0;
 }
 
+#define SWEEP_BATCH 4096
+
+int array_sweep(int fd, size_t value_size, int (*fn)(const void *v, void *arg), void *arg)
+{
+	uint32_t *keys = calloc(SWEEP_BATCH, sizeof(*keys)), batch = 0, count, i;
+	char *v = calloc(SWEEP_BATCH, value_size);
+	LIBBPF_OPTS(bpf_map_batch_opts, o);
+	bool more = true, first = true;
+	int err = 0;
+
+	if (!keys || !v) {
+		free(keys);
+		free(v);
+		return -ENOMEM;
+	}
+	while (more && !err) {
+		count = SWEEP_BATCH;
+		if (bpf_map_lookup_batch(fd, first ? NULL : &batch, &batch, keys, v, &count, &o)) {
+			if (errno != ENOENT) {
+				err = -errno;
+				break;
+			}
+			more = false;	/* the last batch: count holds what it read */
+		}
+		first = false;
+		for (i = 0; i < count && !err; i++)
+			err = fn(v + i * value_size, arg);
+	}
+	free(keys);
+	free(v);
+	return err;
+}
+
 int layer_drain(struct layer_inst *l, uint32_t gen, struct interval *iv)
 {
 	const struct layer *d = l->desc;

@@ -42,53 +42,43 @@ void req_label(const struct layer_inst *l, const void *key, struct rec *r)
 	}
 }
 
-#define SWEEP_BATCH 4096
+struct pending_ctx {
+	struct layer_inst *l;
+	bool aio;
+	struct interval *iv;
+};
+
+/* One request the final sweep found still in the table: no event will end it any more. */
+static int pending_one(const void *v, void *arg)
+{
+	const struct pending_ctx *c = arg;
+	const struct ioreq *e = v;
+	struct layer_inst *l = c->l;
+	struct interval *iv = c->iv;
+	struct ioreq_key k = { .flags = e->flags & REQ_FL_KEY };
+	bool aio = c->aio;
+	int err;
+
+	if (!e->key || !e->ts || !(e->flags & REQ_FL_AIO) != !aio)
+		return 0;
+	k.opcode = l->cfg->per_opcode ? e->opcode : 0xffff;
+	k.tgid = l->cfg->per_process ? e->tgid : 0;
+	/* the request's end (CQE, reap) was not seen: aio's completion may have been */
+	err = layer_add_stage(l, &k, REQ_SUBMIT_DONE, aio ? e->ts : 0, e->done, iv) ?:
+	      layer_add_stage(l, &k, REQ_DONE_REAP, 0, 0, iv) ?:
+	      layer_add_stage(l, &k, REQ_TOTAL, 0, 0, iv);
+	if (err || (!e->bio_q && !(e->flags & REQ_FL_RW)))
+		return err;	/* no bios to link: not counted in the linked stages */
+	/* as req_linked_stages() would have; device_cqe ends at the unseen CQE */
+	return layer_add_stage(l, &k, REQ_SUBMIT_BIO, e->bio_q ? e->ts : 0, e->bio_q, iv) ?:
+	       layer_add_stage(l, &k, REQ_WAIT, e->done ? e->bio_q : 0, e->issue, iv) ?:
+	       layer_add_stage(l, &k, REQ_DEVICE, e->bio_q ? e->issue : 0, e->done, iv) ?:
+	       layer_add_stage(l, &k, REQ_DEVICE_CQE, 0, 0, iv);
+}
 
 int req_pending_final(struct layer_inst *l, bool aio, struct interval *iv)
 {
-	int fd = l->shared->reqs_fd, err = 0;
-	uint32_t *keys = calloc(SWEEP_BATCH, sizeof(*keys)), batch = 0, count, i;
-	struct ioreq *v = calloc(SWEEP_BATCH, sizeof(*v));
-	LIBBPF_OPTS(bpf_map_batch_opts, o);
-	bool more = true, first = true;
+	struct pending_ctx c = { l, aio, iv };
 
-	if (!keys || !v) {
-		free(keys);
-		free(v);
-		return -ENOMEM;
-	}
-	while (more && !err) {
-		count = SWEEP_BATCH;
-		if (bpf_map_lookup_batch(fd, first ? NULL : &batch, &batch, keys, v, &count, &o)) {
-			if (errno != ENOENT) {
-				err = -errno;
-				break;
-			}
-			more = false;	/* the last batch: count holds what it read */
-		}
-		first = false;
-		for (i = 0; i < count && !err; i++) {
-			const struct ioreq *e = &v[i];
-			struct ioreq_key k = { .flags = e->flags & REQ_FL_KEY };
-
-			if (!e->key || !e->ts || !(e->flags & REQ_FL_AIO) != !aio)
-				continue;
-			k.opcode = l->cfg->per_opcode ? e->opcode : 0xffff;
-			k.tgid = l->cfg->per_process ? e->tgid : 0;
-			/* the request's end (CQE, reap) was not seen: aio's completion may have been */
-			err = layer_add_stage(l, &k, REQ_SUBMIT_DONE, aio ? e->ts : 0, e->done, iv) ?:
-			      layer_add_stage(l, &k, REQ_DONE_REAP, 0, 0, iv) ?:
-			      layer_add_stage(l, &k, REQ_TOTAL, 0, 0, iv);
-			if (err || (!e->bio_q && !(e->flags & REQ_FL_RW)))
-				continue;	/* no bios to link: not counted in the linked stages */
-			/* as req_linked_stages() would have; device_cqe ends at the unseen CQE */
-			err = layer_add_stage(l, &k, REQ_SUBMIT_BIO, e->bio_q ? e->ts : 0, e->bio_q, iv) ?:
-			      layer_add_stage(l, &k, REQ_WAIT, e->done ? e->bio_q : 0, e->issue, iv) ?:
-			      layer_add_stage(l, &k, REQ_DEVICE, e->bio_q ? e->issue : 0, e->done, iv) ?:
-			      layer_add_stage(l, &k, REQ_DEVICE_CQE, 0, 0, iv);
-		}
-	}
-	free(keys);
-	free(v);
-	return err;
+	return array_sweep(l->shared->reqs_fd, sizeof(struct ioreq), pending_one, &c);
 }

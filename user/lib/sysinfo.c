@@ -332,6 +332,23 @@ const char *disk_name(uint32_t dev, char *buf, size_t len)
 	return buf;
 }
 
+long disk_inflight(uint32_t dev)
+{
+	char path[64];
+	long r, w;
+	FILE *f;
+	int n;
+
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/inflight", dev >> MINORBITS,
+		 dev & ((1u << MINORBITS) - 1));
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	n = fscanf(f, "%ld %ld", &r, &w);
+	fclose(f);
+	return n == 2 ? r + w : -1;
+}
+
 /* Mount tracefs if the host has not; true when syscall events are visible after. */
 bool tracefs_ready(bool *mounted)
 {

@@ -47,5 +47,7 @@ int disk_resolve(const char *name, uint32_t *dev);
 const char *disk_name(uint32_t dev, char *buf, size_t len);
 /* Whole disks in /sys/block. */
 int disk_count(void);
+/* Requests the kernel has in flight on disk dev now (/sys/dev/block/M:m/inflight), -1 unknown. */
+long disk_inflight(uint32_t dev);
 
 #endif
