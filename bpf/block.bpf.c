@@ -31,6 +31,8 @@ const volatile __u32 filter_dev;	/* whole-disk dev_t, 0 = all */
 const volatile bool per_disk;
 const volatile bool per_op;
 const volatile bool link_reqs;	/* an io_uring or aio layer runs: link their requests' bios */
+/* wait and total are asked for (or bios are needed by -p/-c or linking): bios are tracked */
+const volatile bool queue_stages = true;
 const volatile __u32 flags_mask;	/* request flag bits kept in the key (per-flags mode) */
 /* Index of the pointer argument: 1 where the prototype still has a request_queue first. */
 const volatile __u32 rq_issue_arg;

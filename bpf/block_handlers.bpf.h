@@ -117,7 +117,7 @@ static __always_inline int H(on_rq_issue)(struct request *rq)
 		return 0;
 	now = bpf_ktime_get_ns();
 	/* move the bios' queue time into the request's entry: completion then reads one entry */
-	queued = H(bios_queued)(rq, now, &tgid);
+	queued = queue_stages ? H(bios_queued)(rq, now, &tgid) : 0;
 	/* with a pid/cgroup filter, only requests holding a bio that passed it are tracked */
 	if (owner_filtered() && !queued && !inflight_find(PTR_U64(rq)))
 		return 0;
@@ -169,7 +169,7 @@ static __always_inline int H(on_rq_complete)(struct request *rq, unsigned int nr
 	now = bpf_ktime_get_ns();
 	issued = inflight_take(PTR_U64(rq), now, &queued, &tgid);
 	/* issue not seen (before tracing began, or no block_rq_issue): the bios still hold it */
-	if (!issued)
+	if (!issued && queue_stages)
 		queued = H(bios_queued)(rq, now, &tgid);
 	/* with a pid/cgroup filter, only requests holding a bio that passed it are counted */
 	if (owner_filtered() && !queued)
@@ -186,8 +186,10 @@ static __always_inline int H(on_rq_complete)(struct request *rq, unsigned int nr
 	if (!h)
 		return 0;
 	/* a stage whose start was not seen is counted as unmeasured, never as a made-up value */
-	stage_add(&h->stage[BLOCK_WAIT], queued, issued);
 	stage_add(&h->stage[BLOCK_DEVICE], issued, now);
+	if (!queue_stages)	/* device alone (--stages): no bio is tracked */
+		return 0;
+	stage_add(&h->stage[BLOCK_WAIT], queued, issued);
 	stage_add(&h->stage[BLOCK_TOTAL], queued, now);
 	return 0;
 }

@@ -113,6 +113,29 @@ def test_raw_tp_twins_count_the_same(loopdev, no_bpf_leak):
     assert_exact(recs, Path(loopdev).name, 150, 90)
 
 
+def test_device_stage_alone_runs_two_programs_and_counts_exactly(loopdev, no_bpf_leak):
+    """--stages device: only the request's issue and completion are traced (biolatency's two
+    events), and the device stage still counts every request, measured."""
+    disk = Path(loopdev).name
+    tracer, recs = traced_io(loopdev, 140, 70, ["-l", "block", "--stages", "device"])
+    attached = [ln for ln in tracer.stderr.splitlines() if " attached by " in ln]
+    assert len(attached) == 2, attached
+    assert all("block_rq_issue" in ln or "block_rq_complete" in ln for ln in attached)
+    counts, unmeasured, _ = tally(recs, disk)
+    assert {stage for _, stage in counts} == {"device"}, counts
+    assert counts["read", "device"] == 140 and counts["write", "device"] == 70, counts
+    assert unmeasured["read", "device"] == 0 and unmeasured["write", "device"] == 0
+
+
+def test_stages_bad_names_are_one_line_errors():
+    from conftest import IOSTRATA, assert_one_line_error
+    r = subprocess.run([str(IOSTRATA), "--stages", "nosuch"], capture_output=True, text=True)
+    assert_one_line_error(r, "unknown stage 'nosuch'")
+    r = subprocess.run([str(IOSTRATA), "-l", "syscall", "--stages", "block.device"],
+                       capture_output=True, text=True)
+    assert_one_line_error(r, "-l syscall")
+
+
 def reader_noise(dev):
     """Another process reading dev until killed (os.killpg: dd is the shell's child). dd reads
     the 128 MiB disk in well under a second here, so it loops."""

@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #define MAX_FAIL_TPS 8
+#define CFG_LAYERS 4	/* NLAYERS (layer.h), checked there */
 
 struct trace_config {
 	unsigned int layers;	/* bit per layer (enum layer_id); 0 = every available one */
@@ -22,6 +23,9 @@ struct trace_config {
 	bool per_op;		/* -F */
 	bool per_process;	/* -P */
 	bool per_opcode;	/* -O: io_uring opcode / aio command */
+	/* --stages: a bit per stage of each layer (enum layer_id); none set = every stage. A
+	 * layer skips the events and the work only the others need where it can (block) */
+	uint32_t stages[CFG_LAYERS];
 	uint32_t inflight_slots;	/* --inflight: slots of the bio/request and request tables */
 	const char *fail_tp[MAX_FAIL_TPS];	/* --fail-probe: act as if the kernel lacked these */
 	int nfail_tp;

@@ -49,6 +49,25 @@ const struct layer *layer_by_name(const char *name, int *id)
 	return NULL;
 }
 
+static int id_of(const struct layer *d)
+{
+	int i;
+
+	for (i = 0; i < NLAYERS && layers[i] != d; i++)
+		;
+	return i;
+}
+
+bool stage_wanted(const struct trace_config *cfg, int id, int st)
+{
+	bool any = false;
+	int i;
+
+	for (i = 0; i < NLAYERS; i++)
+		any |= cfg->stages[i] != 0;
+	return !any || (id < NLAYERS && (cfg->stages[id] & BIT(st)));
+}
+
 const char *layer_unmeasured_why(const char *layer, const char *stage)
 {
 	const struct layer *d = layer_by_name(layer, NULL);
@@ -120,6 +139,15 @@ static void probe_events(const struct layer *d, const struct trace_config *cfg, 
 		/* an older prototype with a leading argument (a request_queue before v5.11) */
 		e->arg = ev->nargs && !ev->nargs_any && n > ev->nargs;
 		e->method = tp_btf ? "tp_btf" : "raw_tp";
+	}
+	/* only what the stages asked for (--stages) need: the others are not attached */
+	for (i = 0; i < d->nevents && d->event_needed; i++) {
+		struct event_status *e = &rep->events[i];
+
+		if (e->method && !d->event_needed(cfg, i)) {
+			e->method = NULL;
+			snprintf(e->why, sizeof(e->why), "not needed by the stages asked (--stages)");
+		}
 	}
 	/* syscall events come in entry/exit pairs: one without the other times nothing */
 	for (i = 0; i < d->nevents; i++) {
@@ -524,7 +552,7 @@ static int to_recs(struct layer_inst *l, const void *key, struct interval *iv)
 	for (st = 0; st < d->nstages; st++) {
 		struct hist sum;
 
-		if (!d->stages[st].name)
+		if (!d->stages[st].name || !stage_wanted(l->cfg, id_of(d), st))
 			continue;
 		memset(&sum, 0, sizeof(sum));
 		for (cpu = 0; cpu < l->ncpus; cpu++)
@@ -548,7 +576,7 @@ int layer_add_stage(const struct layer_inst *l, const void *key, int stage, uint
 {
 	struct rec *rec;
 
-	if (!l->desc->stages[stage].name)
+	if (!l->desc->stages[stage].name || !stage_wanted(l->cfg, id_of(l->desc), stage))
 		return 0;
 	rec = recs_add(&iv->recs);
 	if (!rec)

@@ -17,6 +17,7 @@
 #include "iostrata.h"
 
 enum layer_id { LAYER_BLOCK, LAYER_URING, LAYER_AIO, LAYER_SYSCALL, NLAYERS };
+_Static_assert(NLAYERS <= CFG_LAYERS, "trace_config.stages has a slot per layer");
 
 /* Every layer this build has, in the order their records are printed (user/layers/). */
 extern const struct layer *const layers[NLAYERS];
@@ -123,6 +124,8 @@ struct layer {
 	int (*configure)(struct layer_inst *l);
 	/* after probing: refuse to start (one line said) if what is there cannot serve the config */
 	int (*check)(const struct layer_inst *l);
+	/* with --stages: is event ev needed by what cfg asks? (NULL: every event is) */
+	bool (*event_needed)(const struct trace_config *cfg, int ev);
 	/* after a drain: requests whose end no event will show any more (final: tracing stops),
 	 * counted as unmeasured in the stages they started (layer_add_stage) */
 	int (*pending)(struct layer_inst *l, bool final, struct interval *iv);
@@ -213,6 +216,8 @@ uint64_t layer_run_time_ns(const struct layer_inst *l);
 
 /* Why a record of this layer and stage can be unmeasured, from the layer table. */
 const char *layer_unmeasured_why(const char *layer, const char *stage);
+/* Does cfg ask for stage st of layer id (--stages; every stage without it)? */
+bool stage_wanted(const struct trace_config *cfg, int id, int st);
 /* The layer called name, or NULL. */
 const struct layer *layer_by_name(const char *name, int *id);
 

@@ -39,6 +39,8 @@ static const char usage_head[] =
 "  -l, --layers=LIST     block,uring,aio,syscall (stages below; default: every\n"
 "                        available layer, only block with -d)\n"
 "      --comm=NAME       only threads named NAME (syscall layer)\n"
+"      --stages=LIST     only these stages (device, block.device, ...); block's\n"
+"                        device alone: 2 programs per I/O, own I/O not excluded\n"
 "  -D, --per-disk        a histogram set per disk\n"
 "  -F, --per-op          a histogram set per operation and request flags\n"
 "  -P, --per-process     a histogram set per process (uring, aio, syscall layers)\n"
@@ -81,7 +83,8 @@ static void usage(FILE *f)
 	fputs(usage_tail, f);
 }
 
-enum { OPT_DURATION = 256, OPT_INFLIGHT, OPT_FAIL_PROBE, OPT_FORCE_RAW_TP, OPT_COMM };
+enum { OPT_DURATION = 256, OPT_INFLIGHT, OPT_FAIL_PROBE, OPT_FORCE_RAW_TP, OPT_COMM,
+       OPT_STAGES };
 
 static const struct option long_opts[] = {
 	{ "disk", required_argument, NULL, 'd' },
@@ -94,6 +97,7 @@ static const struct option long_opts[] = {
 	{ "waterfall", no_argument, NULL, 'W' },
 	{ "layers", required_argument, NULL, 'l' },
 	{ "comm", required_argument, NULL, OPT_COMM },
+	{ "stages", required_argument, NULL, OPT_STAGES },
 	{ "milliseconds", no_argument, NULL, 'm' },
 	{ "timestamp", no_argument, NULL, 'T' },
 	{ "json", no_argument, NULL, 'j' },
@@ -193,6 +197,64 @@ static int resolve_pid(const char *s, pid_t *tgid_out)
 	return 0;
 }
 
+/*
+ * --stages: each name is a stage of every layer that has it (device) or of one (block.device).
+ * The layers traced are then those with a stage asked, unless -l names them (each must have one).
+ */
+static int parse_stages(const char *list, struct trace_config *c)
+{
+	char buf[256], *tok, *save = NULL, *dot;
+	int i, s, found;
+
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		dot = strchr(tok, '.');
+		found = 0;
+		for (i = 0; i < NLAYERS; i++) {
+			if (dot && (strncmp(tok, layers[i]->name, (size_t)(dot - tok)) ||
+				    layers[i]->name[dot - tok]))
+				continue;
+			for (s = 0; s < layers[i]->nstages; s++) {
+				const char *n = layers[i]->stages[s].name;
+
+				if (n && !strcmp(n, dot ? dot + 1 : tok)) {
+					c->stages[i] |= 1u << s;
+					found = 1;
+				}
+			}
+		}
+		if (!found) {
+			errorf("unknown stage '%s' in --stages (the stages are in --help)", tok);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* -l and --stages together: every layer traced has a stage asked; --stages alone picks them. */
+static int stages_layers(struct trace_config *c)
+{
+	unsigned int with = 0;
+	int i;
+
+	for (i = 0; i < NLAYERS; i++)
+		if (c->stages[i])
+			with |= 1u << i;
+	if (!with)
+		return 0;
+	if (!c->layers) {
+		c->layers = with;
+		return 0;
+	}
+	for (i = 0; i < NLAYERS; i++) {
+		if ((c->layers & (1u << i)) && !(with & (1u << i))) {
+			errorf("-l %s: none of its stages is in --stages", layers[i]->name);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* 0 ok, 1 exit 0 (help/version), -1 usage error (said) */
 static int parse_args(int argc, char **argv, struct trace_args *a)
 {
@@ -216,6 +278,10 @@ static int parse_args(int argc, char **argv, struct trace_args *a)
 		case 'W': a->text.waterfall = true; break;
 		case 'l':
 			if (parse_layers(optarg, &c->layers))
+				return -1;
+			break;
+		case OPT_STAGES:
+			if (parse_stages(optarg, c))
 				return -1;
 			break;
 		case OPT_COMM:
@@ -274,6 +340,8 @@ static int parse_args(int argc, char **argv, struct trace_args *a)
 		errorf("unexpected argument '%s' (see --help)", argv[optind]);
 		return -1;
 	}
+	if (stages_layers(c))
+		return -1;
 	if (disk && disk_resolve(disk, &c->dev))
 		return -1;
 	if (pid_arg && resolve_pid(pid_arg, &c->tgid))

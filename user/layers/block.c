@@ -79,6 +79,19 @@ static void label(const struct layer_inst *l, const void *key, struct rec *r)
 		req_flags_str(k->flags, r->flags, sizeof(r->flags));
 }
 
+/*
+ * The bios' events are needed for wait and total, for -p/-c (decided where bios are queued) and
+ * for linking io_uring/aio requests; without them the block layer runs two programs per I/O.
+ * iostrata's own requests are known by their bios: with device alone they are counted too.
+ */
+static bool event_needed(const struct trace_config *c, int ev)
+{
+	if (ev != EV_BIO_QUEUE && ev != EV_SPLIT)
+		return true;
+	return stage_wanted(c, LAYER_BLOCK, BLOCK_WAIT) || stage_wanted(c, LAYER_BLOCK, BLOCK_TOTAL) ||
+	       c->tgid || c->cgroup || !c->layers || (c->layers & (BIT(LAYER_URING) | BIT(LAYER_AIO)));
+}
+
 static int configure(struct layer_inst *l)
 {
 	const struct trace_config *c = l->cfg;
@@ -95,6 +108,7 @@ static int configure(struct layer_inst *l)
 	skel->rodata->inflight_mask = c->inflight_slots - 1;
 	/* an io_uring or aio layer runs: stamp their requests with their bios' block times */
 	skel->rodata->link_reqs = l->shared->reqs_fd >= 0;
+	skel->rodata->queue_stages = event_needed(c, EV_BIO_QUEUE);
 	skel->rodata->req_mask = c->inflight_slots - 1;
 	LINK_SYMS_RODATA(skel->rodata, link_syms());
 	return bpf_map__set_max_entries(skel->maps.inflight, c->inflight_slots);
@@ -170,5 +184,5 @@ const struct layer block_layer = {
 		 BIT(DROP_HIST_FULL) | BIT(DROP_COMPLETE_UNSEEN),
 	.drops_unprefixed = true, .reqs_map = SKEL_MAP(block, reqs),
 	.label = label,
-	.configure = configure, .check = check, .pending = pending,
+	.configure = configure, .check = check, .pending = pending, .event_needed = event_needed,
 };
