@@ -101,20 +101,17 @@ static const struct option long_opts[] = {
 /* 0 ok, 1 exit 0 (help/version), -1 usage error (said) */
 static int parse_args(int argc, char **argv, struct serve_args *a)
 {
-	char msg[256];
 	long v;
-	int o, r;
+	int o;
 
-	opterr = 0;
-	optind = 1;
-	while ((o = getopt_long(argc, argv, ":" TRACE_OPTS_SHORT "hV", long_opts, NULL)) != -1) {
-		r = trace_opt(&a->t, o, optarg);
-		if (r < 0)
-			return -1;
-		if (r)
-			continue;
+	while ((o = trace_getopt(&a->t, argc, argv, "hV", long_opts)) != -1) {
 		switch (o) {
-		case OPT_LISTEN: a->listen = optarg; break;
+		case -2: return -1;
+		case OPT_LISTEN:
+			if (http_addr_check(optarg))
+				return -1;
+			a->listen = optarg;
+			break;
 		case OPT_USER:
 			if (!*optarg) {
 				errorf("bad --user '': expected a user name or uid");
@@ -140,15 +137,8 @@ static int parse_args(int argc, char **argv, struct serve_args *a)
 			if (parse_seconds("interval", optarg, &a->t.lim.interval_s))
 				return -1;
 			break;
-		case 'h':
-			usage(stdout);
-			return 1;
-		case 'V':
-			printf("iostrata %s\n", IOSTRATA_VERSION);
-			return 1;
-		default:	/* ':' or '?' */
-			errorf("%s", cli_getopt_problem(o, argv, msg, sizeof(msg)));
-			return -1;
+		default:	/* -h, -V, ':' or '?' */
+			return trace_opt_rest(o, argv, usage);
 		}
 	}
 	if (optind < argc) {

@@ -84,35 +84,20 @@ static const struct option long_opts[] = {
 static int parse_args(int argc, char **argv, struct trace_args *a)
 {
 	struct trace_config *c = &a->t.cfg;
-	char msg[256];
 	long v;
-	int o, r;
+	int o;
 
-	opterr = 0;
-	optind = 1;
-	while ((o = getopt_long(argc, argv, ":" TRACE_OPTS_SHORT "DFWmTjhV", long_opts,
-				NULL)) != -1) {
-		r = trace_opt(&a->t, o, optarg);
-		if (r < 0)
-			return -1;
-		if (r)
-			continue;
+	while ((o = trace_getopt(&a->t, argc, argv, "DFWmTjhV", long_opts)) != -1) {
 		switch (o) {
+		case -2: return -1;
 		case 'D': c->per_disk = true; break;
 		case 'F': c->per_op = true; break;
 		case 'W': a->text.waterfall = true; break;
 		case 'm': a->text.ms = true; break;
 		case 'T': a->text.timestamps = true; break;
 		case 'j': a->json = true; break;
-		case 'h':
-			usage(stdout);
-			return 1;
-		case 'V':
-			printf("iostrata %s\n", IOSTRATA_VERSION);
-			return 1;
-		default:	/* ':' or '?' */
-			errorf("%s", cli_getopt_problem(o, argv, msg, sizeof(msg)));
-			return -1;
+		default:	/* -h, -V, ':' or '?' */
+			return trace_opt_rest(o, argv, usage);
 		}
 	}
 	if (optind < argc && parse_seconds("interval", argv[optind++], &a->t.lim.interval_s))

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "cli.h"
+#include "cmd.h"
 #include "layer.h"
 #include "log.h"
 #include "sysinfo.h"
@@ -186,7 +188,8 @@ static int stages_layers(struct trace_config *c)
 	return 0;
 }
 
-int trace_opt(struct trace_opts *t, int o, const char *arg)
+/* 1: o is one of the shared options and was taken; 0: not one of them; -1: bad (said). */
+static int trace_opt(struct trace_opts *t, int o, const char *arg)
 {
 	struct trace_config *c = &t->cfg;
 	long v;
@@ -232,6 +235,44 @@ int trace_opt(struct trace_opts *t, int o, const char *arg)
 		return 1;
 	}
 	return 0;
+}
+
+int trace_getopt(struct trace_opts *t, int argc, char **argv, const char *own,
+		 const struct option *lo)
+{
+	char shortopts[64];
+	int o, r;
+
+	if (!t->started) {
+		t->started = true;
+		opterr = 0;
+		optind = 1;
+	}
+	snprintf(shortopts, sizeof(shortopts), ":" TRACE_OPTS_SHORT "%s", own);
+	while ((o = getopt_long(argc, argv, shortopts, lo, NULL)) != -1) {
+		r = trace_opt(t, o, optarg);
+		if (r < 0)
+			return -2;
+		if (!r)
+			return o;
+	}
+	return -1;
+}
+
+int trace_opt_rest(int o, char **argv, void (*usage)(FILE *f))
+{
+	char msg[256];
+
+	if (o == 'h') {
+		usage(stdout);
+		return 1;
+	}
+	if (o == 'V') {
+		printf("iostrata %s\n", IOSTRATA_VERSION);
+		return 1;
+	}
+	errorf("%s", cli_getopt_problem(o, argv, msg, sizeof(msg)));
+	return -1;
 }
 
 int trace_opts_finish(struct trace_opts *t)

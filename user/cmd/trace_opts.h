@@ -9,6 +9,7 @@
 #define IOSTRATA_TRACE_OPTS_H
 
 #include <getopt.h>
+#include <stdio.h>
 #include "config.h"
 #include "session.h"
 
@@ -41,12 +42,21 @@ struct trace_opts {
 	struct run_limits lim;
 	int verbose;
 	const char *disk, *pid;		/* resolved by trace_opts_finish() */
+	bool started;			/* trace_getopt() began the command line */
 };
 
 #define TRACE_OPTS_DEFAULT { .cfg = TRACE_CONFIG_DEFAULT, .lim = { .interval_s = 1.0 } }
 
-/* 1: o is one of the shared options and was taken; 0: not one of them; -1: bad (said). */
-int trace_opt(struct trace_opts *t, int o, const char *arg);
+/*
+ * getopt_long over argv from its start, the shared options taken on the way: the next option
+ * the command handles itself (its own from `own`, ':' or '?'), -1 at the end, -2 when a shared
+ * option's value is bad (said). optind is then where the arguments start.
+ */
+int trace_getopt(struct trace_opts *t, int argc, char **argv, const char *own,
+		 const struct option *lo);
+/* The rest of a command's option switch: -h (usage(stdout)), -V, or what getopt found wrong
+ * (':' or '?'). 1: exit 0 (help or version shown); -1: a usage error (said). */
+int trace_opt_rest(int o, char **argv, void (*usage)(FILE *f));
 /* After the command line: --stages against -l, the disk, pid and cgroup looked up. 0, or -1
  * with one line said. */
 int trace_opts_finish(struct trace_opts *t);

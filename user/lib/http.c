@@ -113,6 +113,18 @@ static int parse_addr(const char *addr, struct sockaddr_storage *ss, socklen_t *
 	return 0;
 }
 
+int http_addr_check(const char *addr)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+
+	if (!parse_addr(addr, &ss, &len))
+		return 0;
+	errorf("bad --listen '%s': expected ADDR:PORT, ADDR a numeric IPv4 address or an IPv6 "
+	       "one in brackets ([::1]:9750)", addr);
+	return -1;
+}
+
 int http_listen(const char *addr, struct http_server **out)
 {
 	struct http_server *s;
@@ -121,11 +133,8 @@ int http_listen(const char *addr, struct http_server **out)
 	int one = 1, i;
 
 	*out = NULL;
-	if (parse_addr(addr, &ss, &len)) {
-		errorf("bad --listen '%s': expected ADDR:PORT, ADDR a numeric IPv4 address or an "
-		       "IPv6 one in brackets ([::1]:9750)", addr);
+	if (http_addr_check(addr) || parse_addr(addr, &ss, &len))
 		return -1;
-	}
 	s = calloc(1, sizeof(*s));
 	if (!s) {
 		errorf("out of memory");

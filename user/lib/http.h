@@ -50,7 +50,10 @@ struct http_stats {
 
 struct http_server;
 
-/* ADDR:PORT (IPv4, or [IPv6]), bound and listening; -1 with one line said. */
+/* Is addr an ADDR:PORT http_listen() takes (a numeric IPv4 address, or IPv6 in brackets)?
+ * -1 with one line said. */
+int http_addr_check(const char *addr);
+/* ADDR:PORT, bound and listening; -1 with one line said. */
 int http_listen(const char *addr, struct http_server **out);
 /* Serve until http_stop(); 0, or -1 on an error said. */
 int http_run(struct http_server *s, http_handler h, void *arg);
