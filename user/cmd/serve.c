@@ -66,9 +66,11 @@ static const char usage_labels[] =
 "  -P, --per-process     a comm label: the process name (never a pid)\n"
 "  -O, --per-opcode      an opcode label: io_uring opcode / aio command\n";
 
-static const char usage_tail[] =
+static const char usage_help[] =
 "  -h, --help            show this help\n"
-"  -V, --version         show the version\n"
+"  -V, --version         show the version\n";
+
+static const char usage_tail[] =
 "\n"
 "Examples:\n"
 "  iostrata serve                          every layer, on 127.0.0.1:9750\n"
@@ -80,8 +82,9 @@ static void usage(FILE *f)
 	fputs(trace_opts_help_what, f);
 	fputs(usage_labels, f);
 	fputs(trace_opts_help_knobs, f);
-	fputs(usage_tail, f);
+	fputs(usage_help, f);
 	usage_layers(f);
+	fputs(usage_tail, f);
 }
 
 enum { OPT_LISTEN = TOPT_NEXT, OPT_USER, OPT_BPO, OPT_MAX_SERIES, OPT_INTERVAL };

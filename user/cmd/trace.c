@@ -24,6 +24,7 @@ struct trace_args {
 
 static const char usage_head[] =
 "Usage: iostrata [OPTIONS] [INTERVAL [COUNT]]\n"
+"       iostrata serve [OPTIONS]\n"
 "       iostrata features [-j] [-v]\n"
 "       iostrata calibrate [-j] [-v] [--dir DIR]\n"
 "\n"
@@ -52,6 +53,7 @@ static const char usage_tail[] =
 "  iostrata                          all layers, whole host, every second\n"
 "  iostrata -D -F 5 3                per disk and op, three 5-second intervals\n"
 "  iostrata -d vda -j --duration 10  NDJSON for vda, stop after 10 s\n"
+"  iostrata serve                    Prometheus metrics on 127.0.0.1:9750\n"
 "  iostrata features                 what this kernel supports\n"
 "  iostrata calibrate                check the tracer against known I/O here\n";
 
