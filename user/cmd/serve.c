@@ -38,7 +38,7 @@ struct serve {
 	struct prom *prom;
 	struct http_server *http;
 	int bpo;
-	bool http_failed;
+	bool http_failed;		/* set by the HTTP thread, atomically */
 	/* the HTTP thread's own */
 	struct http_blob *rendered, *index;
 	uint64_t rendered_at;		/* prom_intervals() it was rendered at */
@@ -280,7 +280,7 @@ static void *http_thread(void *arg)
 	struct serve *sv = arg;
 
 	if (http_run(sv->http, handle, sv)) {
-		sv->http_failed = true;
+		__atomic_store_n(&sv->http_failed, true, __ATOMIC_RELAXED);
 		kill(getpid(), SIGTERM);	/* the session stops too */
 	}
 	return NULL;
@@ -300,7 +300,7 @@ static int add_interval(const struct interval *iv, void *arg)
 		errorf("out of memory adding an interval to the metrics");
 		return 1;
 	}
-	return sv->http_failed ? 1 : 0;
+	return __atomic_load_n(&sv->http_failed, __ATOMIC_RELAXED) ? 1 : 0;
 }
 
 /* Signals go to the session's thread (its sleep ends at once); the HTTP thread has none. */
