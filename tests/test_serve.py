@@ -273,6 +273,15 @@ def test_bad_input(args, needles):
 
 
 @pytest.mark.root
+def test_non_root_is_refused():
+    r = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+                        "--inh-caps=-all", str(IOSTRATA), "serve", "--duration", "1"],
+                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert r.returncode == 1
+    assert_one_line_error(r, "must be run as root")
+
+
+@pytest.mark.root
 def test_port_in_use_is_said_before_anything_loads(no_bpf_leak):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
