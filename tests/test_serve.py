@@ -42,9 +42,9 @@ READ_TIMEOUT_S = 5          # HTTP_READ_TIMEOUT_MS (user/lib/http.h)
 WRITE_TIMEOUT_S = 10        # HTTP_WRITE_TIMEOUT_MS
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
+def free_port(host="127.0.0.1"):
+    s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    s.bind((host, 0))
     port = s.getsockname()[1]
     s.close()
     return port
@@ -144,11 +144,12 @@ def monotonic(before, after):
 class Server:
     """bin/iostrata serve, up once it says where it serves (after attaching, as --user)."""
 
-    def __init__(self, *args, listen=True, prefix=()):
-        self.port = free_port() if listen else 9750
+    def __init__(self, *args, listen=True, prefix=(), host="127.0.0.1"):
+        self.port = free_port(host) if listen else 9750
+        self.host = f"[{host}]" if ":" in host else host
         argv = [*prefix, str(IOSTRATA), "serve", "-v", *args]
         if listen:
-            argv += ["--listen", f"127.0.0.1:{self.port}"]
+            argv += ["--listen", f"{self.host}:{self.port}"]
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      bufsize=0)
         self.out = self.err = ""
@@ -170,7 +171,7 @@ class Server:
         self.pid = self.proc.pid
 
     def get(self, path="/metrics", method="GET"):
-        req = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", method=method)
+        req = urllib.request.Request(f"http://{self.host}:{self.port}{path}", method=method)
         try:
             with urllib.request.urlopen(req, timeout=30) as r:
                 return r.status, r.headers, r.read().decode()
@@ -726,7 +727,10 @@ def test_series_cap_folds_into_other(servers, no_bpf_leak):
 @pytest.mark.root
 @pytest.mark.parametrize("bpo", [1, 2, 8])
 def test_buckets_per_octave(bpo, servers, no_bpf_leak):
-    srv = servers("-l", "uring", "--buckets-per-octave", str(bpo))
+    # one of them on IPv6's loopback, given in brackets
+    srv = servers("-l", "uring", "--buckets-per-octave", str(bpo),
+                  host="::1" if bpo == 2 else "127.0.0.1")
+    assert srv.url == f"http://{srv.host}:{srv.port}/metrics", srv.url
     timeouts(5, "1ms")
     count, s = srv.settled(H + "_count", layer="uring", stage="submit_cqe")
     assert count == 5
