@@ -66,10 +66,6 @@ static const char usage_labels[] =
 "  -P, --per-process     a comm label: the process name (never a pid)\n"
 "  -O, --per-opcode      an opcode label: io_uring opcode / aio command\n";
 
-static const char usage_help[] =
-"  -h, --help            show this help\n"
-"  -V, --version         show the version\n";
-
 static const char usage_tail[] =
 "\n"
 "Examples:\n"
@@ -82,7 +78,6 @@ static void usage(FILE *f)
 	fputs(trace_opts_help_what, f);
 	fputs(usage_labels, f);
 	fputs(trace_opts_help_knobs, f);
-	fputs(usage_help, f);
 	usage_layers(f);
 	fputs(usage_tail, f);
 }

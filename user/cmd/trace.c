@@ -43,10 +43,6 @@ static const char usage_view[] =
 "  -T, --timestamp       print the time with each interval\n"
 "  -j, --json            one NDJSON record per interval on stdout\n";
 
-static const char usage_help[] =
-"  -h, --help            show this help\n"
-"  -V, --version         show the version\n";
-
 static const char usage_tail[] =
 "\n"
 "Examples:\n"
@@ -64,7 +60,6 @@ static void usage(FILE *f)
 	fputs(trace_opts_help_what, f);
 	fputs(usage_view, f);
 	fputs(trace_opts_help_knobs, f);
-	fputs(usage_help, f);
 	usage_layers(f);
 	fputs(usage_tail, f);
 }

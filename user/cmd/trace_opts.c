@@ -29,7 +29,9 @@ const char trace_opts_help_knobs[] =
 "      --inflight=N      in-flight table slots, a power of two (default 131072)\n"
 "      --fail-probe=TP   testing: act as if the kernel lacked tracepoint TP\n"
 "      --force-raw-tp    testing: attach the raw_tp twins, not tp_btf\n"
-"  -v, --verbose         show probing and libbpf diagnostics (-vv: more)\n";
+"  -v, --verbose         show probing and libbpf diagnostics (-vv: more)\n"
+"  -h, --help            show this help\n"
+"  -V, --version         show the version\n";
 
 void layer_names(char *buf, size_t len)
 {

@@ -33,7 +33,8 @@ enum { TOPT_DURATION = 256, TOPT_INFLIGHT, TOPT_FAIL_PROBE, TOPT_FORCE_RAW_TP, T
 	{ "force-raw-tp", no_argument, NULL, TOPT_FORCE_RAW_TP },		\
 	{ "verbose", no_argument, NULL, 'v' }
 
-/* Their --help lines: what to trace, and the session's knobs (both end in a newline). */
+/* Their --help lines: what to trace, and the session's knobs with -h and -V (both end in a
+ * newline). */
 extern const char trace_opts_help_what[];
 extern const char trace_opts_help_knobs[];
 
