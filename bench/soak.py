@@ -5,8 +5,9 @@ layer on, a scrape every second.
 The load: iostrata-load's io_uring and libaio engines at qd 32 and psync, 4 KiB random O_DIRECT
 reads, all three at once on a loop device over a file in /dev/shm (no disk to wait for), in a
 cgroup of their own that serve filters on (-c), so that their counts can be compared exactly.
-Every minute it prints serve's resident memory and open fds (from /proc/PID), the scrape's size
-and time, the I/O so far and the drops. At the end:
+Every minute it prints serve's resident memory and open fds (from /proc/PID, read between two
+scrapes: a scrape's own connection is not counted), the scrape's size and time, the I/O so far
+and the drops. At the end:
 
 - RSS and fds must be flat after the first minute (fds equal; RSS within 1 MiB);
 - the counts serve exports must equal the load's: io_uring requests (submit_cqe, opcode read),
@@ -141,6 +142,8 @@ def main():
             scrapes += 1
             if time.monotonic() - t0 >= 60 * minute:
                 s = parse(last)
+                # between scrapes: the one just taken has closed its connection by then
+                time.sleep(0.3)
                 rss, fds = proc_figures(serve.pid)
                 drops = {l["reason"]: int(v) for n, l, v in s
                          if n == "iostrata_drops_total" and v}
