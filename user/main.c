@@ -13,6 +13,7 @@ static const struct {
 } commands[] = {
 	{ "features", cmd_features },
 	{ "calibrate", cmd_calibrate },
+	{ "serve", cmd_serve },
 };
 
 int main(int argc, char **argv)
