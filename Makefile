@@ -21,7 +21,7 @@ BPFWERROR := -Werror
 endif
 CPPFLAGS  += -I$(BUILD) -Ibpf -Iuser -Iuser/lib -Iuser/out -Iuser/layers -Iuser/cmd -D_GNU_SOURCE
 LDFLAGS   += -static
-LDLIBS    += -lbpf -lelf -lz -lm
+LDLIBS    += -lbpf -lelf -ljansson -lz -lm
 BPFCFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf \
              -Wall -Wno-unused-function $(BPFWERROR)
 

@@ -13,6 +13,8 @@ static const struct {
 } commands[] = {
 	{ "features", cmd_features },
 	{ "calibrate", cmd_calibrate },
+	{ "record", cmd_record },
+	{ "report", cmd_report },
 };
 
 int main(int argc, char **argv)
