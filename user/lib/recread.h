@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * The one reader of recordings (`iostrata record`, or `iostrata -j` output): NDJSON, plain or
- * gzip, parsed by jansson, each interval record handed back as the in-memory interval every
+ * gzip, tokenized by jsmn, each interval record handed back as the in-memory interval every
  * renderer takes. Damage is said, never crashed on: a last line cut short, a newer or older
  * format are warnings (what is there is read); garbage, an empty file, a directory, a line
  * past RECREAD_MAX_LINE, a bucket outside this build's scheme are one-line errors.

@@ -215,24 +215,39 @@ static struct series *series_of(struct report *r, const struct rec *rec)
 
 static int series_add(struct series *s, uint32_t iv, const struct hist *h)
 {
-	uint32_t i;
+	struct hist *t = &s->key.h;
+	uint32_t i, lo, hi;
 
-	hist_merge(&s->key.h, h);
-	if (h->count) {
-		if (s->nivs == s->icap) {
-			size_t cap = s->icap ? s->icap * 2 : 64;
-			struct ivstat *v = realloc(s->ivs, cap * sizeof(*v));
-
-			if (!v)
-				return -1;
-			s->ivs = v;
-			s->icap = cap;
-		}
-		s->ivs[s->nivs++] = (struct ivstat){ iv, h->count, h->min_ns, h->max_ns, h->sum_ns };
+	if (!h->count) {
+		t->unmeasured += h->unmeasured;
+		return 0;
 	}
-	for (i = 0; i < HIST_NSLOTS; i++) {
+	/* every count lies in the slots from min's to max's: only those are looked at */
+	lo = hist_index(h->min_ns);
+	hi = hist_index(h->max_ns);
+	if (hi >= HIST_NSLOTS)
+		hi = HIST_NSLOTS - 1;
+	if (!t->count || h->min_ns < t->min_ns)
+		t->min_ns = h->min_ns;
+	if (h->max_ns > t->max_ns)
+		t->max_ns = h->max_ns;
+	t->count += h->count;
+	t->sum_ns += h->sum_ns;
+	t->unmeasured += h->unmeasured;
+	if (s->nivs == s->icap) {
+		size_t cap = s->icap ? s->icap * 2 : 64;
+		struct ivstat *v = realloc(s->ivs, cap * sizeof(*v));
+
+		if (!v)
+			return -1;
+		s->ivs = v;
+		s->icap = cap;
+	}
+	s->ivs[s->nivs++] = (struct ivstat){ iv, h->count, h->min_ns, h->max_ns, h->sum_ns };
+	for (i = lo; i <= hi; i++) {
 		if (!h->slots[i])
 			continue;
+		t->slots[i] += h->slots[i];
 		if (s->npts == s->cap) {
 			size_t cap = s->cap ? s->cap * 2 : 256;
 			struct pt *p = realloc(s->pts, cap * sizeof(*p));
@@ -330,14 +345,15 @@ void panel_unbin(struct panel *p)
 	p->cells = 0;
 }
 
-/* Rows per octave: the finest that keeps the panel's span within its rows. */
+/* Rows per octave: the finest (up to rpo_cap) that keeps the panel's span within its rows. */
 static int choose_rpo(const struct panel *p, uint32_t lo_slot, uint32_t hi_slot)
 {
 	static const int choices[] = { 16, 8, 4, 2, 1 };
 	int max_rows = p->small ? SMALL_ROWS : BIG_ROWS, i;
 
 	for (i = 0; i < 4; i++)
-		if (report_row_key(hi_slot, choices[i]) - report_row_key(lo_slot, choices[i]) + 1 <=
+		if (choices[i] <= p->rpo_cap &&
+		    report_row_key(hi_slot, choices[i]) - report_row_key(lo_slot, choices[i]) + 1 <=
 		    max_rows)
 			return choices[i];
 	return 1;
@@ -609,30 +625,51 @@ oom:
 	return -1;
 }
 
-/* Columns: the most each panel can have, fewer while the cells would pass the budget. */
+/*
+ * Every cell carries its tooltip, so the page's size is about its non-empty cells. Within
+ * CELL_BUDGET: full detail when it fits; else fewer rows per octave first (16 -> 8 -> 4 for
+ * the big panels, 4 -> 2 for the small ones: time matters more over a long recording than
+ * the last 3 % of latency), then fewer columns, scaled by how far over the budget it is.
+ */
+static const struct { int big_rpo, small_rpo; } levels[] = { { 16, 4 }, { 8, 4 }, { 4, 2 } };
+
+static size_t bin_pass(const struct report *r, struct panel *p, int n, int level, double scale)
+{
+	int i, cols, ivs = (int)(r->nivs < 100000 ? r->nivs : 100000);
+	size_t cells = 0;
+
+	for (i = 0; i < n; i++) {
+		cols = (int)((p[i].small ? SMALL_COLS : BIG_COLS) * scale);
+		if (cols < MIN_COLS)
+			cols = MIN_COLS;
+		if (cols > ivs)
+			cols = ivs > 0 ? ivs : 1;
+		p[i].rpo_cap = p[i].small ? levels[level].small_rpo : levels[level].big_rpo;
+		if (panel_bin(r, &p[i], cols))
+			return SIZE_MAX;
+		cells += p[i].cells;
+	}
+	return cells;
+}
+
 static int bin_all(const struct report *r, struct panel *p, int n)
 {
+	int level = 0, last = (int)(sizeof(levels) / sizeof(levels[0])) - 1;
 	double scale = 1.0;
 	size_t cells;
-	int i, cols, ivs = (int)(r->nivs < 100000 ? r->nivs : 100000);
 
 	for (;;) {
-		cells = 0;
-		for (i = 0; i < n; i++) {
-			cols = (int)((p[i].small ? SMALL_COLS : BIG_COLS) * scale);
-			if (cols < MIN_COLS)
-				cols = MIN_COLS;
-			if (cols > ivs)
-				cols = ivs > 0 ? ivs : 1;
-			if (panel_bin(r, &p[i], cols))
-				return -1;
-			cells += p[i].cells;
-		}
+		cells = bin_pass(r, p, n, level, scale);
+		if (cells == SIZE_MAX)
+			return -1;
 		if (cells <= CELL_BUDGET || scale < 0.1)
 			break;
-		scale *= 0.75;
+		if (level < last)
+			level++;
+		else
+			scale *= scale < 1.0 ? 0.8 : 0.95 * CELL_BUDGET / (double)cells;
 	}
-	vlog("report: %d panels, %zu cells (column scale %.2f)", n, cells, scale);
+	vlog("report: %d panels, %zu cells (level %d, column scale %.2f)", n, cells, level, scale);
 	return 0;
 }
 

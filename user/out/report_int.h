@@ -79,6 +79,7 @@ struct panel {
 	char labels[160];	/* the label set as text */
 	char id[200];		/* file and anchor name: [a-z0-9_-] */
 	bool small;
+	int rpo_cap;		/* rows per octave at most (the size budget lowers it) */
 	struct series **ser;
 	int nser;
 	uint64_t count, unmeasured;

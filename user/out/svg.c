@@ -90,11 +90,24 @@ static void range_text(char *buf, size_t len, uint64_t lo, uint64_t hi)
 
 	fmt_ns(a, sizeof(a), lo, false);
 	if (hi == UINT64_MAX) {
-		snprintf(buf, len, "&#8805; %s", a);
+		snprintf(buf, len, "&gt;=%s", a);
 		return;
 	}
 	fmt_ns(b, sizeof(b), hi, false);
-	snprintf(buf, len, "%s&#8211;%s", a, b);
+	snprintf(buf, len, "%s-%s", a, b);
+}
+
+/* A coordinate: one decimal, none when it is whole. */
+static void num(char *buf, size_t len, double v)
+{
+	long t = lround(v * 10);
+
+	if (t < -100000000 || t > 100000000)	/* no coordinate of ours comes near */
+		t = 0;
+	if (t % 10)
+		snprintf(buf, len, "%ld.%ld", t / 10, labs(t % 10));
+	else
+		snprintf(buf, len, "%ld", t / 10);
 }
 
 static void y_axis(const struct panel *p, const struct geom *g, struct sbuf *b)
@@ -241,7 +254,7 @@ void svg_heatmap(const struct report *r, const struct panel *p, bool standalone,
 {
 	struct geom g;
 	uint64_t max = 0, n, *drops;
-	char when[48], range[64], t0[16], t1[16], what[320];
+	char when[48], t0[16], t1[16], what[320], x[24], w[24], h[24], (*rows)[48], (*ys)[24];
 	int c, k;
 	size_t i;
 
@@ -279,35 +292,47 @@ void svg_heatmap(const struct report *r, const struct panel *p, bool standalone,
 	/* the plot: hatched where nothing completed */
 	sb_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
 		  "fill=\"url(#e-%s)\"/>", g.x0, g.y0, g.x1 - g.x0, g.y1 - g.y0, p->id);
-	sb_puts(b, "<g class=\"cells\">");
-	for (c = 0; c < p->cols; c++) {
+	/* what every cell of a row or column shares, made once */
+	rows = calloc((size_t)p->nrows, sizeof(*rows));
+	ys = calloc((size_t)p->nrows, sizeof(*ys));
+	for (k = 0; rows && ys && k < p->nrows; k++) {
+		range_text(rows[k], sizeof(rows[k]), p->rowlo[k], p->rowhi[k]);
+		num(ys[k], sizeof(ys[k]), g.y1 - (k + 1) * g.rh);
+	}
+	num(w, sizeof(w), g.cw);
+	num(h, sizeof(h), g.rh);
+	sb_printf(b, "<g class=\"cells\"><title>%s UTC</title>", "time, latency: count (share "
+		  "of the column)");
+	for (c = 0; rows && ys && c < p->cols; c++) {
 		uint64_t c0 = r->t0 + (uint64_t)((double)(r->t1 - r->t0) * c / p->cols);
 		uint64_t c1 = r->t0 + (uint64_t)((double)(r->t1 - r->t0) * (c + 1) / p->cols);
 
 		if (!p->colsum[c])
 			continue;
+		num(x, sizeof(x), g.x0 + c * g.cw);
 		fmt_clock(t0, sizeof(t0), c0, true);
 		fmt_clock(t1, sizeof(t1), c1, true);
-		snprintf(when, sizeof(when), "%s&#8211;%s", t0, t1);
+		/* the end's hour and minute only when they differ */
+		snprintf(when, sizeof(when), "%s-%s", t0, strncmp(t0, t1, 6) ? t1 : t1 + 6);
 		for (k = 0; k < p->nrows; k++) {
 			n = p->grid[(size_t)c * (size_t)p->nrows + (size_t)k];
 			if (!n)
 				continue;
-			range_text(range, sizeof(range), p->rowlo[k], p->rowhi[k]);
-			sb_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
-				  "fill=\"#%06x\" data-lo=\"%" PRIu64 "\" data-hi=\"", g.x0 + c * g.cw,
-				  g.y1 - (k + 1) * g.rh, g.cw, g.rh,
+			sb_printf(b, "<rect x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\" "
+				  "fill=\"#%06x\" data-lo=\"%" PRIu64 "\" data-hi=\"", x, ys[k], w, h,
 				  cell_colour(r->o.sqrt_scale, n, max), p->rowlo[k]);
 			if (p->rowhi[k] == UINT64_MAX)
 				sb_puts(b, "inf");
 			else
 				sb_printf(b, "%" PRIu64, p->rowhi[k]);
-			sb_printf(b, "\" data-n=\"%" PRIu64 "\"><title>%s UTC, %s: %" PRIu64
-				  " (%.1f%% of the column)</title></rect>", n, when, range, n,
+			sb_printf(b, "\" data-n=\"%" PRIu64 "\"><title>%s, %s: %" PRIu64
+				  " (%.0f%%)</title></rect>", n, when, rows[k], n,
 				  100.0 * (double)n / (double)p->colsum[c]);
 		}
 	}
 	sb_puts(b, "</g>");
+	free(rows);
+	free(ys);
 	/* lines: a light halo under each so they read on any colour */
 	pct_line(p, &g, 500000, "halo", b);
 	pct_line(p, &g, 500000, "p50", b);
