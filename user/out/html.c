@@ -44,7 +44,7 @@ static const char css[] =
 	"monospace;font-size:.9em}"
 	"@media (max-width:640px){body{padding:8px 10px 30px;font-size:14px}"
 	".panels{grid-template-columns:1fr}.panel{overflow-x:auto}"
-	".panel svg{min-width:600px}dl{grid-template-columns:1fr}dt{margin-top:.4em}}"
+	".panel>svg:not(.small){min-width:760px}dl{grid-template-columns:1fr}dt{margin-top:.4em}}"
 	"@media print{:root{--bg:#fff;--fg:#000;--muted:#333;--line:#bbb;--card:#fff;"
 	"--warn:#b3261e;--warn-bg:#fff}body{max-width:none;padding:0;font-size:11pt}nav{display:none}"
 	".panel,.panels>div,table,.wfbox{break-inside:avoid}"
@@ -510,9 +510,11 @@ void html_page(const struct report *r, struct panel *panels, int npanels,
 			layer = panels[i].layer;
 			sb_printf(b, "<a href=\"#layer-%s\">%s heatmaps</a>", layer, layer);
 		}
-	sb_puts(b, "<a href=\"#waterfalls\">Waterfalls</a><a href=\"#recording\">Recording</a>"
-		   "</nav>\n");
+	sb_puts(b, "<a href=\"#waterfalls\">Waterfalls</a><a href=\"#labelsets\">Label sets</a>"
+		   "<a href=\"#recording\">Recording</a></nav>\n");
 	summary(r, panels, npanels, b);
+	heatmaps(panels, npanels, svgs, b);
+	waterfalls(r, b);
 	{
 		bool any = false;
 
@@ -529,8 +531,6 @@ void html_page(const struct report *r, struct panel *panels, int npanels,
 			sb_puts(b, "</tbody></table></div></section>\n");
 		}
 	}
-	waterfalls(r, b);
-	heatmaps(panels, npanels, svgs, b);
 	recording(r, b);
 	sb_puts(b, "<footer><p>Made by <code>iostrata report</code>: one file, nothing fetched; "
 		   "every number from the recording. Buckets: 1 ns below 16 ns, then 16 per "

@@ -110,6 +110,20 @@ static void num(char *buf, size_t len, double v)
 		snprintf(buf, len, "%ld", t / 10);
 }
 
+/* 1, 2 or 5 times a power of ten in ns, in the largest unit that keeps it whole: "20us". */
+static char *tick_label(char *buf, size_t len, uint64_t v)
+{
+	static const char *const units[] = { "ns", "us", "ms", "s" };
+	int u = 0;
+
+	while (u < 3 && v >= 1000 && v % 1000 == 0) {
+		v /= 1000;
+		u++;
+	}
+	snprintf(buf, len, "%" PRIu64 "%s", v, units[u]);
+	return buf;
+}
+
 static void y_axis(const struct panel *p, const struct geom *g, struct sbuf *b)
 {
 	static const uint64_t mult[] = { 1, 2, 5 };
@@ -133,7 +147,7 @@ static void y_axis(const struct panel *p, const struct geom *g, struct sbuf *b)
 			sb_printf(b, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" "
 				  "class=\"grid\"/><text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">"
 				  "%s</text>", g->x0 - 4, g->x0, y, y, g->x0 - 6, y + 4,
-				  fmt_ns(t, sizeof(t), v, false));
+				  tick_label(t, sizeof(t), v));
 		}
 	}
 }
@@ -184,7 +198,10 @@ static void pct_line(const struct panel *p, const struct geom *g, uint32_t ppm,
 			hist_percentile(h, ppm, &v);
 		else
 			v = p->colmax[c];
-		sb_printf(b, "%s%.1f %.1f", open ? "H" : "M", g->x0 + c * g->cw, value_y(p, g, v));
+		if (open)	/* a step: up or down at the column's edge, then across it */
+			sb_printf(b, "V%.1f", value_y(p, g, v));
+		else
+			sb_printf(b, "M%.1f %.1f", g->x0 + c * g->cw, value_y(p, g, v));
 		sb_printf(b, "H%.1f", g->x0 + (c + 1) * g->cw);
 		open = true;
 	}
@@ -216,14 +233,14 @@ static void legend(const struct report *r, const struct panel *p, const struct g
 		sb_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"#%06x\"/>"
 			  "<text x=\"%.1f\" y=\"%.1f\">%" PRIu64 "</text>", x, y,
 			  cell_colour(r->o.sqrt_scale, n, max), x + 15, y + 10, n);
-		x += 22 + 7.0 * (double)snprintf(NULL, 0, "%" PRIu64, n);
+		x += 24 + 8.0 * (double)snprintf(NULL, 0, "%" PRIu64, n);
 	}
 	x += 8;
 	sb_printf(b, "<path class=\"p50\" d=\"M%.1f %.1fh18\"/><text x=\"%.1f\" y=\"%.1f\">p50</text>"
 		  "<path class=\"p99\" d=\"M%.1f %.1fh18\"/><text x=\"%.1f\" y=\"%.1f\">p99</text>"
 		  "<path class=\"max\" d=\"M%.1f %.1fh18\"/><text x=\"%.1f\" y=\"%.1f\">max</text>",
-		  x, y + 6, x + 21, y + 10, x + 52, y + 6, x + 73, y + 10, x + 104, y + 6,
-		  x + 125, y + 10);
+		  x, y + 6, x + 22, y + 10, x + 56, y + 6, x + 78, y + 10, x + 112, y + 6,
+		  x + 134, y + 10);
 	if (!p->small)
 		sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">colour: %s of the "
 			  "count; %d rows per octave</text>", g->x1, y + 10,
@@ -232,7 +249,8 @@ static void legend(const struct report *r, const struct panel *p, const struct g
 }
 
 const char svg_rules[] =
-	"svg.heatmap text{font:11px sans-serif;fill:currentColor}"
+	"svg.heatmap text{font:13px sans-serif;fill:currentColor}"
+	"svg.heatmap.small text{font:12px sans-serif}"
 	"svg.heatmap .grid{stroke:currentColor;stroke-opacity:.4}"
 	"svg.heatmap .frame{stroke:currentColor;stroke-opacity:.35;fill:none}"
 	"svg.heatmap .p50,svg.heatmap .p99,svg.heatmap .max{fill:none;stroke:#f0027f;"
