@@ -29,6 +29,9 @@ static const char css[] =
 	".note{border-left:4px solid var(--warn);padding:.3em .8em;margin:.6em 0;"
 	"background:var(--card)}"
 	".scroll{overflow-x:auto;-webkit-overflow-scrolling:touch}"
+	".sums{display:grid;grid-template-columns:repeat(auto-fill,minmax(580px,1fr));gap:0 24px}"
+	".sums table{font-size:14px}.sums th,.sums td{padding:3px 6px}"
+	"@media (max-width:640px){.sums{grid-template-columns:1fr}}"
 	"table{border-collapse:collapse;font-variant-numeric:tabular-nums;margin:.3em 0 1em}"
 	"th,td{padding:3px 9px;border-bottom:1px solid var(--line);text-align:right;"
 	"white-space:nowrap}th{font-weight:600}td.l,th.l{text-align:left}"
@@ -137,7 +140,8 @@ static void panel_hist(const struct panel *p, struct hist *h)
 		hist_merge(h, &p->ser[s]->key.h);
 }
 
-static void summary_row(const struct panel *p, bool first_of_set, struct sbuf *b)
+static void summary_row(const struct panel *p, bool first_of_set, bool label_column,
+			struct sbuf *b)
 {
 	static const uint32_t pcts[] = { 500000, 900000, 990000, 999000 };
 	struct hist h;
@@ -146,14 +150,17 @@ static void summary_row(const struct panel *p, bool first_of_set, struct sbuf *b
 	int j;
 
 	panel_hist(p, &h);
-	sb_printf(b, "<tr%s><td class=\"l\">", p->labelset < 0 ? " class=\"all\"" : "");
-	if (first_of_set && p->small) {
-		esc(b, p->layer);
-		sb_puts(b, " ");
+	sb_puts(b, "<tr>");
+	if (label_column) {
+		sb_puts(b, "<td class=\"l\">");
+		if (first_of_set) {
+			esc(b, p->layer);
+			sb_puts(b, " ");
+			esc(b, p->labels);
+		}
+		sb_puts(b, "</td>");
 	}
-	if (first_of_set)
-		esc(b, p->labels);
-	sb_printf(b, "</td><td class=\"l\"><a href=\"#%s\">", p->id);
+	sb_printf(b, "<td class=\"l\"><a href=\"#%s\">", p->id);
 	esc(b, p->stage);
 	sb_printf(b, "</a></td><td>%" PRIu64 "</td>", (uint64_t)h.count);
 	for (j = 0; j < 4; j++)
@@ -171,32 +178,35 @@ static void summary(const struct report *r, const struct panel *p, int n, struct
 	const char *layer = NULL;
 
 	sb_puts(b, "<section id=\"summary\"><h2>Summary</h2><p class=\"help\">Over the whole "
-		   "recording, per layer, label set and stage. Percentiles by the tool's rule "
-		   "(within 3.125&nbsp;%); count and max are exact. <em>Unmeasured</em>: I/O seen "
+		   "recording, per layer and stage, its label sets merged. Percentiles by the "
+		   "tool's rule (within 3.125&nbsp;%); count and max are exact. <em>Unmeasured</em>: I/O seen "
 		   "whose start or end for that stage could not be known, never counted as a "
-		   "value.</p>\n");
+		   "value.</p>\n<div class=\"sums\">");
 	for (i = 0; i < n; i++) {
 		if (!layer || strcmp(layer, p[i].layer)) {
 			if (layer)
-				sb_puts(b, "</tbody></table></div>\n");
+				sb_puts(b, "</tbody></table></div></div>\n");
 			layer = p[i].layer;
-			sb_puts(b, "<h3>");
+			sb_puts(b, "<div><h3>");
 			esc(b, layer);
-			sb_puts(b, "</h3><div class=\"scroll\"><table><thead><tr><th class=\"l\">label "
-				   "set</th><th class=\"l\">stage</th><th>count</th><th>p50</th>"
+			sb_puts(b, p[i].labelset < 0 ? "" : " [");
+			if (p[i].labelset >= 0)	/* the layer's one label set */
+				esc(b, p[i].labels);
+			sb_puts(b, p[i].labelset < 0 ? "" : "]");
+			sb_puts(b, "</h3><div class=\"scroll\"><table><thead><tr>"
+				   "<th class=\"l\">stage</th><th>count</th><th>p50</th>"
 				   "<th>p90</th><th>p99</th><th>p99.9</th><th>max</th><th>unmeasured"
 				   "</th></tr></thead><tbody>");
 			/* the merged panels of the layer first, then the label sets in rank order */
 			for (j = i; j < n && !strcmp(p[j].layer, layer); j++)
 				if (!p[j].small)
-					summary_row(&p[j], j == i, b);
+					summary_row(&p[j], j == i, false, b);
 		}
 	}
 	if (layer)
-		sb_puts(b, "</tbody></table></div>\n");
-	/* the label sets of each layer under it */
+		sb_puts(b, "</tbody></table></div></div>\n");
 	(void)r;
-	sb_puts(b, "</section>\n");
+	sb_puts(b, "</div></section>\n");
 }
 
 static void label_set_rows(const struct panel *p, int n, struct sbuf *b)
@@ -216,7 +226,7 @@ static void label_set_rows(const struct panel *p, int n, struct sbuf *b)
 		for (j = i; j < n; j++)
 			if (p[j].small && !strcmp(p[j].layer, p[i].layer) &&
 			    p[j].labelset == p[i].labelset)
-				summary_row(&p[j], j == i, b);
+				summary_row(&p[j], j == i, true, b);
 	}
 }
 
@@ -311,7 +321,8 @@ static void waterfall(const struct wf_group *g, struct sbuf *b)
 		w = 700.0 * (double)seg[k] / (double)sum;
 		sb_printf(b, "<rect x=\"%.1f\" y=\"4\" width=\"%.1f\" height=\"26\" fill=\"#%06x\" "
 			  "stroke=\"#fff\" stroke-width=\"1\"><title>%s: mean %s</title></rect>",
-			  10 + x, w, report_viridis(tints[k % 5]), wf_name(idx[k]), fmt_ns(v1, sizeof(v1), seg[k], false));
+			  10 + x, w, report_viridis(tints[k % 5]), wf_name(idx[k]),
+			  fmt_ns(v1, sizeof(v1), seg[k], false));
 		if (w > 56)
 			sb_printf(b, "<text x=\"%.1f\" y=\"48\">%s</text><text x=\"%.1f\" y=\"60\">"
 				  "%.0f%%</text>", 12 + x, wf_name(idx[k]), 12 + x,

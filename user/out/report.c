@@ -376,6 +376,11 @@ int panel_bin(const struct report *r, struct panel *p, int cols)
 			}
 	if (lo_slot == HIST_NSLOTS)
 		lo_slot = hi_slot = hist_index(1000);	/* nothing measured: an empty 1 us row */
+	/* a narrow span gets an octave of room either side: one bucket is not a whole panel */
+	if (hi_slot - lo_slot < 2 * HIST_SUB) {
+		lo_slot = lo_slot > HIST_SUB ? lo_slot - HIST_SUB : 0;
+		hi_slot = hi_slot + HIST_SUB < HIST_OVERFLOW ? hi_slot + HIST_SUB : HIST_OVERFLOW - 1;
+	}
 	p->cols = cols;
 	p->rpo = choose_rpo(p, lo_slot, hi_slot);
 	p->key0 = report_row_key(lo_slot, p->rpo);
