@@ -14,9 +14,9 @@
 
 static const char css[] =
 	":root{--bg:#fff;--fg:#1b1c1f;--muted:#5b6068;--line:#d3d7dd;--card:#f5f6f8;"
-	"--warn:#b3261e;--warn-bg:#fdeceb;color-scheme:light dark}"
+	"--warn:#b3261e;--warn-bg:#fdeceb;--halo:#fff;color-scheme:light dark}"
 	"@media (prefers-color-scheme:dark){:root{--bg:#141619;--fg:#e4e6e9;--muted:#a3a9b1;"
-	"--line:#3a3f46;--card:#1c1f23;--warn:#ff8f80;--warn-bg:#3b1c19}}"
+	"--line:#3a3f46;--card:#1c1f23;--warn:#ff8f80;--warn-bg:#3b1c19;--halo:#141619}}"
 	"body{margin:0 auto;max-width:1240px;padding:12px 20px 40px;background:var(--bg);"
 	"color:var(--fg);font:15px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif}"
 	"h1{font-size:1.5em;margin:.4em 0 .1em}h2{font-size:1.25em;margin:1.6em 0 .4em;"
@@ -30,7 +30,7 @@ static const char css[] =
 	"background:var(--card)}"
 	".scroll{overflow-x:auto;-webkit-overflow-scrolling:touch}"
 	".sums{display:grid;grid-template-columns:repeat(auto-fill,minmax(580px,1fr));gap:0 24px}"
-	".sums table{font-size:14px}.sums th,.sums td{padding:3px 6px}"
+	".sums table{font-size:14px}.sums th,.sums td{padding:3px 5px}"
 	"@media (max-width:640px){.sums{grid-template-columns:1fr}}"
 	"table{border-collapse:collapse;font-variant-numeric:tabular-nums;margin:.3em 0 1em}"
 	"th,td{padding:3px 9px;border-bottom:1px solid var(--line);text-align:right;"
@@ -52,6 +52,7 @@ static const char css[] =
 	"--warn:#b3261e;--warn-bg:#fff}body{max-width:none;padding:0;font-size:11pt}nav{display:none}"
 	".panel,.panels>div,table,.wfbox{break-inside:avoid}"
 	"svg.heatmap .halo{stroke:#fff}}";
+
 
 static void esc(struct sbuf *b, const char *s)
 {
@@ -334,17 +335,24 @@ static void waterfall(const struct wf_group *g, struct sbuf *b)
 		   "<th>unmeasured</th></tr></thead><tbody>");
 	for (k = 0; k < 9; k++) {
 		const struct hist *h = &g->st[k];
+		char swatch[160] = "";
+		int j;
 
 		if (!h->count && !h->unmeasured)
 			continue;
+		for (j = 0; j < nseg; j++)	/* the stage's colour in the bar */
+			if (idx[j] == k)
+				snprintf(swatch, sizeof(swatch), "<span style=\"display:inline-block;"
+					 "width:.8em;height:.8em;margin-right:.4em;background:#%06x\">"
+					 "</span>", report_viridis(tints[j % 5]));
 		hist_percentile(h, 500000, &p);
 		fmt_ns(v1, sizeof(v1), h->count ? p : 0, false);
 		hist_percentile(h, 990000, &p);
 		fmt_ns(v2, sizeof(v2), h->count ? p : 0, false);
 		fmt_ns(v3, sizeof(v3), mean(h), false);
-		sb_printf(b, "<tr><td class=\"l\">%s%s</td><td>%" PRIu64 "</td><td>%s</td>"
+		sb_printf(b, "<tr><td class=\"l\">%s%s%s</td><td>%" PRIu64 "</td><td>%s</td>"
 			  "<td>%s</td><td>%s</td><td>%.1f%%</td><td%s>%" PRIu64 "</td></tr>",
-			  wf_name(k), k == 4 ? " (upper bound)" : "", (uint64_t)h->count,
+			  swatch, wf_name(k), k == 4 ? " (upper bound)" : "", (uint64_t)h->count,
 			  h->count ? v1 : "-", h->count ? v2 : "-", h->count ? v3 : "-",
 			  whole ? 100.0 * (double)mean(h) / (double)whole : 0.0,
 			  h->unmeasured ? " class=\"bad\"" : "", (uint64_t)h->unmeasured);

@@ -257,7 +257,7 @@ const char svg_rules[] =
 	"stroke-width:1.6}"
 	"svg.heatmap .p99{stroke-dasharray:5 3}"
 	"svg.heatmap .max{stroke-dasharray:1.5 2.5;stroke-width:2}"
-	"svg.heatmap .halo{fill:none;stroke:#fff;stroke-opacity:.75;stroke-width:3.6}"
+	"svg.heatmap .halo{fill:none;stroke:var(--halo,#fff);stroke-opacity:.75;stroke-width:3.6}"
 	"svg.heatmap .drop{fill:#d7301f}";
 
 static void svg_style(struct sbuf *b)
