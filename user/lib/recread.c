@@ -326,16 +326,28 @@ struct jdoc {
 	int n;
 };
 
-/* The token after i's whole subtree. */
+/*
+ * The token after i's whole subtree: tokens are in the order of the text, and the subtree is
+ * every token that starts before i ends, so a binary search finds it.
+ */
 static int jskip(const struct jdoc *d, int i)
 {
-	int pending = 1;
+	int lo = i + 1, hi = d->n, end;
 
-	while (pending > 0 && i < d->n) {
-		pending += d->t[i].size - 1;
-		i++;
+	if (i < 0 || i >= d->n)
+		return d->n;
+	if (!d->t[i].size)	/* a number, a string, an empty object or array: itself alone */
+		return i + 1;
+	end = d->t[i].end;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+
+		if (d->t[mid].start < end)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	return i;
+	return lo;
 }
 
 static bool jis(const struct jdoc *d, int i, jsmntype_t type)
@@ -374,7 +386,7 @@ static bool jnull(const struct jdoc *d, int i)
 }
 
 /* An unsigned integer: digits only, no overflow. */
-static bool ju64(const struct jdoc *d, int i, uint64_t *v)
+static inline bool ju64(const struct jdoc *d, int i, uint64_t *v)
 {
 	const char *p, *e;
 	uint64_t x = 0;
@@ -385,8 +397,11 @@ static bool ju64(const struct jdoc *d, int i, uint64_t *v)
 	e = d->s + d->t[i].end;
 	if (p == e || e - p > 20)
 		return false;
+	if (e - p == 20)	/* only 20-digit numbers can pass 2^64 - 1 */
+		return (size_t)(e - p) == 20 && memcmp(p, "18446744073709551615", 20) <= 0 &&
+		       strspn(p, "0123456789") >= 20 && (*v = strtoull(p, NULL, 10), true);
 	for (; p < e; p++) {
-		if (*p < '0' || *p > '9' || x > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
+		if (*p < '0' || *p > '9')
 			return false;
 		x = x * 10 + (uint64_t)(*p - '0');
 	}
@@ -494,7 +509,7 @@ static int layer_stage(struct recread *r, struct rec *rec, const char *layer, co
 
 static const char *bad_buckets(const struct jdoc *d, int arr, struct rec *rec)
 {
-	uint64_t lo, hi, n, sum = 0;
+	uint64_t lo, hi = 0, n, sum = 0;
 	uint32_t idx, first = 0, last = HIST_NSLOTS - 1;
 	int i, k;
 

@@ -669,8 +669,8 @@ static int bin_all(const struct report *r, struct panel *p, int n)
 			return -1;
 		if (cells <= CELL_BUDGET || scale < 0.1)
 			break;
-		if (level < last)
-			level++;
+		if (level < last)	/* far over: straight to the coarsest rows */
+			level = cells > 2 * CELL_BUDGET ? last : level + 1;
 		else
 			scale *= scale < 1.0 ? 0.8 : 0.95 * CELL_BUDGET / (double)cells;
 	}
