@@ -50,7 +50,7 @@ static const char css[] =
 	".panel>svg:not(.small){min-width:760px}dl{grid-template-columns:1fr}dt{margin-top:.4em}}"
 	"@media print{:root{--bg:#fff;--fg:#000;--muted:#333;--line:#bbb;--card:#fff;"
 	"--warn:#b3261e;--warn-bg:#fff}body{max-width:none;padding:0;font-size:11pt}nav{display:none}"
-	".panel,.panels>div,table,.wfbox{break-inside:avoid}"
+	".panel,.panels>div,table,.wfbox,.sums>div{break-inside:avoid}h2,h3{break-after:avoid}"
 	"svg.heatmap .halo{stroke:#fff}}";
 
 
