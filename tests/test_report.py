@@ -319,3 +319,26 @@ def test_two_files_make_one_timeline(tmp_path):
     assert html.count("<dt>file</dt>") == 2
     # the same ten seconds twice: twenty intervals, each panel's I/O counted from both
     assert "20 intervals" in r.stdout
+
+
+def test_names_from_the_file_are_escaped(tmp_path):
+    """A process name, a layer, stage or drop name in a recording is text, never markup."""
+    rec = tmp_path / "x.ndjson"
+    evil = "<script>alert(1)</script>"
+    h = {"layer": "uring", "stage": "submit_cqe", "labels": {"comm": evil, "pid": 7,
+                                                             "opcode": "read\"'&"},
+         "count": 1, "sum_ns": 5000, "min_ns": 5000, "max_ns": 5000, "p50_ns": 5000,
+         "p90_ns": 5000, "p99_ns": 5000, "p999_ns": 5000, "unmeasured": 0,
+         "buckets": [[hist_lo(hist_index(5000)), hist_hi(hist_index(5000)), 1]]}
+    other = dict(h, layer=evil, stage=evil, labels={})
+    iv = {"type": "interval", "ts": 2_000_000_000, "interval_ns": 1_000_000_000,
+          "hists": [h, other], "drops": {evil: 1}, "events": {evil: 2}}
+    rec.write_text(json.dumps(iv) + "\n")
+    r = report(rec, "-o", tmp_path / "r.html", "--svg", tmp_path / "svg")
+    assert r.returncode == 0, r.stderr
+    html = (tmp_path / "r.html").read_text()
+    assert evil not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    files = sorted((tmp_path / "svg").glob("*.svg"))
+    assert files and all(re.fullmatch(r"[a-z0-9_-]+\.svg", f.name) for f in files), files
+    x = subprocess.run(["xmllint", "--noout", *map(str, files)], capture_output=True, text=True)
+    assert x.returncode == 0, x.stderr

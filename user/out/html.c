@@ -117,8 +117,9 @@ static void drops_banner(const struct report *r, struct sbuf *b)
 		for (j = 0; j < r->ndrops; j++) {
 			if (!r->drops[j].n)
 				continue;
-			sb_printf(b, "%s%s&nbsp;%" PRIu64, n++ ? ", " : "By reason: ",
-				  r->drops[j].name, r->drops[j].n);
+			sb_puts(b, n++ ? ", " : "By reason: ");
+			esc(b, r->drops[j].name);	/* names come from the file: escaped */
+			sb_printf(b, "&nbsp;%" PRIu64, r->drops[j].n);
 		}
 		for (i = 0, n = 0; i < r->nivs; i++)
 			n += r->ivs[i].drops != 0;
@@ -445,22 +446,25 @@ static void recording(const struct report *r, struct sbuf *b)
 				   "recording)</dd>");
 		}
 		sb_puts(b, "<dt>ended</dt><dd>");
-		if (f->has_end)
-			sb_printf(b, "%s, after %" PRIu64 " intervals", f->end_reason,
-				  f->end_intervals);
-		else
+		if (f->has_end) {
+			esc(b, f->end_reason);
+			sb_printf(b, ", after %" PRIu64 " intervals", f->end_intervals);
+		} else {
 			sb_puts(b, "no end record: the recording was cut short (killed, or still "
 				   "running)");
+		}
 		sb_puts(b, "</dd></dl>\n");
 	}
 	if (r->nevents) {
 		int j, any = 0;
 
-		for (j = 0; j < r->nevents; j++)
-			if (r->events[j].n)
-				sb_printf(b, "%s%s&nbsp;%" PRIu64, any++ ? ", " :
-					  "<p>Events of the traced applications: ",
-					  r->events[j].name, r->events[j].n);
+		for (j = 0; j < r->nevents; j++) {
+			if (!r->events[j].n)
+				continue;
+			sb_puts(b, any++ ? ", " : "<p>Events of the traced applications: ");
+			esc(b, r->events[j].name);	/* names come from the file: escaped */
+			sb_printf(b, "&nbsp;%" PRIu64, r->events[j].n);
+		}
 		if (any)
 			sb_puts(b, "</p>\n");
 	}
@@ -485,7 +489,9 @@ static void heatmaps(const struct panel *p, int n, const struct sbuf *svgs, stru
 				sb_puts(b, "</div>");
 			in_grid = false;
 			layer = p[i].layer;
-			sb_printf(b, "<h3 id=\"layer-%s\">", layer);
+			sb_puts(b, "<h3 id=\"layer-");
+			esc(b, layer);
+			sb_puts(b, "\">");
 			esc(b, layer);
 			sb_puts(b, "</h3>\n");
 		}
@@ -527,7 +533,11 @@ void html_page(const struct report *r, struct panel *panels, int npanels,
 	for (i = 0; i < npanels; i++)
 		if (!layer || strcmp(layer, panels[i].layer)) {
 			layer = panels[i].layer;
-			sb_printf(b, "<a href=\"#layer-%s\">%s heatmaps</a>", layer, layer);
+			sb_puts(b, "<a href=\"#layer-");
+			esc(b, layer);
+			sb_puts(b, "\">");
+			esc(b, layer);
+			sb_puts(b, " heatmaps</a>");
 		}
 	sb_puts(b, "<a href=\"#waterfalls\">Waterfalls</a><a href=\"#labelsets\">Label sets</a>"
 		   "<a href=\"#recording\">Recording</a></nav>\n");
