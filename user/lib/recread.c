@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,8 +40,33 @@ struct recread {
 	struct inflater *inf;	/* the thread that inflates ahead */
 	bool inf_tried;
 	jsmntok_t *tok;		/* one line's tokens */
+	char warnings[4][300];	/* said at the end; an error instead says only itself */
+	int nwarnings;
 	unsigned int ntok;
 };
+
+/* A warning, said once the file has been read whole (not at all if it turns out bad). */
+static void rwarn(struct recread *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void rwarn(struct recread *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (r->nwarnings == 4)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(r->warnings[r->nwarnings++], sizeof(r->warnings[0]), fmt, ap);
+	va_end(ap);
+}
+
+static enum recread_kind at_end(struct recread *r)
+{
+	int i;
+
+	for (i = 0; i < r->nwarnings; i++)
+		warnf("%s", r->warnings[i]);
+	r->nwarnings = 0;
+	return RR_EOF;
+}
 
 static char *xstrdup(const char *s)
 {
@@ -287,7 +313,7 @@ static int next_line(struct recread *r, char **line, size_t *len, bool *whole)
 	char *nl;
 
 	for (;;) {
-		nl = memchr(r->buf + r->off, '\n', r->len - r->off);
+		nl = r->buf ? memchr(r->buf + r->off, '\n', r->len - r->off) : NULL;
 		if (nl)
 			break;
 		if (r->len - r->off > RECREAD_MAX_LINE) {
@@ -448,7 +474,8 @@ static const char *jstr(const struct jdoc *d, int i, char *buf, size_t len)
 			default: break;		/* \" \\ \/ */
 			}
 		}
-		buf[n++] = c;
+		/* names of ours are ASCII: anything else is shown as '?', never passed on raw */
+		buf[n++] = (unsigned char)c < 0x20 || (unsigned char)c >= 0x7f ? '?' : c;
 	}
 	buf[n] = '\0';
 	return buf;
@@ -500,7 +527,7 @@ static int layer_stage(struct recread *r, struct rec *rec, const char *layer, co
 	rec->stage = intern(r, stage);
 	rec->stage_order = MAX_STAGES;
 	if (!r->warned_layer) {
-		warnf("%s: layer/stage %s/%s is not one this build knows: shown as recorded",
+		rwarn(r, "%s: layer/stage %s/%s is not one this build knows: shown as recorded",
 		      r->path, layer, stage);
 		r->warned_layer = true;
 	}
@@ -806,13 +833,13 @@ enum recread_kind recread_next(struct recread *r, struct interval *iv)
 			return RR_ERROR;
 		if (!got) {
 			if (r->cut)
-				warnf("%s: the gzip stream is cut short after line %" PRIu64
+				rwarn(r, "%s: the gzip stream is cut short after line %" PRIu64
 				      ": read up to there", r->path, r->lineno);
 			if (!r->nrec[RR_META] && !r->nrec[RR_INTERVAL]) {
 				errorf("%s: no iostrata records in it", r->path);
 				return RR_ERROR;
 			}
-			return RR_EOF;
+			return at_end(r);
 		}
 		if (!len || strspn(line, " \t\r") == len)
 			continue;
@@ -822,9 +849,9 @@ enum recread_kind recread_next(struct recread *r, struct interval *iv)
 			why = "not a record";
 		if (why) {
 			if (!whole && !first) {
-				warnf("%s:%" PRIu64 ": the last line is cut short: read up to line %"
+				rwarn(r, "%s:%" PRIu64 ": the last line is cut short: read up to line %"
 				      PRIu64, r->path, r->lineno, r->lineno - 1);
-				return RR_EOF;
+				return at_end(r);
 			}
 			if (first)
 				errorf("%s: not an iostrata recording (line %" PRIu64 ": %s)", r->path,
@@ -843,7 +870,7 @@ enum recread_kind recread_next(struct recread *r, struct interval *iv)
 			meta_read(r, &d);
 			r->nrec[RR_META]++;
 			if (r->meta.format > RECREAD_FORMAT)
-				warnf("%s: recorded in format %d, newer than this build's %d: "
+				rwarn(r, "%s: recorded in format %d, newer than this build's %d: "
 				      "reading what it knows", r->path, r->meta.format,
 				      RECREAD_FORMAT);
 			return RR_META;
@@ -859,15 +886,15 @@ enum recread_kind recread_next(struct recread *r, struct interval *iv)
 			if (why) {
 				interval_clear(iv);
 				if (!whole && !first) {
-					warnf("%s:%" PRIu64 ": the last line is cut short: read up to "
-					      "line %" PRIu64, r->path, r->lineno, r->lineno - 1);
-					return RR_EOF;
+					rwarn(r, "%s:%" PRIu64 ": the last line is cut short: read up "
+					      "to line %" PRIu64, r->path, r->lineno, r->lineno - 1);
+					return at_end(r);
 				}
 				errorf("%s:%" PRIu64 ": %s", r->path, r->lineno, why);
 				return RR_ERROR;
 			}
 			if (first)
-				warnf("%s: no meta record (iostrata -j output, or an older "
+				rwarn(r, "%s: no meta record (iostrata -j output, or an older "
 				      "recording): no host, kernel or options to show", r->path);
 			r->nrec[RR_INTERVAL]++;
 			return RR_INTERVAL;
@@ -879,7 +906,7 @@ enum recread_kind recread_next(struct recread *r, struct interval *iv)
 		}
 		/* an error record that went to the same place is no news; another type is */
 		if (strcmp(type, "error") && !r->warned_type) {
-			warnf("%s:%" PRIu64 ": records of type '%s' are not known to this build: "
+			rwarn(r, "%s:%" PRIu64 ": records of type '%s' are not known to this build: "
 			      "skipped", r->path, r->lineno, type);
 			r->warned_type = true;
 		}

@@ -581,7 +581,8 @@ static int build_panels(struct report *r, struct panel **out, int *nout)
 
 	if (!v)
 		return -1;
-	memcpy(v, r->series, r->nseries * sizeof(*v));
+	if (r->nseries)
+		memcpy(v, r->series, r->nseries * sizeof(*v));
 	qsort(v, r->nseries, sizeof(*v), series_cmp);
 	for (i = 0; i < r->nseries; i = j) {
 		/* v[i..j): one layer and stage */
