@@ -137,6 +137,14 @@ def test_known_latency_lands_in_the_right_rows(tmp_path, no_bpf_leak):
         (median_row, load_p50)
     print(f"timeouts: 200 in 0.9-1.5 ms, 100 in 9-13 ms; pread64 500, median row "
           f"{median_row}, load p50 {load_p50}")
+    # the real recording's SVGs are well formed and draw, like the synthetic one's
+    files = sorted(svg.glob("*.svg"))
+    x = subprocess.run(["xmllint", "--noout", *map(str, files)], capture_output=True, text=True)
+    assert x.returncode == 0, x.stderr
+    for f in files[:8]:
+        d = subprocess.run(["rsvg-convert", str(f), "-o", str(tmp_path / "p.png")],
+                           capture_output=True, text=True)
+        assert d.returncode == 0, (f, d.stderr)
 
 
 def test_records_validate_and_json_prints_the_same_lines(tmp_path, no_bpf_leak):
