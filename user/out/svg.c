@@ -168,6 +168,9 @@ static void x_axis(const struct report *r, const struct panel *p, const struct g
 		if (span / step < (uint64_t)max_ticks)
 			break;
 	}
+	if (span / step >= (uint64_t)max_ticks)	/* months or years: whole days apart */
+		step = (span / (uint64_t)max_ticks / (86400ULL * 1000000000ULL) + 1) *
+		       86400ULL * 1000000000ULL;
 	for (t = (r->t0 + step - 1) / step * step; t <= r->t1; t += step) {
 		double x = g->x0 + (double)(t - r->t0) / (double)span * (g->x1 - g->x0);
 
