@@ -227,11 +227,15 @@ def test_existing_file_is_refused_unless_force(tmp_path, no_bpf_leak):
                        capture_output=True, text=True, timeout=60)
     assert_one_line_error(r, "exists", "--force")
     assert rec.read_text() == "precious\n"
-    r = subprocess.run([str(IOSTRATA), "record", "-o", str(rec), "--force", "-l", "uring",
-                        "--duration", "0.3", "-j"], capture_output=True, text=True, timeout=60)
+    r = subprocess.run([str(IOSTRATA), "record", "-o", str(rec), "--force", "-l", "block",
+                        "--stages", "block.device", "--duration", "0.3", "-j"], capture_output=True,
+                       text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     recs = [json.loads(l) for l in lines_of(rec)]
-    assert recs[0]["type"] == "meta" and recs[-1] == {**recs[-1], "reason": "duration"}
+    for x in recs:
+        jsonschema.validate(x, SCHEMA_DOC)
+    assert recs[0]["type"] == "meta" and recs[-1]["reason"] == "duration"
+    assert recs[0]["options"]["stages"] == ["block.device"]
 
 
 @pytest.mark.parametrize("args,needles", [

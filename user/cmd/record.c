@@ -151,6 +151,21 @@ static void meta_options(struct jw *w, const struct trace_args *a, int argc, cha
 		jw_str(w, "cgroup", c->cgroup);
 	if (c->comm)
 		jw_str(w, "comm", c->comm);
+	jw_arr(w, "stages");	/* --stages, as layer.stage; empty: every stage */
+	for (i = 0; i < NLAYERS; i++) {
+		int s;
+
+		for (s = 0; s < layers[i]->nstages; s++) {
+			char name[64];
+
+			if (!(c->stages[i] & (1u << s)) || !layers[i]->stages[s].name)
+				continue;
+			snprintf(name, sizeof(name), "%s.%s", layers[i]->name,
+				 layers[i]->stages[s].name);
+			jw_str(w, NULL, name);
+		}
+	}
+	jw_end_arr(w);
 	jw_bool(w, "per_disk", c->per_disk);
 	jw_bool(w, "per_op", c->per_op);
 	jw_bool(w, "per_process", c->per_process);
