@@ -410,6 +410,7 @@ def test_roff_parsing():
 # ---------------------------------------------------------------------------------------------
 # examples
 
+SAMPLE = ROOT / "docs" / "sample" / "recording.ndjson.gz"
 PROGRAMS = {"iostrata": IOSTRATA, "bin/iostrata": IOSTRATA, "iostrata-load": LOAD,
             "bin/iostrata-load": LOAD}
 
@@ -513,13 +514,16 @@ def join_options(parts):
 UNTIL_STOPPED = {"serve"}
 
 
-def rewrite_iostrata(args, takes, subs, pid, disk):
+def rewrite_iostrata(args, takes, subs, pid, disk, tmpdir="/scratch"):
     """Examples made short and runnable here, every option kept: placeholder pids, disks and
-    cgroups replaced, --duration capped at 1 s; in trace mode INTERVAL COUNT shortened, and
-    --duration 1 added where the example would run until Ctrl-C (or SIGTERM: serve). Other
-    subcommands (features, calibrate, ...) end by themselves: only their options are
-    rewritten."""
+    cgroups replaced, --duration capped at 1 s; in trace mode (and record) INTERVAL COUNT
+    shortened, and --duration 1 added where the example would run until Ctrl-C. Files record
+    and report write (-o, --svg) go to a scratch directory; serve, which runs until SIGTERM, gets
+    --duration 1 too. Other subcommands (features, calibrate, ...) end by themselves: only their
+    options are rewritten."""
     sub = args[:1] if args and args[0] in subs else []
+    traces = not sub or sub == ["record"]
+    writes = sub in (["record"], ["report"])
     parts, positional, duration = [], [], False
     for opt, val, pos in split_options(args[len(sub):], takes):
         if pos:
@@ -535,8 +539,12 @@ def rewrite_iostrata(args, takes, subs, pid, disk):
         elif opt == "--duration":
             duration = True
             val = num(min(float(val), 1.0))
+        elif writes and opt in ("-o", "--output", "--svg"):
+            val = str(Path(tmpdir) / os.path.basename(val))
         parts.append((opt, val, False))
-    if not sub:
+    if sub == ["report"]:   # a recording the example names but nobody made: the sample's
+        positional = [p if (ROOT / p).exists() else str(SAMPLE) for p in positional]
+    if traces:
         if len(positional) >= 2:            # INTERVAL COUNT: a few short intervals
             positional[0] = num(min(float(positional[0]), 0.5))
             positional[1] = str(min(int(positional[1]), 2))
@@ -599,7 +607,7 @@ def test_example_runs(source, lineno, cmd, takes_argument, request):
         if prog == IOSTRATA:
             subs = subcommands(run_help(IOSTRATA), "iostrata")
             args = rewrite_iostrata(argv[1:], takes_argument["iostrata"], subs, pid,
-                                    first_disk())
+                                    first_disk(), tmp)
         else:
             args = rewrite_load(argv[1:], takes_argument["iostrata-load"], tmp,
                                 lambda: request.getfixturevalue("loopdev"))
@@ -607,7 +615,7 @@ def test_example_runs(source, lineno, cmd, takes_argument, request):
         shown = " ".join(shlex.quote(a) for a in [rel(prog), *args])
         try:
             r = subprocess.run(run, capture_output=True, text=True, timeout=120,
-                               stdin=subprocess.DEVNULL)
+                               stdin=subprocess.DEVNULL, cwd=ROOT)
         except subprocess.TimeoutExpired:
             pytest.fail(f"{source}:{lineno}: {cmd!r}, run as `{shown}`, did not end within "
                         f"120 s: teach tests/test_docs.py how to shorten it")
@@ -629,7 +637,8 @@ def test_examples_found():
 def test_example_rewriting():
     takes = {"-d", "--disk", "-p", "--pid", "-c", "--cgroup", "-l", "--layers", "--duration",
              "--comm", "--inflight"}
-    subs = ["features", "calibrate", "serve"]
+    subs = ["features", "calibrate", "serve", "record", "report"]
+    takes |= {"-o", "--output", "--svg", "--top"}
     rw = lambda c: rewrite_iostrata(command_line(c, 42)[1:], takes, subs, 42, "vda")
     assert rw("bin/iostrata") == ["--duration", "1"]
     assert rw("bin/iostrata -D -F 5 3    # per disk") == ["-D", "-F", "0.5", "2"]
@@ -644,6 +653,13 @@ def test_example_rewriting():
     assert rw("iostrata features -p 1 --duration 30") == ["features", "-p", "42", "--duration", "1"]
     assert rw("iostrata serve -O") == ["serve", "-O", "--duration", "1"]
     assert rw("iostrata serve --duration=0.5") == ["serve", "--duration", "0.5"]
+    assert rw("bin/iostrata record -o run.ndjson.gz -P") == \
+        ["record", "-o", "/scratch/run.ndjson.gz", "-P", "--duration", "1"]
+    assert rw("iostrata record -o /x/r.ndjson -D 5 3") == \
+        ["record", "-o", "/scratch/r.ndjson", "-D", "0.5", "2"]
+    assert rw("bin/iostrata report run.ndjson.gz -o r.html --svg panels --top 8") == \
+        ["report", "-o", "/scratch/r.html", "--svg", "/scratch/panels", "--top", "8",
+         str(SAMPLE)]
     ltakes = {"--engine", "--runtime", "--ios", "--file", "--latency", "--op", "--qd", "--rw"}
     rl = lambda c: rewrite_load(command_line(c, 42)[1:], ltakes, "/scratch", lambda: "/dev/loop9")
     assert rl("bin/iostrata-load --engine io_uring # 10 s") == \

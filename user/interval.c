@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "interval.h"
@@ -43,6 +44,24 @@ static int labels_cmp(const struct rec *x, const struct rec *y)
 	if (x->pid != y->pid)
 		return x->pid < y->pid ? -1 : 1;
 	return strcmp(x->comm, y->comm);
+}
+
+void rec_labels(const struct rec *r, char *buf, size_t len)
+{
+	const char *parts[7] = { r->disk, r->op, r->opcode, r->flags, r->syscall, NULL, r->comm };
+	char pid[16] = "";
+	size_t used = 0, i;
+
+	if (r->pid)
+		snprintf(pid, sizeof(pid), "pid %u", r->pid);
+	parts[5] = pid;
+	buf[0] = '\0';
+	for (i = 0; i < 7; i++)
+		if (*parts[i] && used < len)
+			used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? " " : "",
+						 parts[i]);
+	if (!*buf)
+		snprintf(buf, len, "all");
 }
 
 int rec_same_labels(const struct rec *a, const struct rec *b)

@@ -35,6 +35,8 @@ struct rec *recs_add(struct recs *r);
 /* By layer, labels, then stage order; records with the same layer, labels and stage merged. */
 void recs_sort(struct recs *r);
 void recs_clear(struct recs *r);
+/* The label set as text: "vda read sync", "pid 42 fio", or "all" when it has no labels. */
+void rec_labels(const struct rec *r, char *buf, size_t len);
 /* Do a and b carry the same layer and labels (any stage)? */
 int rec_same_labels(const struct rec *a, const struct rec *b);
 

@@ -14,6 +14,8 @@ static const struct {
 	{ "features", cmd_features },
 	{ "calibrate", cmd_calibrate },
 	{ "serve", cmd_serve },
+	{ "record", cmd_record },
+	{ "report", cmd_report },
 };
 
 int main(int argc, char **argv)

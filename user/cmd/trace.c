@@ -16,14 +16,10 @@
 #include "log.h"
 #include "trace_opts.h"
 
-struct trace_args {
-	struct trace_opts t;
-	struct text_opts text;
-	bool json;
-};
-
 static const char usage_head[] =
 "Usage: iostrata [OPTIONS] [INTERVAL [COUNT]]\n"
+"       iostrata record -o FILE [--force] [OPTIONS] [INTERVAL [COUNT]]\n"
+"       iostrata report FILE... -o HTML [--svg DIR] [--top N] [--scale S]\n"
 "       iostrata serve [OPTIONS]\n"
 "       iostrata features [-j] [-v]\n"
 "       iostrata calibrate [-j] [-v] [--dir DIR]\n"
@@ -32,6 +28,19 @@ static const char usage_head[] =
 "seconds (default 1) until Ctrl-C, COUNT intervals, or --duration; then one\n"
 "final interval (partial if cut short). iostrata's own I/O is never counted.\n"
 "\n";
+
+static const char usage_record[] =
+"Usage: iostrata record -o FILE [--force] [OPTIONS] [INTERVAL [COUNT]]\n"
+"\n"
+"Traces as iostrata does, and writes every interval to FILE as NDJSON: a meta\n"
+"record first (host, kernel, options, layers, bucket scheme, disks), an end\n"
+"record last (why it stopped, totals, drops). Each line is written as it is\n"
+"made, so a file cut short is readable up to its last whole line. FILE ending\n"
+"in .gz is gzip. Prints the usual view on stdout (with -j: the same records).\n"
+"Render it with `iostrata report FILE -o report.html`.\n"
+"\n"
+"  -o, --output=FILE     write the recording here (refused if it exists)\n"
+"      --force           overwrite an existing FILE\n";
 
 static const char usage_view[] =
 "  -D, --per-disk        a histogram set per disk\n"
@@ -49,20 +58,36 @@ static const char usage_tail[] =
 "  iostrata                          all layers, whole host, every second\n"
 "  iostrata -D -F 5 3                per disk and op, three 5-second intervals\n"
 "  iostrata -d vda -j --duration 10  NDJSON for vda, stop after 10 s\n"
+"  iostrata record -o run.ndjson.gz -P -O --duration 3600\n"
+"                                    an hour of every layer, to a file\n"
+"  iostrata report run.ndjson.gz -o report.html\n"
+"                                    heatmaps and tables, one HTML file\n"
 "  iostrata serve                    Prometheus metrics on 127.0.0.1:9750\n"
 "  iostrata features                 what this kernel supports\n"
 "  iostrata calibrate                check the tracer against known I/O here\n";
 
 /* The help's layer list comes from the layer table. */
-static void usage(FILE *f)
+static void usage_of(FILE *f, bool record)
 {
-	fputs(usage_head, f);
+	fputs(record ? usage_record : usage_head, f);
 	fputs(trace_opts_help_what, f);
 	fputs(usage_view, f);
 	fputs(trace_opts_help_knobs, f);
 	usage_layers(f);
 	fputs(usage_tail, f);
 }
+
+static void usage(FILE *f)
+{
+	usage_of(f, false);
+}
+
+static void usage_rec(FILE *f)
+{
+	usage_of(f, true);
+}
+
+enum { OPT_FORCE = TOPT_NEXT };
 
 static const struct option long_opts[] = {
 	TRACE_OPTS_LONG,
@@ -72,21 +97,27 @@ static const struct option long_opts[] = {
 	{ "milliseconds", no_argument, NULL, 'm' },
 	{ "timestamp", no_argument, NULL, 'T' },
 	{ "json", no_argument, NULL, 'j' },
+	{ "output", required_argument, NULL, 'o' },	/* record only */
+	{ "force", no_argument, NULL, OPT_FORCE },	/* record only */
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ 0 },
 };
 
-/* 0 ok, 1 exit 0 (help/version), -1 usage error (said) */
-static int parse_args(int argc, char **argv, struct trace_args *a)
+int trace_args_parse(int argc, char **argv, struct trace_args *a, bool record)
 {
 	struct trace_config *c = &a->t.cfg;
 	long v;
 	int o;
 
-	while ((o = trace_getopt(&a->t, argc, argv, "DFWmTjhV", long_opts)) != -1) {
+	while ((o = trace_getopt(&a->t, argc, argv, record ? "o:DFWmTjhV" : "DFWmTjhV",
+				 long_opts)) != -1) {
+		if (!record && o == OPT_FORCE)
+			o = '?';	/* trace has no output file */
 		switch (o) {
 		case -2: return -1;
+		case 'o': a->output = optarg; break;
+		case OPT_FORCE: a->force = true; break;
 		case 'D': c->per_disk = true; break;
 		case 'F': c->per_op = true; break;
 		case 'W': a->text.waterfall = true; break;
@@ -94,7 +125,7 @@ static int parse_args(int argc, char **argv, struct trace_args *a)
 		case 'T': a->text.timestamps = true; break;
 		case 'j': a->json = true; break;
 		default:	/* -h, -V, ':' or '?' */
-			return trace_opt_rest(o, argv, usage);
+			return trace_opt_rest(o, argv, record ? usage_rec : usage);
 		}
 	}
 	if (optind < argc && parse_seconds("interval", argv[optind++], &a->t.lim.interval_s))
@@ -106,6 +137,10 @@ static int parse_args(int argc, char **argv, struct trace_args *a)
 	}
 	if (optind < argc) {
 		errorf("unexpected argument '%s' (see --help)", argv[optind]);
+		return -1;
+	}
+	if (record && !a->output) {
+		errorf("record needs -o FILE: where to write the recording");
 		return -1;
 	}
 	return trace_opts_finish(&a->t);
@@ -135,7 +170,7 @@ int cmd_trace(int argc, char **argv)
 {
 	struct trace_args a = { .t = TRACE_OPTS_DEFAULT, .json = log_json() };
 	struct session *s;
-	int r = parse_args(argc, argv, &a);
+	int r = trace_args_parse(argc, argv, &a, false);
 
 	if (r)
 		return r > 0 ? 0 : 2;

@@ -11,6 +11,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include "config.h"
+#include "output.h"
 #include "session.h"
 
 /* the commands' own long-only options are numbered from TOPT_NEXT on */
@@ -47,6 +48,18 @@ struct trace_opts {
 };
 
 #define TRACE_OPTS_DEFAULT { .cfg = TRACE_CONFIG_DEFAULT, .lim = { .interval_s = 1.0 } }
+
+/* iostrata's (trace's) command line, and record's: the same with -o FILE and --force. */
+struct trace_args {
+	struct trace_opts t;
+	struct text_opts text;
+	bool json;
+	const char *output;	/* record: -o FILE */
+	bool force;		/* record: overwrite FILE */
+};
+
+/* 0 to go on, 1 when done (help, version), -1 on a usage error (said). */
+int trace_args_parse(int argc, char **argv, struct trace_args *a, bool record);
 
 /*
  * getopt_long over argv from its start, the shared options taken on the way: the next option

@@ -65,6 +65,17 @@ void errorf(const char *fmt, ...)
 	vlog("skipped: %s", msg);
 }
 
+void warnf(const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "%s: warning: %s\n", prog, msg);
+}
+
 void vlog(const char *fmt, ...)
 {
 	va_list ap;

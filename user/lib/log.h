@@ -15,6 +15,8 @@ bool log_json(void);
 
 /* One line on stderr: "PROG: error: ..." or {"type":"error","message":...} under -j. */
 void errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* One warning line on stderr: "PROG: warning: ...". */
+void warnf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Diagnostics shown under -v only. */
 void vlog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -42,18 +42,47 @@ void sbuf_puts(struct sbuf *b, const char *s)
 
 void sbuf_printf(struct sbuf *b, const char *fmt, ...)
 {
+	size_t room = b->cap > b->len ? b->cap - b->len : 0;
 	va_list ap;
 	int n;
 
+	/* into the room there is, most of the time: formatted once */
 	va_start(ap, fmt);
-	n = vsnprintf(NULL, 0, fmt, ap);
+	n = b->oom ? -1 : vsnprintf(room ? b->p + b->len : NULL, room, fmt, ap);
 	va_end(ap);
+	if (n >= 0 && (size_t)n < room) {
+		b->len += (size_t)n;
+		return;
+	}
 	if (n < 0 || !grow(b, (size_t)n))
 		return;
 	va_start(ap, fmt);
 	vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
 	va_end(ap);
 	b->len += (size_t)n;
+}
+
+void sbuf_esc(struct sbuf *b, const char *s)
+{
+	const char *p;
+
+	for (p = s; *p; p++) {
+		switch (*p) {
+		case '&': sbuf_puts(b, "&amp;"); break;
+		case '<': sbuf_puts(b, "&lt;"); break;
+		case '>': sbuf_puts(b, "&gt;"); break;
+		case '"': sbuf_puts(b, "&quot;"); break;
+		case '\'': sbuf_puts(b, "&#39;"); break;
+		default:
+			/* control characters are not allowed in XML 1.0, and a process or host
+			 * name need not be UTF-8: only ASCII goes through */
+			if (((unsigned char)*p < 0x20 && *p != '\t' && *p != '\n') ||
+			    (unsigned char)*p >= 0x7f)
+				sbuf_put(b, "?", 1);
+			else
+				sbuf_put(b, p, 1);
+		}
+	}
 }
 
 void sbuf_reset(struct sbuf *b)

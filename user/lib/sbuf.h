@@ -15,6 +15,8 @@ struct sbuf {
 void sbuf_put(struct sbuf *b, const char *s, size_t n);
 void sbuf_puts(struct sbuf *b, const char *s);
 void sbuf_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* s with &, <, >, " and ' escaped for HTML/XML text and attributes (non-ASCII as '?'). */
+void sbuf_esc(struct sbuf *b, const char *s);
 /* Empty it, keeping the memory. */
 void sbuf_reset(struct sbuf *b);
 void sbuf_free(struct sbuf *b);

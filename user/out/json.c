@@ -51,30 +51,37 @@ static void hist_json(struct jw *w, const struct rec *r)
 	jw_end_obj(w);
 }
 
+void output_json_build(const struct interval *iv, struct jw *w)
+{
+	size_t i;
+	int j;
+
+	jw_obj(w, NULL);
+	jw_str(w, "type", "interval");
+	jw_u64(w, "ts", iv->ts_ns);
+	jw_u64(w, "interval_ns", iv->interval_ns);
+	jw_arr(w, "hists");
+	for (i = 0; i < iv->recs.n; i++)
+		hist_json(w, &iv->recs.v[i]);
+	jw_end_arr(w);
+	jw_obj(w, "drops");
+	for (j = 0; j < iv->ndrops; j++)
+		jw_u64(w, iv->drops[j].name, iv->drops[j].n);
+	jw_end_obj(w);
+	jw_obj(w, "events");
+	for (j = 0; j < iv->nevents; j++)
+		jw_u64(w, iv->events[j].name, iv->events[j].n);
+	jw_end_obj(w);
+	jw_end_obj(w);
+}
+
 int output_json(const struct interval *iv, FILE *f)
 {
 	struct jw w;
-	size_t i;
-	int j, err;
+	int err;
 
 	jw_init(&w);
-	jw_obj(&w, NULL);
-	jw_str(&w, "type", "interval");
-	jw_u64(&w, "ts", iv->ts_ns);
-	jw_u64(&w, "interval_ns", iv->interval_ns);
-	jw_arr(&w, "hists");
-	for (i = 0; i < iv->recs.n; i++)
-		hist_json(&w, &iv->recs.v[i]);
-	jw_end_arr(&w);
-	jw_obj(&w, "drops");
-	for (j = 0; j < iv->ndrops; j++)
-		jw_u64(&w, iv->drops[j].name, iv->drops[j].n);
-	jw_end_obj(&w);
-	jw_obj(&w, "events");
-	for (j = 0; j < iv->nevents; j++)
-		jw_u64(&w, iv->events[j].name, iv->events[j].n);
-	jw_end_obj(&w);
-	jw_end_obj(&w);
+	output_json_build(iv, &w);
 	err = jw_flush_line(&w, f);
 	jw_free(&w);
 	return err;

@@ -17,5 +17,8 @@ struct text_opts {
 void output_text(const struct interval *iv, const struct text_opts *o, FILE *f);
 /* One NDJSON line; -1 when it could not be written whole. */
 int output_json(const struct interval *iv, FILE *f);
+/* The same record, appended to w (one line once flushed). */
+struct jw;
+void output_json_build(const struct interval *iv, struct jw *w);
 
 #endif

@@ -11,24 +11,6 @@
 
 static const uint32_t pcts[] = { 500000, 900000, 990000, 999000 };
 
-static void labels_text(const struct rec *r, char *buf, size_t len)
-{
-	const char *parts[7] = { r->disk, r->op, r->opcode, r->flags, r->syscall, NULL, r->comm };
-	char pid[16] = "";
-	size_t used = 0, i;
-
-	if (r->pid)
-		snprintf(pid, sizeof(pid), "pid %u", r->pid);
-	parts[5] = pid;
-	buf[0] = '\0';
-	for (i = 0; i < 7; i++)
-		if (*parts[i] && used < len)
-			used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? " " : "",
-						 parts[i]);
-	if (!*buf)
-		snprintf(buf, len, "all");
-}
-
 static bool in_ms;	/* set by output_text for the call it makes: -m */
 
 static const char *fmt_v(char *buf, size_t len, uint64_t ns)
@@ -54,7 +36,7 @@ static void print_summary(const struct interval *iv, bool waterfall, FILE *f)
 		if (waterfall && waterfall_layer(r))
 			continue;	/* shown as a waterfall */
 		if (!i || !rec_same_labels(r, &iv->recs.v[i - 1])) {
-			labels_text(r, lab, sizeof(lab));
+			rec_labels(r, lab, sizeof(lab));
 			fprintf(f, "%s [%s]\n", r->layer, lab);
 		}
 		if (!r->h.count) {
@@ -76,7 +58,7 @@ static void print_summary(const struct interval *iv, bool waterfall, FILE *f)
 
 		if (!r->h.unmeasured)
 			continue;
-		labels_text(r, lab, sizeof(lab));
+		rec_labels(r, lab, sizeof(lab));
 		fprintf(f, "  unmeasured: %s %s [%s] %" PRIu64 " of %" PRIu64 ": %s\n",
 			r->layer, r->stage, lab, (uint64_t)r->h.unmeasured,
 			(uint64_t)(r->h.unmeasured + r->h.count),
@@ -97,7 +79,7 @@ static void print_hist(const struct rec *r, FILE *f)
 	n = hist_fold(&r->h, rows, HIST_MAX_ROWS);
 	if (!n)
 		return;
-	labels_text(r, lab, sizeof(lab));
+	rec_labels(r, lab, sizeof(lab));
 	fprintf(f, "\n%s %s [%s]  count %" PRIu64 "  mean %s\n", r->layer, r->stage, lab,
 		(uint64_t)r->h.count, fmt_v(hi, sizeof(hi), r->h.sum_ns / r->h.count));
 	for (i = 0; i < n; i++)
@@ -165,7 +147,7 @@ static void print_waterfall_group(const struct interval *iv, size_t first, FILE 
 		struct rec tmp = *g;	/* the label set without the path flags: they are merged */
 
 		tmp.flags[0] = '\0';
-		labels_text(&tmp, lab, sizeof(lab));
+		rec_labels(&tmp, lab, sizeof(lab));
 	}
 	fprintf(f, "%s [%s]  linked %" PRIu64 " of %" PRIu64 "\n", g->layer, lab,
 		(uint64_t)st[2].count, (uint64_t)(st[2].count + st[2].unmeasured));

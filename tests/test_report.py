@@ -1,0 +1,344 @@
+"""iostrata report: recordings in, one HTML page (and one SVG per panel) out; no root needed.
+
+- A real browser renders it: headless Chromium's DOM has every panel and the render marker,
+  its screenshot is not blank; xmllint finds every SVG well formed, rsvg-convert draws each.
+- Damaged input: a recording cut mid-line (plain and gzip), an older or a newer format give a
+  report of what is there and one warning line; garbage, an empty file, a directory, a 2 GB
+  line, a bucket outside the scheme give one error line and a non-zero exit, never a crash
+  and never a partial file.
+The known-latency check (real BPF, real loads) is in test_record.py.
+"""
+import gzip
+import json
+import math
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+import zlib
+from pathlib import Path
+
+import pytest
+
+from conftest import IOSTRATA, ROOT, assert_one_line_error
+
+sys.path.insert(0, str(ROOT / "tests" / "helpers"))
+from synthrec import hist_hi, hist_index, hist_lo, synthesize  # noqa: E402
+
+SVG_NS = "{http://www.w3.org/2000/svg}"
+CHROMIUM = shutil.which("chromium-headless-shell") or shutil.which("chromium")
+
+
+def report(*args, check=False):
+    r = subprocess.run([str(IOSTRATA), "report", *map(str, args)], capture_output=True,
+                       text=True, timeout=120, stdin=subprocess.DEVNULL)
+    if check:
+        assert r.returncode == 0, r.stderr
+    return r
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory):
+    """Two minutes of every layer, 20 label sets, a few drops: the report and its SVGs."""
+    d = tmp_path_factory.mktemp("synthetic")
+    rec = d / "rec.ndjson.gz"
+    synthesize(rec, 120)
+    r = report(rec, "-o", d / "report.html", "--svg", d / "svg", check=True)
+    assert r.stderr == "", r.stderr
+    return d
+
+
+def svg_cells(path):
+    """(the panel's attributes, [(lo, hi, n)]) of one SVG file."""
+    root = ET.parse(path).getroot()
+    cells = [(int(e.get("data-lo")), None if e.get("data-hi") == "inf" else
+              int(e.get("data-hi")), int(e.get("data-n")))
+             for e in root.iter(SVG_NS + "rect") if e.get("data-n")]
+    return root.attrib, cells
+
+
+def test_cells_are_whole_buckets_and_add_up(synthetic):
+    """Every cell's range is a run of whole buckets of bpf/hist.h, and a panel's cells add
+    up to the I/O it says it shows (the panel's data-count)."""
+    files = sorted((synthetic / "svg").glob("*.svg"))
+    assert len(files) > 20
+    for f in files:
+        attrs, cells = svg_cells(f)
+        assert cells, f
+        for lo, hi, n in cells:
+            assert hist_lo(hist_index(lo)) == lo, (f, lo)
+            assert hi is None or hist_hi(hist_index(hi - 1)) == hi, (f, hi)
+            assert n > 0
+        assert sum(n for _, _, n in cells) == int(attrs["data-count"]), f
+
+
+def png_pixels(path):
+    """The rows of an 8-bit RGB(A) PNG as bytes (enough of PNG for a screenshot)."""
+    data = Path(path).read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, w = 8, b"", 0
+    while pos < len(data):
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + n]
+        if kind == b"IHDR":
+            w, h, depth, ctype = struct.unpack(">IIBB", body[:10])
+            assert depth == 8 and ctype in (2, 6), (depth, ctype)
+            bpp = 3 if ctype == 2 else 4
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + n
+    raw, stride, rows, prev = zlib.decompress(idat), w * bpp, [], bytearray(w * bpp)
+    for y in range(h):
+        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(bytes(line))
+        prev = line
+    return rows, bpp
+
+
+@pytest.mark.skipif(not CHROMIUM, reason="chromium-headless-shell not installed "
+                    "(scripts/deps.sh installs it)")
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_browser_renders_every_panel(synthetic, width):
+    page = synthetic / "report.html"
+    html = page.read_text()
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", html), "a network resource"
+    panels = int(re.search(r'name="iostrata-panels" content="(\d+)"', html).group(1))
+    ids = re.findall(r'<div class="panel" id="([^"]+)"', html)
+    assert len(ids) == panels > 20
+    flags = ["--no-sandbox", "--hide-scrollbars", f"--window-size={width},2400"]
+    dom = subprocess.run([CHROMIUM, *flags, "--dump-dom", page.as_uri()], capture_output=True,
+                         text=True, timeout=120).stdout
+    assert f'data-rendered="{panels}"' in dom, "the render marker is missing: the page did " \
+        "not load whole"
+    for i in ids:
+        assert f'id="{i}"' in dom and f'id="svg-{i}"' in dom, i
+    shot = synthetic / f"shot-{width}.png"
+    subprocess.run([CHROMIUM, *flags, f"--screenshot={shot}", page.as_uri()],
+                   capture_output=True, timeout=120)
+    rows, bpp = png_pixels(shot)
+    assert len(rows) == 2400 and len(rows[0]) == width * bpp
+    # not blank: the grey levels vary (a blank page has one value)
+    values = [sum(r[i:i + 3]) for r in rows[::8] for i in range(0, len(r), 8 * bpp)]
+    mean = sum(values) / len(values)
+    var = sum((v - mean) ** 2 for v in values) / len(values)
+    print(f"{width} px: {len(values)} samples, mean {mean / 3:.0f}, sd {math.sqrt(var) / 3:.1f}")
+    assert var > 100, "the screenshot is blank"
+    # and colour: the heatmaps' cells are not grey
+    assert any(abs(r[i] - r[i + 2]) > 60 for r in rows[::8] for i in range(0, len(r), 4 * bpp))
+
+
+def test_every_svg_is_well_formed_and_renders(synthetic, tmp_path):
+    files = sorted((synthetic / "svg").glob("*.svg"))
+    r = subprocess.run(["xmllint", "--noout", *map(str, files)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    for f in files:
+        out = tmp_path / (f.stem + ".png")
+        r = subprocess.run(["rsvg-convert", str(f), "-o", str(out)], capture_output=True,
+                           text=True, timeout=60)
+        assert r.returncode == 0 and out.stat().st_size > 1000, (f, r.stderr)
+
+
+def test_summary_and_drops_are_on_the_page(synthetic):
+    html = (synthetic / "report.html").read_text()
+    assert 'id="drops"' in html and "events were dropped" in html
+    # the synthetic recording's drops: 3 in each of 4 intervals
+    assert re.search(r"<strong>12 events were dropped</strong>", html)
+    for layer in ("block", "uring", "aio", "syscall"):
+        assert f'id="layer-{layer}"' in html
+    assert "synthetic" in html and "6.1.0" in html  # the meta record's host and kernel
+    assert 'id="waterfalls"' in html
+
+
+def test_no_drops_no_banner(tmp_path):
+    rec = tmp_path / "r.ndjson"
+    synthesize(rec, 20)
+    lines = rec.read_text().splitlines()
+    rec.write_text("\n".join(re.sub(r'"inflight_full":\d+', '"inflight_full":0', l)
+                             for l in lines) + "\n")
+    report(rec, "-o", tmp_path / "r.html", check=True)
+    assert 'id="drops"' not in (tmp_path / "r.html").read_text()
+
+
+# ---------------------------------------------------------------------------------------------
+# damaged and foreign input
+
+def one_warning(r, *needles):
+    assert r.returncode == 0, r.stderr
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and "warning" in lines[0], r.stderr
+    for n in needles:
+        assert n in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_cut_mid_line_reports_what_is_there(tmp_path, gz):
+    whole = tmp_path / "whole.ndjson"
+    synthesize(whole, 30)
+    data = whole.read_bytes()
+    lines = data.split(b"\n")
+    cut = len(b"\n".join(lines[:21])) + 1 + len(lines[21]) // 2   # inside the 21st interval
+    out = tmp_path / "r.html"
+    if gz:
+        rec = tmp_path / "cut.ndjson.gz"
+        z = gzip.compress(data[:cut])
+        rec.write_bytes(z[:len(z) - 9])   # and the gzip stream cut short too
+        needles = []
+    else:
+        rec = tmp_path / "cut.ndjson"
+        rec.write_bytes(data[:cut])
+        needles = ["cut short"]
+    r = report(rec, "-o", out)
+    one_warning(r, *needles)
+    html = out.read_text()
+    assert "20 intervals" in html or "19 intervals" in html, re.findall(r"\d+ intervals", html)
+    assert "no end record" in html
+
+
+def test_older_format_without_meta(tmp_path):
+    """iostrata -j output, or a recording from before the meta record: read, and said."""
+    rec = tmp_path / "old.ndjson"
+    synthesize(rec, 10, meta_record=False, end_record=False)
+    r = report(rec, "-o", tmp_path / "r.html")
+    one_warning(r, "no meta record")
+    assert "10 intervals" in (tmp_path / "r.html").read_text()
+
+
+def test_newer_format_is_read_with_a_warning(tmp_path):
+    """A newer format: fields this build does not know are skipped, one warning says so."""
+    rec = tmp_path / "new.ndjson"
+    synthesize(rec, 10, fmt=7, extra={"compression": "zstd-dict"})
+    lines = rec.read_text().splitlines()
+    lines[3] = lines[3].replace('"type":"interval"', '"type":"interval","cpu":{"busy":[3,4]}')
+    rec.write_text("\n".join(lines) + "\n")
+    r = report(rec, "-o", tmp_path / "r.html")
+    one_warning(r, "format 7")
+    assert "10 intervals" in (tmp_path / "r.html").read_text()
+
+
+def test_unknown_record_types_are_skipped_with_a_warning(tmp_path):
+    rec = tmp_path / "new.ndjson"
+    synthesize(rec, 10)
+    lines = rec.read_text().splitlines()
+    for at in (3, 6):
+        lines.insert(at, json.dumps({"type": "annotation", "ts": 1, "text": "deploy"}))
+    rec.write_text("\n".join(lines) + "\n")
+    r = report(rec, "-o", tmp_path / "r.html")
+    one_warning(r, "annotation")
+    assert "10 intervals" in (tmp_path / "r.html").read_text()
+
+
+def make_2g_line(p):
+    with open(p, "wb") as f:
+        f.write(b'{"type":"interval","ts":1,"interval_ns":1,"hists":[],"x":"')
+        f.truncate(2 << 30)        # sparse: a 2 GB line that takes no disk
+
+
+@pytest.mark.parametrize("make,needles", [
+    (lambda p: p.write_bytes(os.urandom(4096)), ["not an iostrata recording"]),
+    (lambda p: p.write_bytes(b"hello world\nfoo\n"), ["not an iostrata recording"]),
+    (lambda p: p.write_bytes(b'{"type":"meta","format":1}\n[1,2\n{"type":"end"}\n'),
+     ["damaged"]),
+    (lambda p: p.write_bytes(b""), ["empty"]),
+    (lambda p: p.mkdir(), ["directory"]),
+    (make_2g_line, ["longer than 64 MiB"]),
+    (lambda p: p.write_bytes(gzip.compress(b"\x00garbage\xff" * 100)),
+     ["not an iostrata recording"]),
+    (lambda p: p.write_bytes(b'{"type":"meta"}\n'), ["no iostrata records"] and []),
+    (lambda p: p.write_bytes(b'{"type":"interval","ts":1,"interval_ns":1,"hists":[{"layer":'
+                             b'"block","stage":"total","labels":{},"count":1,"sum_ns":5,'
+                             b'"min_ns":5,"max_ns":5,"unmeasured":0,"buckets":[[5,7,1]]}]}\n'),
+     ["another bucket scheme"]),
+    (lambda p: p.write_bytes(b'{"type":"interval","ts":1,"interval_ns":1,"hists":[{"layer":'
+                             b'"block","stage":"total","labels":{},"count":2,"sum_ns":5,'
+                             b'"min_ns":5,"max_ns":5,"unmeasured":0,"buckets":[[5,6,1]]}]}\n'),
+     ["do not add up"]),
+    (lambda p: p.write_bytes(b'{"type":"interval","ts":1,"interval_ns":1,"hists":[{"layer":'
+                             b'"block","stage":"total","labels":{},"count":99999999999999999999'
+                             b'9,"sum_ns":5}]}\n'), ["without its count"]),
+], ids=["random", "text", "damaged-middle", "empty", "directory", "2g-line", "gzip-garbage",
+        "meta-only", "bucket-scheme", "bucket-sum", "overflow"])
+def test_bad_input_is_one_line_error(tmp_path, make, needles):
+    rec = tmp_path / "bad.ndjson"
+    make(rec)
+    out = tmp_path / "r.html"
+    r = report(rec, "-o", out)
+    if not needles:    # a meta record and nothing else: an empty report, said as such
+        assert r.returncode == 0 and "no intervals recorded" in out.read_text()
+        return
+    assert_one_line_error(r, *needles)
+    assert not out.exists() and not Path(str(out) + ".tmp").exists(), "a partial report"
+
+
+@pytest.mark.parametrize("args,needles", [
+    ([], ["at least one recording"]),
+    (["x.ndjson"], ["needs -o"]),
+    (["/nonexistent/x.ndjson", "-o", "r.html"], ["cannot open /nonexistent/x.ndjson"]),
+    (["--top", "x", "a", "-o", "r.html"], ["bad --top"]),
+    (["--scale", "cubic", "a", "-o", "r.html"], ["bad --scale"]),
+    (["--bogus"], ["unknown option '--bogus'"]),
+])
+def test_bad_arguments(args, needles, tmp_path):
+    r = subprocess.run([str(IOSTRATA), "report", *args], capture_output=True, text=True,
+                       cwd=tmp_path, timeout=30)
+    assert_one_line_error(r, *needles)
+
+
+def test_unwritable_output_leaves_nothing(tmp_path):
+    rec = tmp_path / "r.ndjson"
+    synthesize(rec, 5)
+    r = report(rec, "-o", tmp_path / "nodir" / "r.html")
+    assert_one_line_error(r, "cannot create")
+    r = report(rec, "-o", tmp_path / "r.html", "--svg", rec)   # --svg names a file
+    assert_one_line_error(r, "not a directory")
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_two_files_make_one_timeline(tmp_path):
+    a, b = tmp_path / "a.ndjson", tmp_path / "b.ndjson.gz"
+    synthesize(a, 10, seed=1)
+    synthesize(b, 10, seed=2)
+    r = report(a, b, "-o", tmp_path / "ab.html", check=True)
+    assert r.stderr == ""
+    html = (tmp_path / "ab.html").read_text()
+    assert html.count("<dt>file</dt>") == 2
+    # the same ten seconds twice: twenty intervals, each panel's I/O counted from both
+    assert "20 intervals" in r.stdout
+
+
+def test_names_from_the_file_are_escaped(tmp_path):
+    """A process name, a layer, stage or drop name in a recording is text, never markup."""
+    rec = tmp_path / "x.ndjson"
+    evil = "<script>alert(1)</script>"
+    h = {"layer": "uring", "stage": "submit_cqe", "labels": {"comm": evil, "pid": 7,
+                                                             "opcode": "read\"'&"},
+         "count": 1, "sum_ns": 5000, "min_ns": 5000, "max_ns": 5000, "p50_ns": 5000,
+         "p90_ns": 5000, "p99_ns": 5000, "p999_ns": 5000, "unmeasured": 0,
+         "buckets": [[hist_lo(hist_index(5000)), hist_hi(hist_index(5000)), 1]]}
+    other = dict(h, layer=evil, stage=evil, labels={})
+    iv = {"type": "interval", "ts": 2_000_000_000, "interval_ns": 1_000_000_000,
+          "hists": [h, other], "drops": {evil: 1}, "events": {evil: 2}}
+    rec.write_text(json.dumps(iv) + "\n")
+    r = report(rec, "-o", tmp_path / "r.html", "--svg", tmp_path / "svg")
+    assert r.returncode == 0, r.stderr
+    html = (tmp_path / "r.html").read_text()
+    assert evil not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    files = sorted((tmp_path / "svg").glob("*.svg"))
+    assert files and all(re.fullmatch(r"[a-z0-9_-]+\.svg", f.name) for f in files), files
+    x = subprocess.run(["xmllint", "--noout", *map(str, files)], capture_output=True, text=True)
+    assert x.returncode == 0, x.stderr

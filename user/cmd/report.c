@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * iostrata report FILE... -o HTML [--svg DIR] [--top N] [--scale log|sqrt]: read recordings
+ * (`iostrata record`, or `iostrata -j` output) and write one self-contained HTML report, and
+ * one SVG per panel. Needs no root and no BPF: it works on the host and on a laptop alike.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+#include "cmd.h"
+#include "log.h"
+#include "recread.h"
+#include "report.h"
+
+static const char usage_text[] =
+"Usage: iostrata report FILE... -o HTML [--svg DIR] [--top N] [--scale S]\n"
+"\n"
+"Renders recordings (iostrata record; iostrata -j output too) as one HTML file:\n"
+"per layer and stage a latency heatmap (time across, latency buckets up, colour\n"
+"by count, p50/p99/max lines, a tooltip on every cell), the top label sets'\n"
+"heatmaps, summary tables, io_uring/aio waterfalls, drops, the host and options.\n"
+"Nothing in it is fetched from anywhere. FILE may be gzip (.gz).\n"
+"\n"
+"  -o, --output=HTML     the report to write (replaced if it exists)\n"
+"      --svg=DIR         also one SVG file per panel in DIR (created)\n"
+"      --top=N           label sets per layer with panels of their own (default 4)\n"
+"      --scale=S         colour by log (default) or sqrt of the count\n"
+"  -v, --verbose         say what was read and binned\n"
+"  -h, --help            show this help\n"
+"\n"
+"Examples:\n"
+"  iostrata report run.ndjson.gz -o report.html\n"
+"  iostrata report a.ndjson b.ndjson -o ab.html --svg panels --top 8\n";
+
+enum { OPT_SVG = 256, OPT_TOP, OPT_SCALE };
+
+static const struct option long_opts[] = {
+	{ "output", required_argument, NULL, 'o' },
+	{ "svg", required_argument, NULL, OPT_SVG },
+	{ "top", required_argument, NULL, OPT_TOP },
+	{ "scale", required_argument, NULL, OPT_SCALE },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 },
+};
+
+static int parse(int argc, char **argv, struct report_opts *o, int *verbose)
+{
+	char msg[256], *end;
+	long v;
+	int c;
+
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":o:vh", long_opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': o->html = optarg; break;
+		case OPT_SVG: o->svg_dir = optarg; break;
+		case OPT_TOP:
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || v < 0 || v > 1000) {
+				errorf("bad --top '%s': expected an integer from 0 to 1000", optarg);
+				return -1;
+			}
+			o->top = (int)v;
+			break;
+		case OPT_SCALE:
+			if (strcmp(optarg, "log") && strcmp(optarg, "sqrt")) {
+				errorf("bad --scale '%s': log or sqrt", optarg);
+				return -1;
+			}
+			o->sqrt_scale = !strcmp(optarg, "sqrt");
+			break;
+		case 'v': (*verbose)++; break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return 1;
+		default:
+			errorf("%s", cli_getopt_problem(c, argv, msg, sizeof(msg)));
+			return -1;
+		}
+	}
+	if (optind >= argc) {
+		errorf("report needs at least one recording (see --help)");
+		return -1;
+	}
+	if (!o->html) {
+		errorf("report needs -o HTML: where to write the report");
+		return -1;
+	}
+	return 0;
+}
+
+/* Every record of one file into the report. 0, or -1 (said). */
+static int read_file(struct report *rep, const char *path)
+{
+	struct recread *rr = recread_open(path);
+	struct interval iv;
+	enum recread_kind k;
+	bool meta = false, end = false;
+	char note[600];
+	int err = 0;
+
+	if (!rr)
+		return -1;
+	memset(&iv, 0, sizeof(iv));
+	while ((k = recread_next(rr, &iv)) != RR_EOF) {
+		if (k == RR_ERROR) {
+			err = -1;
+			break;
+		}
+		if (k == RR_META) {
+			meta = true;
+			err = report_add_meta(rep, path, recread_meta(rr));
+		} else if (k == RR_INTERVAL) {
+			if (!meta) {	/* an older file, or iostrata -j output: no meta record */
+				meta = true;
+				err = report_add_meta(rep, path, recread_meta(rr));
+			}
+			if (!err)
+				err = report_add_interval(rep, &iv);
+		} else if (k == RR_END) {
+			end = true;
+			report_add_end(rep, path, recread_end(rr));
+		}
+		if (err)
+			break;
+	}
+	if (!err && !end) {
+		snprintf(note, sizeof(note), "%s has no end record: the recording was cut short "
+			 "(killed, the host lost power, or still running); shown up to its last "
+			 "whole line.", path);
+		report_add_note(rep, note);
+	}
+	vlog("%s: %llu intervals", path, (unsigned long long)recread_intervals(rr));
+	interval_clear(&iv);
+	recread_close(rr);
+	return err;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	struct report_opts o = { .top = 4 };
+	struct report *rep;
+	int verbose = 0, r, i;
+
+	r = parse(argc, argv, &o, &verbose);
+	if (r)
+		return r > 0 ? 0 : 2;
+	log_init("iostrata", false, verbose);
+	rep = report_new(&o);
+	if (!rep)
+		return 1;
+	for (i = optind; i < argc; i++) {
+		if (read_file(rep, argv[i])) {
+			report_free(rep);
+			return 1;
+		}
+	}
+	r = report_write(rep) ? 1 : 0;
+	report_free(rep);
+	return r;
+}

@@ -1,0 +1,570 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The report page: one HTML file, nothing fetched (no script, font or image from anywhere),
+ * light and dark (prefers-color-scheme) and print styles, readable at 1280 px and on a phone.
+ * Drops first, where nobody can miss them; then per layer a summary table, the waterfalls of
+ * io_uring/aio requests, the heatmaps; the recording's meta last.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "layer.h"
+#include "report_int.h"
+
+static const char css[] =
+	":root{--bg:#fff;--fg:#1b1c1f;--muted:#5b6068;--line:#d3d7dd;--card:#f5f6f8;"
+	"--warn:#b3261e;--warn-bg:#fdeceb;--halo:#fff;color-scheme:light dark}"
+	"@media (prefers-color-scheme:dark){:root{--bg:#141619;--fg:#e4e6e9;--muted:#a3a9b1;"
+	"--line:#3a3f46;--card:#1c1f23;--warn:#ff8f80;--warn-bg:#3b1c19;--halo:#141619}}"
+	"body{margin:0 auto;max-width:1240px;padding:12px 20px 40px;background:var(--bg);"
+	"color:var(--fg);font:15px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif}"
+	"h1{font-size:1.5em;margin:.4em 0 .1em}h2{font-size:1.25em;margin:1.6em 0 .4em;"
+	"border-bottom:1px solid var(--line);padding-bottom:.2em}h3{font-size:1.05em;"
+	"margin:1.2em 0 .3em}.sub,.help,footer{color:var(--muted)}.help{max-width:60em}"
+	"nav{display:flex;flex-wrap:wrap;gap:.3em 1em;margin:.8em 0;padding:.5em .8em;"
+	"background:var(--card);border-radius:6px}a{color:inherit}"
+	".drops{border:3px solid var(--warn);background:var(--warn-bg);padding:.6em 1em;"
+	"margin:1em 0;border-radius:6px}.drops strong{color:var(--warn);font-size:1.1em}"
+	".note{border-left:4px solid var(--warn);padding:.3em .8em;margin:.6em 0;"
+	"background:var(--card)}"
+	".scroll{overflow-x:auto;-webkit-overflow-scrolling:touch}"
+	".sums{display:grid;grid-template-columns:repeat(auto-fill,minmax(580px,1fr));gap:0 24px}"
+	".sums table{font-size:14px}.sums th,.sums td{padding:3px 5px}"
+	"@media (max-width:640px){.sums{grid-template-columns:1fr}}"
+	"table{border-collapse:collapse;font-variant-numeric:tabular-nums;margin:.3em 0 1em}"
+	"th,td{padding:3px 9px;border-bottom:1px solid var(--line);text-align:right;"
+	"white-space:nowrap}th{font-weight:600}td.l,th.l{text-align:left}"
+	"tr.all td{font-weight:600}td.bad{color:var(--warn);font-weight:600}"
+	".panel{margin:10px 0 18px}.panel svg{width:100%;height:auto;max-width:960px;"
+	"display:block}"
+	".panels{display:grid;grid-template-columns:repeat(auto-fill,minmax(440px,1fr));gap:8px 18px}"
+	".panels svg{max-width:560px}"
+	"svg.wf{width:100%;max-width:720px;height:auto;display:block}"
+	"svg.wf text{font:12px sans-serif;fill:currentColor}"
+	"dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px;margin:.4em 0}"
+	"dt{color:var(--muted)}dd{margin:0;overflow-wrap:anywhere;font-family:ui-monospace,"
+	"monospace;font-size:.9em}"
+	"@media (max-width:640px){body{padding:8px 10px 30px;font-size:14px}"
+	".panels{grid-template-columns:1fr}.panel{overflow-x:auto}"
+	".panel>svg:not(.small){min-width:760px}dl{grid-template-columns:1fr}dt{margin-top:.4em}}"
+	"@media print{:root{--bg:#fff;--fg:#000;--muted:#333;--line:#bbb;--card:#fff;"
+	"--warn:#b3261e;--warn-bg:#fff}body{max-width:none;padding:0;font-size:11pt}nav{display:none}"
+	".panel,.panels>div,table,.wfbox,.sums>div{break-inside:avoid}h2,h3{break-after:avoid}"
+	"svg.heatmap .halo{stroke:#fff}}";
+
+
+static void esc(struct sbuf *b, const char *s)
+{
+	sbuf_esc(b, s);
+}
+
+static void dur_text(char *buf, size_t len, uint64_t ns)
+{
+	uint64_t s = ns / 1000000000ULL;
+
+	if (s >= 3600)
+		snprintf(buf, len, "%" PRIu64 " h %02" PRIu64 " min", s / 3600, s / 60 % 60);
+	else if (s >= 60)
+		snprintf(buf, len, "%" PRIu64 " min %02" PRIu64 " s", s / 60, s % 60);
+	else
+		snprintf(buf, len, "%.1f s", ns / 1e9);
+}
+
+static void header(const struct report *r, struct sbuf *b)
+{
+	const struct file_info *f = r->nfiles ? &r->files[0] : NULL;
+	char from[64], to[64], dur[48];
+
+	sbuf_puts(b, "<header><h1>I/O latency, layer by layer</h1><p class=\"sub\">");
+	if (f && f->has_meta) {
+		sbuf_puts(b, "<strong>");
+		esc(b, f->meta.host);
+		sbuf_puts(b, "</strong> &middot; Linux ");
+		esc(b, f->meta.kernel);
+		sbuf_printf(b, " &middot; %ld CPUs &middot; ", f->meta.cpus);
+	}
+	if (r->nivs) {
+		fmt_date(from, sizeof(from), r->t0);
+		fmt_date(to, sizeof(to), r->t1);
+		dur_text(dur, sizeof(dur), r->t1 - r->t0);
+		sbuf_printf(b, "%s to %s (%s, %zu intervals)", from, to, dur, r->nivs);
+	} else {
+		sbuf_puts(b, "no intervals recorded");
+	}
+	sbuf_puts(b, "</p>");
+	if (f && f->has_meta && *f->meta.command) {
+		sbuf_puts(b, "<p class=\"sub\"><code>");
+		esc(b, f->meta.command);
+		sbuf_puts(b, "</code></p>");
+	}
+	sbuf_puts(b, "</header>\n");
+}
+
+/* Drops: at the top, framed in the warning colour, whenever one is not zero. */
+static void drops_banner(const struct report *r, struct sbuf *b)
+{
+	uint64_t total = 0;
+	size_t i;
+	int j, n = 0;
+
+	for (j = 0; j < r->ndrops; j++)
+		total += r->drops[j].n;
+	if (total) {
+		sbuf_printf(b, "<div class=\"drops\" id=\"drops\" role=\"alert\"><strong>%" PRIu64
+			  " events were dropped</strong>: the tracer saw them and could not record "
+			  "them, so the histograms below miss them. ", total);
+		for (j = 0; j < r->ndrops; j++) {
+			if (!r->drops[j].n)
+				continue;
+			sbuf_puts(b, n++ ? ", " : "By reason: ");
+			esc(b, r->drops[j].name);	/* names come from the file: escaped */
+			sbuf_printf(b, "&nbsp;%" PRIu64, r->drops[j].n);
+		}
+		for (i = 0, n = 0; i < r->nivs; i++)
+			n += r->ivs[i].drops != 0;
+		sbuf_printf(b, " (in %d of %zu intervals; red marks under the heatmaps show when). "
+			  "See <code>--inflight</code> in iostrata(8).</div>\n", n, r->nivs);
+	}
+	for (i = 0; i < r->nnotes; i++) {
+		sbuf_puts(b, "<p class=\"note\">");
+		esc(b, r->notes[i]);
+		sbuf_puts(b, "</p>\n");
+	}
+}
+
+static void panel_hist(const struct panel *p, struct hist *h)
+{
+	int s;
+
+	memset(h, 0, sizeof(*h));
+	for (s = 0; s < p->nser; s++)
+		hist_merge(h, &p->ser[s]->key.h);
+}
+
+static void summary_row(const struct panel *p, bool first_of_set, bool label_column,
+			struct sbuf *b)
+{
+	static const uint32_t pcts[] = { 500000, 900000, 990000, 999000 };
+	struct hist h;
+	char v[24];
+	uint64_t x;
+	int j;
+
+	panel_hist(p, &h);
+	sbuf_puts(b, "<tr>");
+	if (label_column) {
+		sbuf_puts(b, "<td class=\"l\">");
+		if (first_of_set) {
+			esc(b, p->layer);
+			sbuf_puts(b, " ");
+			esc(b, p->labels);
+		}
+		sbuf_puts(b, "</td>");
+	}
+	sbuf_printf(b, "<td class=\"l\"><a href=\"#%s\">", p->id);
+	esc(b, p->stage);
+	sbuf_printf(b, "</a></td><td>%" PRIu64 "</td>", (uint64_t)h.count);
+	for (j = 0; j < 4; j++)
+		sbuf_printf(b, "<td>%s</td>", hist_percentile(&h, pcts[j], &x) ?
+			  fmt_ns(v, sizeof(v), x, false) : "-");
+	sbuf_printf(b, "<td>%s</td><td%s>%" PRIu64 "</td></tr>",
+		  h.count ? fmt_ns(v, sizeof(v), h.max_ns, false) : "-",
+		  h.unmeasured ? " class=\"bad\"" : "", (uint64_t)h.unmeasured);
+}
+
+/* Per layer: the merged label set's stages, then each top label set's. */
+static void summary(const struct report *r, const struct panel *p, int n, struct sbuf *b)
+{
+	int i, j;
+	const char *layer = NULL;
+
+	sbuf_puts(b, "<section id=\"summary\"><h2>Summary</h2><p class=\"help\">Over the whole "
+		   "recording, per layer and stage, its label sets merged. Percentiles by the "
+		   "tool's rule (within 3.125&nbsp;%); count and max are exact. <em>Unmeasured</em>: I/O seen "
+		   "whose start or end for that stage could not be known, never counted as a "
+		   "value.</p>\n<div class=\"sums\">");
+	for (i = 0; i < n; i++) {
+		if (!layer || strcmp(layer, p[i].layer)) {
+			if (layer)
+				sbuf_puts(b, "</tbody></table></div></div>\n");
+			layer = p[i].layer;
+			sbuf_puts(b, "<div><h3>");
+			esc(b, layer);
+			sbuf_puts(b, p[i].labelset < 0 ? "" : " [");
+			if (p[i].labelset >= 0)	/* the layer's one label set */
+				esc(b, p[i].labels);
+			sbuf_puts(b, p[i].labelset < 0 ? "" : "]");
+			sbuf_puts(b, "</h3><div class=\"scroll\"><table><thead><tr>"
+				   "<th class=\"l\">stage</th><th>count</th><th>p50</th>"
+				   "<th>p90</th><th>p99</th><th>p99.9</th><th>max</th><th>unmeasured"
+				   "</th></tr></thead><tbody>");
+			/* the merged panels of the layer first, then the label sets in rank order */
+			for (j = i; j < n && !strcmp(p[j].layer, layer); j++)
+				if (!p[j].small)
+					summary_row(&p[j], j == i, false, b);
+		}
+	}
+	if (layer)
+		sbuf_puts(b, "</tbody></table></div></div>\n");
+	(void)r;
+	sbuf_puts(b, "</div></section>\n");
+}
+
+static void label_set_rows(const struct panel *p, int n, struct sbuf *b)
+{
+	int i, j;
+
+	for (i = 0; i < n; i++) {
+		if (!p[i].small)
+			continue;
+		for (j = 0; j < i; j++)
+			if (p[j].small && !strcmp(p[j].layer, p[i].layer) &&
+			    p[j].labelset == p[i].labelset)
+				break;
+		if (j < i)
+			continue;
+		/* the first panel of this label set: every stage of it */
+		for (j = i; j < n; j++)
+			if (p[j].small && !strcmp(p[j].layer, p[i].layer) &&
+			    p[j].labelset == p[i].labelset)
+				summary_row(&p[j], j == i, true, b);
+	}
+}
+
+/* ---- waterfalls: io_uring and aio requests, per process and opcode, paths merged */
+
+static const char *const wf_parts[] = { "submit_bio", "wait", "device", "device_cqe" };
+static const char *const wf_reap[] = { "cqe_reap", "complete_reap" };
+static const char *const wf_spans[] = { "submit_cqe", "submit_complete", "total" };
+
+struct wf_group {
+	const struct rec *key;
+	struct hist st[10];	/* parts, reap (2), spans (3) */
+	uint64_t count;
+};
+
+static int wf_slot(const char *stage)
+{
+	int k;
+
+	for (k = 0; k < 4; k++)
+		if (!strcmp(stage, wf_parts[k]))
+			return k;
+	for (k = 0; k < 2; k++)
+		if (!strcmp(stage, wf_reap[k]))
+			return 4 + k;
+	for (k = 0; k < 3; k++)
+		if (!strcmp(stage, wf_spans[k]))
+			return 6 + k;
+	return -1;
+}
+
+static const char *wf_name(int k)
+{
+	return k < 4 ? wf_parts[k] : k < 6 ? wf_reap[k - 4] : wf_spans[k - 6];
+}
+
+static bool same_group(const struct rec *a, const struct rec *b)
+{
+	return !strcmp(a->layer, b->layer) && !strcmp(a->opcode, b->opcode) && a->pid == b->pid &&
+	       !strcmp(a->comm, b->comm);
+}
+
+static int group_cmp(const void *a, const void *b)
+{
+	const struct wf_group *x = a, *y = b;
+	int c = strcmp(x->key->layer, y->key->layer);
+
+	if (c)
+		return -c;	/* uring before aio */
+	return x->count < y->count ? 1 : x->count > y->count ? -1 : 0;
+}
+
+static uint64_t mean(const struct hist *h)
+{
+	return h->count ? h->sum_ns / h->count : 0;
+}
+
+static void waterfall(const struct wf_group *g, struct sbuf *b)
+{
+	static const double tints[] = { 0.15, 0.38, 0.62, 0.86, 0.97 };
+	uint64_t whole = 0, seg[6], sum = 0, p;
+	int k, nseg = 0, idx[6];
+	double x = 0, w;
+	char lab[160], v1[24], v2[24], v3[24];
+	struct rec tmp = *g->key;
+
+	/* the whole: total (submit -> reaped) when seen, else submit -> CQE / completion */
+	for (k = 8; k >= 6 && !whole; k--)
+		whole = mean(&g->st[k]);
+	/* the bar: the linked parts when there are any, else the submit span; then the reap */
+	for (k = 0; k < 4; k++)
+		if (g->st[k].count)
+			idx[nseg++] = k;
+	if (!nseg)
+		for (k = 6; k < 8; k++)
+			if (g->st[k].count)
+				idx[nseg++] = k;
+	for (k = 4; k < 6; k++)
+		if (g->st[k].count)
+			idx[nseg++] = k;
+	for (k = 0; k < nseg; k++)
+		sum += seg[k] = mean(&g->st[idx[k]]);
+	tmp.flags[0] = '\0';
+	rec_labels(&tmp, lab, sizeof(lab));
+	sbuf_puts(b, "<div class=\"wfbox\"><h3>");
+	esc(b, g->key->layer);
+	sbuf_puts(b, " [");
+	esc(b, lab);
+	sbuf_printf(b, "]</h3><svg class=\"wf\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 720 "
+		  "62\" role=\"img\"><title>mean time per stage</title>");
+	for (k = 0; k < nseg && sum; k++) {
+		w = 700.0 * (double)seg[k] / (double)sum;
+		sbuf_printf(b, "<rect x=\"%.1f\" y=\"4\" width=\"%.1f\" height=\"26\" fill=\"#%06x\" "
+			  "stroke=\"#fff\" stroke-width=\"1\"><title>%s: mean %s</title></rect>",
+			  10 + x, w, report_viridis(tints[k % 5]), wf_name(idx[k]),
+			  fmt_ns(v1, sizeof(v1), seg[k], false));
+		if (w > 56)
+			sbuf_printf(b, "<text x=\"%.1f\" y=\"48\">%s</text><text x=\"%.1f\" y=\"60\">"
+				  "%.0f%%</text>", 12 + x, wf_name(idx[k]), 12 + x,
+				  100.0 * (double)seg[k] / (double)sum);
+		x += w;
+	}
+	sbuf_puts(b, "</svg><div class=\"scroll\"><table><thead><tr><th class=\"l\">stage</th>"
+		   "<th>count</th><th>p50</th><th>p99</th><th>mean</th><th>share</th>"
+		   "<th>unmeasured</th></tr></thead><tbody>");
+	for (k = 0; k < 9; k++) {
+		const struct hist *h = &g->st[k];
+		char swatch[160] = "";
+		int j;
+
+		if (!h->count && !h->unmeasured)
+			continue;
+		for (j = 0; j < nseg; j++)	/* the stage's colour in the bar */
+			if (idx[j] == k)
+				snprintf(swatch, sizeof(swatch), "<span style=\"display:inline-block;"
+					 "width:.8em;height:.8em;margin-right:.4em;background:#%06x\">"
+					 "</span>", report_viridis(tints[j % 5]));
+		hist_percentile(h, 500000, &p);
+		fmt_ns(v1, sizeof(v1), h->count ? p : 0, false);
+		hist_percentile(h, 990000, &p);
+		fmt_ns(v2, sizeof(v2), h->count ? p : 0, false);
+		fmt_ns(v3, sizeof(v3), mean(h), false);
+		sbuf_printf(b, "<tr><td class=\"l\">%s%s%s</td><td>%" PRIu64 "</td><td>%s</td>"
+			  "<td>%s</td><td>%s</td><td>%.1f%%</td><td%s>%" PRIu64 "</td></tr>",
+			  swatch, wf_name(k), k == 4 ? " (upper bound)" : "", (uint64_t)h->count,
+			  h->count ? v1 : "-", h->count ? v2 : "-", h->count ? v3 : "-",
+			  whole ? 100.0 * (double)mean(h) / (double)whole : 0.0,
+			  h->unmeasured ? " class=\"bad\"" : "", (uint64_t)h->unmeasured);
+	}
+	sbuf_puts(b, "</tbody></table></div></div>\n");
+}
+
+static void waterfalls(const struct report *r, struct sbuf *b)
+{
+	struct wf_group *g = NULL, *ng;
+	size_t i, n = 0, j;
+	int k, shown[2] = { 0, 0 };
+
+	for (i = 0; i < r->nseries; i++) {
+		const struct rec *key = &r->series[i]->key;
+
+		if (strcmp(key->layer, "uring") && strcmp(key->layer, "aio"))
+			continue;
+		if ((k = wf_slot(key->stage)) < 0)
+			continue;
+		for (j = 0; j < n && !same_group(g[j].key, key); j++)
+			;
+		if (j == n) {
+			ng = realloc(g, (n + 1) * sizeof(*g));
+			if (!ng)
+				break;
+			g = ng;
+			memset(&g[n], 0, sizeof(g[n]));
+			g[n++].key = key;
+		}
+		hist_merge(&g[j].st[k], &key->h);
+		if (k >= 6 && key->h.count > g[j].count)
+			g[j].count = key->h.count;
+	}
+	if (!n) {
+		free(g);
+		return;
+	}
+	qsort(g, n, sizeof(*g), group_cmp);
+	sbuf_puts(b, "<section id=\"waterfalls\"><h2>Waterfalls</h2><p class=\"help\">io_uring "
+		   "and aio requests per process and opcode (their paths merged): the mean time "
+		   "of each stage a request lives through, in order, and its share of the mean "
+		   "whole (submit to reap). submit_bio, wait, device and device_cqe are measured "
+		   "for O_DIRECT requests linked to their bios only, so their shares come from "
+		   "those; cqe_reap is an upper bound.</p>\n");
+	for (i = 0; i < n; i++) {
+		int l = !strcmp(g[i].key->layer, "aio");
+
+		if (shown[l]++ >= r->o.top)
+			continue;
+		waterfall(&g[i], b);
+	}
+	sbuf_puts(b, "</section>\n");
+	free(g);
+}
+
+static void recording(const struct report *r, struct sbuf *b)
+{
+	size_t i, k;
+	char when[64];
+
+	sbuf_puts(b, "<section id=\"recording\"><h2>Recording</h2>\n");
+	for (i = 0; i < r->nfiles; i++) {
+		const struct file_info *f = &r->files[i];
+
+		sbuf_puts(b, "<dl><dt>file</dt><dd>");
+		esc(b, f->file);
+		sbuf_puts(b, "</dd>");
+		if (f->has_meta) {
+			fmt_date(when, sizeof(when), f->meta.start_ns);
+			sbuf_puts(b, "<dt>host</dt><dd>");
+			esc(b, f->meta.host);
+			sbuf_puts(b, "</dd><dt>kernel</dt><dd>");
+			esc(b, f->meta.kernel);
+			sbuf_printf(b, "</dd><dt>CPUs</dt><dd>%ld</dd><dt>iostrata</dt><dd>", f->meta.cpus);
+			esc(b, f->meta.version);
+			sbuf_printf(b, " (format %d)</dd><dt>started</dt><dd>%s</dd><dt>command</dt><dd>",
+				  f->meta.format, when);
+			esc(b, f->meta.command);
+			sbuf_puts(b, "</dd>");
+			for (k = 0; k < f->meta.nkv; k++) {
+				sbuf_puts(b, "<dt>");
+				esc(b, f->meta.kv[k].key);
+				sbuf_puts(b, "</dt><dd>");
+				esc(b, f->meta.kv[k].val);
+				sbuf_puts(b, "</dd>");
+			}
+		} else {
+			sbuf_puts(b, "<dt>meta</dt><dd>none (iostrata -j output, or an older "
+				   "recording)</dd>");
+		}
+		sbuf_puts(b, "<dt>ended</dt><dd>");
+		if (f->has_end) {
+			esc(b, f->end_reason);
+			sbuf_printf(b, ", after %" PRIu64 " intervals", f->end_intervals);
+		} else {
+			sbuf_puts(b, "no end record: the recording was cut short (killed, or still "
+				   "running)");
+		}
+		sbuf_puts(b, "</dd></dl>\n");
+	}
+	if (r->nevents) {
+		int j, any = 0;
+
+		for (j = 0; j < r->nevents; j++) {
+			if (!r->events[j].n)
+				continue;
+			sbuf_puts(b, any++ ? ", " : "<p>Events of the traced applications: ");
+			esc(b, r->events[j].name);	/* names come from the file: escaped */
+			sbuf_printf(b, "&nbsp;%" PRIu64, r->events[j].n);
+		}
+		if (any)
+			sbuf_puts(b, "</p>\n");
+	}
+	sbuf_puts(b, "</section>\n");
+}
+
+static void heatmaps(const struct panel *p, int n, const struct sbuf *svgs, struct sbuf *b)
+{
+	const char *layer = NULL;
+	bool in_grid = false;
+	int i;
+
+	sbuf_puts(b, "<section id=\"heatmaps\"><h2>Heatmaps</h2><p class=\"help\">Time (UTC) "
+		   "across, latency up (whole buckets of the tracer's log-linear scheme, merged "
+		   "to fewer rows per octave where a panel is small), colour by the count of "
+		   "I/O that completed in that time with that latency; hatched: none. Lines: "
+		   "p50 (solid), p99 (dashed), max (dotted), per column. Every cell has a "
+		   "tooltip: its time, latency range, count and share of its column.</p>\n");
+	for (i = 0; i < n; i++) {
+		if (!layer || strcmp(layer, p[i].layer)) {
+			if (in_grid)
+				sbuf_puts(b, "</div>");
+			in_grid = false;
+			layer = p[i].layer;
+			sbuf_puts(b, "<h3 id=\"layer-");
+			esc(b, layer);
+			sbuf_puts(b, "\">");
+			esc(b, layer);
+			sbuf_puts(b, "</h3>\n");
+		}
+		if (p[i].small && !in_grid) {
+			sbuf_puts(b, "<div class=\"panels\">");
+			in_grid = true;
+		} else if (!p[i].small && in_grid) {
+			sbuf_puts(b, "</div>");
+			in_grid = false;
+		}
+		sbuf_printf(b, "<div class=\"panel\" id=\"%s\">", p[i].id);
+		sbuf_put(b, svgs[i].p ? svgs[i].p : "", svgs[i].len);
+		sbuf_puts(b, "</div>\n");
+	}
+	if (in_grid)
+		sbuf_puts(b, "</div>");
+	sbuf_puts(b, "</section>\n");
+}
+
+void html_page(const struct report *r, struct panel *panels, int npanels,
+	       const struct sbuf *svgs, struct sbuf *b)
+{
+	const struct file_info *f = r->nfiles ? &r->files[0] : NULL;
+	char from[64];
+	const char *layer = NULL;
+	int i;
+
+	fmt_date(from, sizeof(from), r->t0);
+	sbuf_puts(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+		   "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");
+	sbuf_printf(b, "<meta name=\"generator\" content=\"iostrata report\">"
+		  "<meta name=\"iostrata-panels\" content=\"%d\"><title>I/O latency: ", npanels);
+	esc(b, f && f->has_meta ? f->meta.host : "recording");
+	sbuf_printf(b, ", %s</title><style>%s%s</style></head><body>\n", r->nivs ? from : "",
+		  css, svg_rules);
+	header(r, b);
+	drops_banner(r, b);
+	sbuf_puts(b, "<nav><a href=\"#summary\">Summary</a>");
+	for (i = 0; i < npanels; i++)
+		if (!layer || strcmp(layer, panels[i].layer)) {
+			layer = panels[i].layer;
+			sbuf_puts(b, "<a href=\"#layer-");
+			esc(b, layer);
+			sbuf_puts(b, "\">");
+			esc(b, layer);
+			sbuf_puts(b, " heatmaps</a>");
+		}
+	sbuf_puts(b, "<a href=\"#waterfalls\">Waterfalls</a><a href=\"#labelsets\">Label sets</a>"
+		   "<a href=\"#recording\">Recording</a></nav>\n");
+	summary(r, panels, npanels, b);
+	heatmaps(panels, npanels, svgs, b);
+	waterfalls(r, b);
+	{
+		bool any = false;
+
+		for (i = 0; i < npanels; i++)
+			any |= panels[i].small;
+		if (any) {
+			sbuf_puts(b, "<section id=\"labelsets\"><h2>Label sets</h2><p class=\"help\">"
+				   "The label sets with the most I/O in each layer (--top), every "
+				   "stage.</p><div class=\"scroll\"><table><thead><tr><th class=\"l\">"
+				   "label set</th><th class=\"l\">stage</th><th>count</th><th>p50</th>"
+				   "<th>p90</th><th>p99</th><th>p99.9</th><th>max</th><th>unmeasured"
+				   "</th></tr></thead><tbody>");
+			label_set_rows(panels, npanels, b);
+			sbuf_puts(b, "</tbody></table></div></section>\n");
+		}
+	}
+	recording(r, b);
+	sbuf_puts(b, "<footer><p>Made by <code>iostrata report</code>: one file, nothing fetched; "
+		   "every number from the recording. Buckets: 1 ns below 16 ns, then 16 per "
+		   "power of two (bpf/hist.h).</p></footer>\n"
+		   "<script>document.documentElement.setAttribute('data-rendered',"
+		   "String(document.querySelectorAll('svg.heatmap').length));</script>\n"
+		   "</body></html>\n");
+}

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+#include "log.h"
+#include "recfile.h"
+
+struct recfile {
+	int fd;
+	gzFile gz;	/* NULL: plain NDJSON */
+	char *path;
+};
+
+static bool gz_name(const char *path)
+{
+	size_t n = strlen(path);
+
+	return n > 3 && !strcmp(path + n - 3, ".gz");
+}
+
+struct recfile *recfile_create(const char *path, bool force)
+{
+	struct recfile *f = calloc(1, sizeof(*f));
+	int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (force ? O_TRUNC : O_EXCL);
+
+	if (!f || !(f->path = strdup(path))) {
+		free(f);
+		errorf("out of memory");
+		return NULL;
+	}
+	f->fd = open(path, flags, 0644);
+	if (f->fd < 0) {
+		if (errno == EEXIST)
+			errorf("%s exists: choose another name, or --force to overwrite it", path);
+		else
+			errorf("cannot create %s: %s", path, strerror(errno));
+		goto fail;
+	}
+	if (gz_name(path)) {
+		f->gz = gzdopen(f->fd, "wb6");
+		if (!f->gz) {
+			errorf("cannot start gzip on %s", path);
+			close(f->fd);
+			unlink(path);
+			goto fail;
+		}
+	}
+	return f;
+fail:
+	free(f->path);
+	free(f);
+	return NULL;
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int recfile_line(struct recfile *f, const char *buf, size_t len)
+{
+	int zerr;
+
+	if (!f->gz) {
+		/* one write when it fits: a reader sees the line whole or not at all */
+		char *line = malloc(len + 1);
+		int err;
+
+		if (!line)
+			return write_all(f->fd, buf, len) ?: write_all(f->fd, "\n", 1);
+		memcpy(line, buf, len);
+		line[len] = '\n';
+		err = write_all(f->fd, line, len + 1);
+		free(line);
+		return err;
+	}
+	if ((len && gzwrite(f->gz, buf, (unsigned int)len) != (int)len) ||
+	    gzwrite(f->gz, "\n", 1) != 1 || gzflush(f->gz, Z_SYNC_FLUSH) != Z_OK) {
+		gzerror(f->gz, &zerr);
+		if (zerr != Z_ERRNO)
+			errno = EIO;
+		return -1;
+	}
+	return 0;
+}
+
+int recfile_close(struct recfile *f)
+{
+	int err = 0;
+
+	if (!f)
+		return 0;
+	if (f->gz) {
+		if (gzclose(f->gz) != Z_OK)	/* closes fd too */
+			err = -1;
+	} else if (close(f->fd)) {
+		err = -1;
+	}
+	if (err)
+		errorf("closing %s: %s", f->path, strerror(errno ? errno : EIO));
+	free(f->path);
+	free(f);
+	return err;
+}
+
+void recfile_discard(struct recfile *f)
+{
+	if (!f)
+		return;
+	if (f->gz)
+		gzclose(f->gz);
+	else
+		close(f->fd);
+	unlink(f->path);
+	free(f->path);
+	free(f);
+}

@@ -1,0 +1,839 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The report's intake and panels: every interval's non-empty buckets are kept, sparse, per
+ * layer, label set and stage; at write time they are binned into panels (time columns x
+ * latency rows made of whole buckets of bpf/hist.h) and rendered (svg.c, html.c).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include "layer.h"
+#include "log.h"
+#include "report_int.h"
+
+/* Columns of a big panel and of a label set's small one, before the size budget. */
+#define BIG_COLS	120
+#define SMALL_COLS	60
+#define MIN_COLS	16
+/* Rows a panel holds at most: the finest of 16, 8, 4, 2, 1 rows per octave that fits. */
+#define BIG_ROWS	56
+#define SMALL_ROWS	22
+/* Non-empty cells in all panels together: each carries its tooltip (~150 bytes). */
+#define CELL_BUDGET	26000
+
+struct report *report_new(const struct report_opts *o)
+{
+	struct report *r = calloc(1, sizeof(*r));
+
+	if (!r) {
+		errorf("out of memory");
+		return NULL;
+	}
+	r->o = *o;
+	return r;
+}
+
+static const char *keep(struct report *r, const char *s)
+{
+	char **p;
+	size_t i;
+
+	for (i = 0; i < r->npool; i++)
+		if (!strcmp(r->pool[i], s))
+			return r->pool[i];
+	p = realloc(r->pool, (r->npool + 1) * sizeof(*p));
+	if (!p)
+		return NULL;
+	r->pool = p;
+	if (!(p[r->npool] = strdup(s)))
+		return NULL;
+	return p[r->npool++];
+}
+
+static char *dup_or_empty(const char *s)
+{
+	return strdup(s ? s : "");
+}
+
+int report_add_meta(struct report *r, const char *file, const struct recread_meta *m)
+{
+	struct file_info *f = realloc(r->files, (r->nfiles + 1) * sizeof(*f));
+	size_t i;
+
+	if (!f)
+		goto oom;
+	r->files = f;
+	f = &f[r->nfiles++];
+	memset(f, 0, sizeof(*f));
+	f->file = dup_or_empty(file);
+	f->has_meta = m->format > 0;
+	f->meta = *m;
+	f->meta.host = dup_or_empty(m->host);
+	f->meta.kernel = dup_or_empty(m->kernel);
+	f->meta.version = dup_or_empty(m->version);
+	f->meta.command = dup_or_empty(m->command);
+	f->meta.kv = calloc(m->nkv ? m->nkv : 1, sizeof(*m->kv));
+	if (!f->meta.kv)
+		goto oom;
+	for (i = 0; i < m->nkv; i++) {
+		f->meta.kv[i].key = dup_or_empty(m->kv[i].key);
+		f->meta.kv[i].val = dup_or_empty(m->kv[i].val);
+	}
+	return 0;
+oom:
+	errorf("out of memory");
+	return -1;
+}
+
+void report_add_end(struct report *r, const char *file, const struct recread_end *e)
+{
+	struct file_info *f = r->nfiles ? &r->files[r->nfiles - 1] : NULL;
+
+	if (!f || strcmp(f->file, file))
+		return;
+	f->has_end = true;
+	free(f->end_reason);
+	f->end_reason = dup_or_empty(e->reason);
+	f->end_intervals = e->intervals;
+}
+
+void report_add_note(struct report *r, const char *note)
+{
+	char **n = realloc(r->notes, (r->nnotes + 1) * sizeof(*n));
+
+	if (!n)
+		return;
+	r->notes = n;
+	if ((n[r->nnotes] = strdup(note)))
+		r->nnotes++;
+}
+
+/* FNV-1a over the layer, stage and labels. */
+static uint64_t key_hash(const struct rec *k, bool with_stage)
+{
+	const char *parts[8] = { k->layer, with_stage ? k->stage : "", k->disk, k->op, k->flags,
+				 k->syscall, k->opcode, k->comm };
+	uint64_t h = 1469598103934665603ULL;
+	const unsigned char *p;
+	int i;
+
+	for (i = 0; i < 8; i++) {
+		for (p = (const unsigned char *)parts[i]; *p; p++)
+			h = (h ^ *p) * 1099511628211ULL;
+		h = (h ^ 0x1f) * 1099511628211ULL;
+	}
+	return (h ^ k->pid) * 1099511628211ULL;
+}
+
+static bool same_key(const struct rec *a, const struct rec *b)
+{
+	return !strcmp(a->stage, b->stage) && rec_same_labels(a, b);
+}
+
+static int labelset_of(struct report *r, const struct rec *k)
+{
+	struct labelset *l;
+	size_t i;
+
+	for (i = 0; i < r->nlabelsets; i++)
+		if (rec_same_labels(&r->labelsets[i].key, k))
+			return (int)i;
+	l = realloc(r->labelsets, (r->nlabelsets + 1) * sizeof(*l));
+	if (!l)
+		return -1;
+	r->labelsets = l;
+	l = &l[r->nlabelsets];
+	memset(l, 0, sizeof(*l));
+	l->key = *k;
+	memset(&l->key.h, 0, sizeof(l->key.h));
+	return (int)r->nlabelsets++;
+}
+
+static int table_grow(struct report *r)
+{
+	size_t cap = r->tcap ? r->tcap * 2 : 256, i, j;
+	size_t *t = calloc(cap, sizeof(*t));
+
+	if (!t)
+		return -1;
+	for (i = 0; i < r->nseries; i++) {
+		for (j = r->series[i]->hash & (cap - 1); t[j]; j = (j + 1) & (cap - 1))
+			;
+		t[j] = i + 1;
+	}
+	free(r->table);
+	r->table = t;
+	r->tcap = cap;
+	return 0;
+}
+
+static struct series *series_of(struct report *r, const struct rec *rec)
+{
+	uint64_t h = key_hash(rec, true);
+	struct series *s, **v;
+	size_t j;
+	int ls;
+
+	if (r->tcap) {
+		for (j = h & (r->tcap - 1); r->table[j]; j = (j + 1) & (r->tcap - 1)) {
+			s = r->series[r->table[j] - 1];
+			if (s->hash == h && same_key(&s->key, rec))
+				return s;
+		}
+	}
+	if ((r->nseries + 1) * 2 > r->tcap && table_grow(r))
+		return NULL;
+	v = realloc(r->series, (r->nseries + 1) * sizeof(*v));
+	if (!v)
+		return NULL;
+	r->series = v;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->key = *rec;
+	memset(&s->key.h, 0, sizeof(s->key.h));
+	s->key.layer = keep(r, rec->layer);
+	s->key.stage = keep(r, rec->stage);
+	ls = labelset_of(r, &s->key);
+	if (!s->key.layer || !s->key.stage || ls < 0) {
+		free(s);
+		return NULL;
+	}
+	s->labelset = ls;
+	s->hash = h;
+	v[r->nseries] = s;
+	for (j = h & (r->tcap - 1); r->table[j]; j = (j + 1) & (r->tcap - 1))
+		;
+	r->table[j] = ++r->nseries;
+	return s;
+}
+
+static int series_add(struct series *s, uint32_t iv, const struct hist *h)
+{
+	struct hist *t = &s->key.h;
+	uint32_t i, lo, hi;
+
+	if (!h->count) {
+		t->unmeasured += h->unmeasured;
+		return 0;
+	}
+	/* every count lies in the slots from min's to max's: only those are looked at */
+	lo = hist_index(h->min_ns);
+	hi = hist_index(h->max_ns);
+	if (hi >= HIST_NSLOTS)
+		hi = HIST_NSLOTS - 1;
+	if (!t->count || h->min_ns < t->min_ns)
+		t->min_ns = h->min_ns;
+	if (h->max_ns > t->max_ns)
+		t->max_ns = h->max_ns;
+	t->count += h->count;
+	t->sum_ns += h->sum_ns;
+	t->unmeasured += h->unmeasured;
+	if (s->nivs == s->icap) {
+		size_t cap = s->icap ? s->icap * 2 : 64;
+		struct ivstat *v = realloc(s->ivs, cap * sizeof(*v));
+
+		if (!v)
+			return -1;
+		s->ivs = v;
+		s->icap = cap;
+	}
+	s->ivs[s->nivs++] = (struct ivstat){ iv, h->count, h->min_ns, h->max_ns, h->sum_ns };
+	for (i = lo; i <= hi; i++) {
+		if (!h->slots[i])
+			continue;
+		t->slots[i] += h->slots[i];
+		if (s->npts == s->cap) {
+			size_t cap = s->cap ? s->cap * 2 : 256;
+			struct pt *p = realloc(s->pts, cap * sizeof(*p));
+
+			if (!p)
+				return -1;
+			s->pts = p;
+			s->cap = cap;
+		}
+		s->pts[s->npts++] = (struct pt){ iv, i, h->slots[i] };
+	}
+	return 0;
+}
+
+int report_add_interval(struct report *r, const struct interval *iv)
+{
+	struct interval_info *ii;
+	uint32_t idx = (uint32_t)r->nivs;
+	size_t i;
+	int j;
+
+	if (r->nivs == r->ivcap) {
+		size_t cap = r->ivcap ? r->ivcap * 2 : 1024;
+
+		ii = realloc(r->ivs, cap * sizeof(*ii));
+		if (!ii)
+			goto oom;
+		r->ivs = ii;
+		r->ivcap = cap;
+	}
+	ii = &r->ivs[r->nivs++];
+	memset(ii, 0, sizeof(*ii));
+	ii->ts_ns = iv->ts_ns;
+	ii->interval_ns = iv->interval_ns;
+	for (i = 0; i < iv->recs.n; i++) {
+		struct series *s = series_of(r, &iv->recs.v[i]);
+
+		if (!s || series_add(s, idx, &iv->recs.v[i].h))
+			goto oom;
+	}
+	for (j = 0; j < iv->ndrops; j++) {
+		const char *name = keep(r, iv->drops[j].name);
+
+		ii->drops += iv->drops[j].n;
+		if (name)
+			counters_add(r->drops, &r->ndrops, name, iv->drops[j].n);
+	}
+	for (j = 0; j < iv->nevents; j++) {
+		const char *name = keep(r, iv->events[j].name);
+
+		if (name)
+			counters_add(r->events, &r->nevents, name, iv->events[j].n);
+	}
+	if (!r->t0 || iv->ts_ns - (iv->ts_ns > iv->interval_ns ? iv->interval_ns : 0) < r->t0)
+		r->t0 = iv->ts_ns - (iv->ts_ns > iv->interval_ns ? iv->interval_ns : 0);
+	if (iv->ts_ns > r->t1)
+		r->t1 = iv->ts_ns;
+	return 0;
+oom:
+	errorf("out of memory reading the recording (interval %zu)", r->nivs);
+	return -1;
+}
+
+int report_row_key(uint32_t slot, int rpo)
+{
+	if (slot < HIST_SUB)	/* exact values below 16 ns: one row per octave */
+		return slot ? 1 + (int)hist_msb(slot) : 0;
+	return 5 + (int)((slot >> HIST_SUB_BITS) - 1) * rpo +
+	       (int)(slot & (HIST_SUB - 1)) / (HIST_SUB / rpo);
+}
+
+int report_column(const struct report *r, size_t i, int cols)
+{
+	const struct interval_info *ii = &r->ivs[i];
+	uint64_t span = r->t1 > r->t0 ? r->t1 - r->t0 : 1;
+	uint64_t mid = ii->ts_ns - (ii->interval_ns < ii->ts_ns ? ii->interval_ns / 2 : 0);
+	int c;
+
+	if (mid < r->t0)
+		mid = r->t0;
+	c = (int)((unsigned __int128)(mid - r->t0) * (unsigned)cols / span);
+	return c >= cols ? cols - 1 : c;
+}
+
+void panel_unbin(struct panel *p)
+{
+	free(p->grid);
+	free(p->colsum);
+	free(p->colmax);
+	free(p->colh);
+	free(p->rowlo);
+	free(p->rowhi);
+	p->grid = p->colsum = p->colmax = p->rowlo = p->rowhi = NULL;
+	p->colh = NULL;
+	p->cells = 0;
+}
+
+/* Rows per octave: the finest (up to rpo_cap) that keeps the panel's span within its rows. */
+static int choose_rpo(const struct panel *p, uint32_t lo_slot, uint32_t hi_slot)
+{
+	static const int choices[] = { 16, 8, 4, 2, 1 };
+	int max_rows = p->small ? SMALL_ROWS : BIG_ROWS, i;
+
+	for (i = 0; i < 4; i++)
+		if (choices[i] <= p->rpo_cap &&
+		    report_row_key(hi_slot, choices[i]) - report_row_key(lo_slot, choices[i]) + 1 <=
+		    max_rows)
+			return choices[i];
+	return 1;
+}
+
+int panel_bin(const struct report *r, struct panel *p, int cols)
+{
+	uint32_t lo_slot = HIST_NSLOTS, hi_slot = 0, slot;
+	int k, c, s, *col_of = NULL;
+	size_t i;
+
+	panel_unbin(p);
+	for (s = 0; s < p->nser; s++)
+		for (slot = 0; slot < HIST_NSLOTS; slot++)
+			if (p->ser[s]->key.h.slots[slot]) {
+				if (slot < lo_slot)
+					lo_slot = slot;
+				if (slot > hi_slot)
+					hi_slot = slot;
+			}
+	if (lo_slot == HIST_NSLOTS)
+		lo_slot = hi_slot = hist_index(1000);	/* nothing measured: an empty 1 us row */
+	/* a narrow span gets an octave of room either side: one bucket is not a whole panel */
+	if (hi_slot - lo_slot < 2 * HIST_SUB) {
+		lo_slot = lo_slot > HIST_SUB ? lo_slot - HIST_SUB : 0;
+		hi_slot = hi_slot + HIST_SUB < HIST_OVERFLOW ? hi_slot + HIST_SUB : HIST_OVERFLOW - 1;
+	}
+	p->cols = cols;
+	p->rpo = choose_rpo(p, lo_slot, hi_slot);
+	p->key0 = report_row_key(lo_slot, p->rpo);
+	p->nrows = report_row_key(hi_slot, p->rpo) - p->key0 + 1;
+	p->grid = calloc((size_t)cols * (size_t)p->nrows, sizeof(*p->grid));
+	p->colsum = calloc((size_t)cols, sizeof(*p->colsum));
+	p->colmax = calloc((size_t)cols, sizeof(*p->colmax));
+	p->colh = calloc((size_t)cols, sizeof(*p->colh));
+	p->rowlo = calloc((size_t)p->nrows, sizeof(*p->rowlo));
+	p->rowhi = calloc((size_t)p->nrows, sizeof(*p->rowhi));
+	col_of = malloc((r->nivs ? r->nivs : 1) * sizeof(*col_of));
+	if (!p->grid || !p->colsum || !p->colmax || !p->colh || !p->rowlo || !p->rowhi ||
+	    !col_of) {
+		free(col_of);
+		panel_unbin(p);
+		return -1;
+	}
+	/* row bounds: the union of the buckets each row holds */
+	for (slot = HIST_NSLOTS; slot-- > 0;) {
+		k = report_row_key(slot, p->rpo) - p->key0;
+		if (k < 0 || k >= p->nrows)
+			continue;
+		p->rowlo[k] = hist_lo(slot);
+		if (!p->rowhi[k])
+			p->rowhi[k] = slot >= HIST_OVERFLOW ? UINT64_MAX : hist_hi(slot);
+	}
+	for (i = 0; i < r->nivs; i++)
+		col_of[i] = report_column(r, i, cols);
+	for (s = 0; s < p->nser; s++) {
+		const struct series *se = p->ser[s];
+
+		for (i = 0; i < se->npts; i++) {
+			const struct pt *pt = &se->pts[i];
+
+			p->colh[col_of[pt->iv]].slots[pt->slot] += pt->n;
+		}
+		for (i = 0; i < se->nivs; i++) {
+			const struct ivstat *st = &se->ivs[i];
+			struct hist *h = &p->colh[col_of[st->iv]];
+
+			if (!h->count || st->min < h->min_ns)
+				h->min_ns = st->min;
+			if (st->max > h->max_ns)
+				h->max_ns = st->max;
+			h->count += st->count;
+			h->sum_ns += st->sum;
+		}
+	}
+	for (c = 0; c < cols; c++) {
+		struct hist *h = &p->colh[c];
+
+		p->colmax[c] = h->max_ns;
+		for (slot = lo_slot; slot <= hi_slot; slot++) {
+			uint64_t *g;
+
+			if (!h->slots[slot])
+				continue;
+			k = report_row_key(slot, p->rpo) - p->key0;
+			g = &p->grid[(size_t)c * (size_t)p->nrows + (size_t)k];
+			p->cells += !*g;
+			*g += h->slots[slot];
+			p->colsum[c] += h->slots[slot];
+		}
+	}
+	free(col_of);
+	return 0;
+}
+
+/* ---- panels */
+
+static int labelset_cmp(const void *a, const void *b)
+{
+	const struct labelset *x = *(const struct labelset *const *)a,
+			      *y = *(const struct labelset *const *)b;
+	int c = strcmp(x->key.layer, y->key.layer);
+
+	if (c)
+		return c;
+	return x->count < y->count ? 1 : x->count > y->count ? -1 : 0;
+}
+
+/* Each label set's rank in its layer, by the largest count of its stages. */
+static int rank_labelsets(struct report *r)
+{
+	struct labelset **v = calloc(r->nlabelsets + 1, sizeof(*v));
+	size_t i;
+	int rank = 0;
+
+	if (!v)
+		return -1;
+	for (i = 0; i < r->nseries; i++) {
+		struct labelset *l = &r->labelsets[r->series[i]->labelset];
+
+		if (r->series[i]->key.h.count > l->count)
+			l->count = r->series[i]->key.h.count;
+	}
+	for (i = 0; i < r->nlabelsets; i++)
+		v[i] = &r->labelsets[i];
+	qsort(v, r->nlabelsets, sizeof(*v), labelset_cmp);
+	for (i = 0; i < r->nlabelsets; i++) {
+		if (i && strcmp(v[i]->key.layer, v[i - 1]->key.layer))
+			rank = 0;
+		v[i]->rank = rank++;
+	}
+	free(v);
+	return 0;
+}
+
+static int layer_order(const char *name)
+{
+	int id;
+
+	return layer_by_name(name, &id) ? id : NLAYERS;
+}
+
+static int series_cmp(const void *a, const void *b)
+{
+	const struct series *x = *(const struct series *const *)a,
+			    *y = *(const struct series *const *)b;
+	int c = layer_order(x->key.layer) - layer_order(y->key.layer);
+
+	if (c)
+		return c;
+	if ((c = strcmp(x->key.layer, y->key.layer)))
+		return c;
+	if ((c = x->key.stage_order - y->key.stage_order))
+		return c;
+	return strcmp(x->key.stage, y->key.stage);
+}
+
+static void slug(char *dst, size_t len, const char *src)
+{
+	size_t n = 0;
+
+	for (; *src && n + 1 < len; src++) {
+		char ch = *src;
+
+		if ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_')
+			dst[n++] = ch;
+		else if (ch >= 'A' && ch <= 'Z')
+			dst[n++] = (char)(ch - 'A' + 'a');
+		else if (n && dst[n - 1] != '-')
+			dst[n++] = '-';
+	}
+	while (n && dst[n - 1] == '-')
+		n--;
+	dst[n] = '\0';
+}
+
+static struct panel *panel_new(struct panel **v, int *n, const struct series *s, int labelset)
+{
+	struct panel *p = realloc(*v, (size_t)(*n + 1) * sizeof(*p)), *q;
+	char lab[160], id[200];
+
+	if (!p)
+		return NULL;
+	*v = p;
+	q = &p[(*n)++];
+	memset(q, 0, sizeof(*q));
+	q->layer = s->key.layer;
+	q->stage = s->key.stage;
+	q->stage_order = s->key.stage_order;
+	q->labelset = labelset;
+	if (labelset < 0)
+		snprintf(q->labels, sizeof(q->labels), "all");
+	else
+		rec_labels(&s->key, q->labels, sizeof(q->labels));
+	snprintf(lab, sizeof(lab), "%s", q->labels);
+	snprintf(id, sizeof(id), "%s-%s-%s", q->layer, q->stage, lab);
+	slug(q->id, sizeof(q->id), id);
+	q->small = labelset >= 0;
+	return q;
+}
+
+static int panel_take(struct panel *p, struct series *s)
+{
+	struct series **v = realloc(p->ser, (size_t)(p->nser + 1) * sizeof(*v));
+
+	if (!v)
+		return -1;
+	p->ser = v;
+	v[p->nser++] = s;
+	p->count += s->key.h.count;
+	p->unmeasured += s->key.h.unmeasured;
+	return 0;
+}
+
+/*
+ * Per layer and stage: one big panel of every label set merged (the label set's own when the
+ * layer has one), then the top label sets' small panels. Ids made unique.
+ */
+static int build_panels(struct report *r, struct panel **out, int *nout)
+{
+	struct series **v = malloc((r->nseries + 1) * sizeof(*v));
+	struct panel *panels = NULL, *p;
+	int n = 0, lsets, a, b, top = r->o.top;
+	size_t i, j, k;
+
+	if (!v)
+		return -1;
+	if (r->nseries)
+		memcpy(v, r->series, r->nseries * sizeof(*v));
+	qsort(v, r->nseries, sizeof(*v), series_cmp);
+	for (i = 0; i < r->nseries; i = j) {
+		/* v[i..j): one layer and stage */
+		for (j = i + 1; j < r->nseries && !series_cmp(&v[i], &v[j]); j++)
+			;
+		lsets = 0;
+		for (k = 0; k < r->nlabelsets; k++)
+			lsets += !strcmp(r->labelsets[k].key.layer, v[i]->key.layer);
+		p = panel_new(&panels, &n, v[i], lsets == 1 ? v[i]->labelset : -1);
+		if (!p)
+			goto oom;
+		p->small = false;
+		for (k = i; k < j; k++)
+			if (panel_take(p, v[k]))
+				goto oom;
+		if (lsets == 1)
+			continue;
+		for (a = 0; a < top; a++) {
+			for (k = i; k < j; k++) {
+				if (r->labelsets[v[k]->labelset].rank != a)
+					continue;
+				p = panel_new(&panels, &n, v[k], v[k]->labelset);
+				if (!p || panel_take(p, v[k]))
+					goto oom;
+			}
+		}
+	}
+	/* ids: the label text may repeat after slugging */
+	for (a = 0; a < n; a++)
+		for (b = 0; b < a; b++)
+			if (!strcmp(panels[a].id, panels[b].id)) {
+				size_t l = strlen(panels[a].id);
+
+				snprintf(panels[a].id + (l > 180 ? 180 : l), 20, "-%d", a);
+				break;
+			}
+	free(v);
+	*out = panels;
+	*nout = n;
+	return 0;
+oom:
+	free(v);
+	for (a = 0; a < n; a++)
+		free(panels[a].ser);
+	free(panels);
+	return -1;
+}
+
+/*
+ * Every cell carries its tooltip, so the page's size is about its non-empty cells. Within
+ * CELL_BUDGET: full detail when it fits; else fewer rows per octave first (16 -> 8 -> 4 for
+ * the big panels, 4 -> 2 for the small ones: time matters more over a long recording than
+ * the last 3 % of latency), then fewer columns, scaled by how far over the budget it is.
+ */
+static const struct { int big_rpo, small_rpo; } levels[] = { { 16, 4 }, { 8, 4 }, { 4, 2 } };
+
+static size_t bin_pass(const struct report *r, struct panel *p, int n, int level, double scale)
+{
+	int i, cols, ivs = (int)(r->nivs < 100000 ? r->nivs : 100000);
+	size_t cells = 0;
+
+	for (i = 0; i < n; i++) {
+		cols = (int)((p[i].small ? SMALL_COLS : BIG_COLS) * scale);
+		if (cols < MIN_COLS)
+			cols = MIN_COLS;
+		if (cols > ivs)
+			cols = ivs > 0 ? ivs : 1;
+		p[i].rpo_cap = p[i].small ? levels[level].small_rpo : levels[level].big_rpo;
+		if (panel_bin(r, &p[i], cols))
+			return SIZE_MAX;
+		cells += p[i].cells;
+	}
+	return cells;
+}
+
+static int bin_all(const struct report *r, struct panel *p, int n)
+{
+	int level = 0, last = (int)(sizeof(levels) / sizeof(levels[0])) - 1;
+	double scale = 1.0;
+	size_t cells;
+
+	for (;;) {
+		cells = bin_pass(r, p, n, level, scale);
+		if (cells == SIZE_MAX)
+			return -1;
+		if (cells <= CELL_BUDGET || scale < 0.1)
+			break;
+		if (level < last)	/* far over: straight to the coarsest rows */
+			level = cells > 2 * CELL_BUDGET ? last : level + 1;
+		else
+			scale *= scale < 1.0 ? 0.8 : 0.95 * CELL_BUDGET / (double)cells;
+	}
+	vlog("report: %d panels, %zu cells (level %d, column scale %.2f)", n, cells, level, scale);
+	return 0;
+}
+
+/* ---- writing: each file to FILE.tmp, renamed when whole */
+
+static int write_whole(const char *path, const struct sbuf *b)
+{
+	char tmp[4200];
+	FILE *f;
+	int err;
+
+	if (b->oom) {
+		errorf("out of memory rendering %s", path);
+		return -1;
+	}
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "w");
+	if (!f) {
+		errorf("cannot create %s: %s", tmp, strerror(errno));
+		return -1;
+	}
+	err = fwrite(b->p, 1, b->len, f) != b->len;
+	err |= fclose(f) != 0;
+	if (err || rename(tmp, path)) {
+		errorf("writing %s: %s", path, strerror(errno ? errno : EIO));
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+static int write_svgs(const struct report *r, struct panel *p, int n)
+{
+	char path[4200];
+	struct sbuf b = { 0 };
+	struct stat st;
+	int i;
+
+	if (mkdir(r->o.svg_dir, 0755) && errno != EEXIST) {
+		errorf("cannot create %s: %s", r->o.svg_dir, strerror(errno));
+		return -1;
+	}
+	if (stat(r->o.svg_dir, &st) || !S_ISDIR(st.st_mode)) {
+		errorf("--svg %s: not a directory", r->o.svg_dir);
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		b.len = 0;
+		svg_heatmap(r, &p[i], true, &b);
+		snprintf(path, sizeof(path), "%s/%s.svg", r->o.svg_dir, p[i].id);
+		if (write_whole(path, &b)) {
+			sbuf_free(&b);
+			return -1;
+		}
+	}
+	sbuf_free(&b);
+	return 0;
+}
+
+int report_write(struct report *r)
+{
+	struct panel *panels = NULL;
+	struct sbuf *svgs = NULL, page = { 0 };
+	int n = 0, i, err = -1;
+	char from[64], to[64];
+
+	if (rank_labelsets(r) || build_panels(r, &panels, &n) || bin_all(r, panels, n)) {
+		errorf("out of memory building the report");
+		goto out;
+	}
+	svgs = calloc((size_t)n + 1, sizeof(*svgs));
+	if (!svgs) {
+		errorf("out of memory building the report");
+		goto out;
+	}
+	for (i = 0; i < n; i++)
+		svg_heatmap(r, &panels[i], false, &svgs[i]);
+	html_page(r, panels, n, svgs, &page);
+	if (write_whole(r->o.html, &page))
+		goto out;
+	if (r->o.svg_dir && write_svgs(r, panels, n)) {
+		unlink(r->o.html);
+		goto out;
+	}
+	fmt_date(from, sizeof(from), r->t0);
+	fmt_date(to, sizeof(to), r->t1);
+	printf("%s: %d panels, %.1f KiB, %zu intervals from %s to %s\n", r->o.html, n,
+	       page.len / 1024.0, r->nivs, r->nivs ? from : "-", r->nivs ? to : "-");
+	if (r->o.svg_dir)
+		printf("%s: %d SVG files\n", r->o.svg_dir, n);
+	err = 0;
+out:
+	for (i = 0; i < n; i++) {
+		panel_unbin(&panels[i]);
+		free(panels[i].ser);
+		if (svgs)
+			sbuf_free(&svgs[i]);
+	}
+	free(panels);
+	free(svgs);
+	sbuf_free(&page);
+	return err;
+}
+
+void report_free(struct report *r)
+{
+	size_t i, j;
+
+	if (!r)
+		return;
+	for (i = 0; i < r->nseries; i++) {
+		free(r->series[i]->pts);
+		free(r->series[i]->ivs);
+		free(r->series[i]);
+	}
+	free(r->series);
+	free(r->table);
+	free(r->labelsets);
+	free(r->ivs);
+	for (i = 0; i < r->nfiles; i++) {
+		struct file_info *f = &r->files[i];
+
+		for (j = 0; j < f->meta.nkv; j++) {
+			free(f->meta.kv[j].key);
+			free(f->meta.kv[j].val);
+		}
+		free(f->meta.kv);
+		free(f->meta.host);
+		free(f->meta.kernel);
+		free(f->meta.version);
+		free(f->meta.command);
+		free(f->end_reason);
+		free(f->file);
+	}
+	free(r->files);
+	for (i = 0; i < r->nnotes; i++)
+		free(r->notes[i]);
+	free(r->notes);
+	for (i = 0; i < r->npool; i++)
+		free(r->pool[i]);
+	free(r->pool);
+	free(r);
+}
+
+void fmt_clock(char *buf, size_t len, uint64_t ns, bool seconds)
+{
+	time_t t = (time_t)(ns / 1000000000ULL);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(buf, len, seconds ? "%H:%M:%S" : "%H:%M", &tm);
+}
+
+void fmt_date(char *buf, size_t len, uint64_t ns)
+{
+	time_t t = (time_t)(ns / 1000000000ULL);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(buf, len, "%Y-%m-%d %H:%M:%S UTC", &tm);
+}
