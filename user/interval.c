@@ -42,7 +42,9 @@ static int labels_cmp(const struct rec *x, const struct rec *y)
 		return c;
 	if (x->pid != y->pid)
 		return x->pid < y->pid ? -1 : 1;
-	return strcmp(x->comm, y->comm);
+	if ((c = strcmp(x->comm, y->comm)))
+		return c;
+	return strcmp(x->cgroup, y->cgroup);
 }
 
 int rec_same_labels(const struct rec *a, const struct rec *b)

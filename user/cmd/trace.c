@@ -14,7 +14,7 @@
 #include "cli.h"
 #include "cmd.h"
 #include "log.h"
-#include "sysinfo.h"
+#include "opts.h"
 
 struct trace_args {
 	struct trace_config cfg;
@@ -26,34 +26,30 @@ struct trace_args {
 
 static const char usage_head[] =
 "Usage: iostrata [OPTIONS] [INTERVAL [COUNT]]\n"
+"       iostrata snoop [--slower DURATION] [-l LIST] [-d DISK] [-p PID] [-c PATH] [-j]\n"
 "       iostrata features [-j] [-v]\n"
 "       iostrata calibrate [-j] [-v] [--dir DIR]\n"
 "\n"
 "Per-layer I/O latency histograms, built in the kernel. Prints every INTERVAL\n"
 "seconds (default 1) until Ctrl-C, COUNT intervals, or --duration; then one\n"
 "final interval (partial if cut short). iostrata's own I/O is never counted.\n"
-"\n"
-"  -d, --disk=DISK       only this disk (vda, /dev/nvme0n1)\n"
-"  -p, --pid=PID         only I/O queued by this process\n"
-"  -c, --cgroup=PATH     only I/O queued from this cgroup v2 or below it\n"
-"  -l, --layers=LIST     block,uring,aio,syscall (stages below; default: every\n"
-"                        available layer, only block with -d)\n"
-"      --comm=NAME       only threads named NAME (syscall layer)\n"
+"\n";
+
+/* after the shared filter options (opts.c) */
+static const char usage_own[] =
 "      --stages=LIST     only these stages (device, block.device, ...); block's\n"
 "                        device alone: 2 programs per I/O, own I/O not excluded\n"
 "  -D, --per-disk        a histogram set per disk\n"
 "  -F, --per-op          a histogram set per operation and request flags\n"
 "  -P, --per-process     a histogram set per process (uring, aio, syscall layers)\n"
 "  -O, --per-opcode      a histogram set per io_uring opcode / aio command\n"
+"  -C, --per-cgroup      a histogram set per cgroup v2 of the submitter\n"
 "  -W, --waterfall       per process/opcode: each stage's count, p50, p99 and share\n"
 "  -m, --milliseconds    show latencies in milliseconds\n"
 "  -T, --timestamp       print the time with each interval\n"
-"  -j, --json            one NDJSON record per interval on stdout\n"
-"      --duration=SEC    stop after SEC seconds\n"
-"      --inflight=N      in-flight table slots, a power of two (default 131072)\n"
-"      --fail-probe=TP   testing: act as if the kernel lacked tracepoint TP\n"
-"      --force-raw-tp    testing: attach the raw_tp twins, not tp_btf\n"
-"  -v, --verbose         show probing and libbpf diagnostics (-vv: more)\n"
+"  -j, --json            one NDJSON record per interval on stdout\n";
+
+static const char usage_end[] =
 "  -h, --help            show this help\n"
 "  -V, --version         show the version\n";
 
@@ -63,6 +59,7 @@ static const char usage_tail[] =
 "  iostrata                          all layers, whole host, every second\n"
 "  iostrata -D -F 5 3                per disk and op, three 5-second intervals\n"
 "  iostrata -d vda -j --duration 10  NDJSON for vda, stop after 10 s\n"
+"  iostrata snoop --slower 20ms      every request of 20 ms or more, one a line\n"
 "  iostrata features                 what this kernel supports\n"
 "  iostrata calibrate                check the tracer against known I/O here\n";
 
@@ -72,6 +69,12 @@ static void usage(FILE *f)
 	int i, s, n;
 
 	fputs(usage_head, f);
+	fputs(trace_opts_help, f);
+	fputs(usage_own, f);
+	fputs(trace_opts_duration_help, f);
+	fputs(trace_opts_testing_help, f);
+	fputs(trace_opts_verbose_help, f);
+	fputs(usage_end, f);
 	fputs("\nLayers (-l) and their stages:\n", f);
 	for (i = 0; i < NLAYERS; i++) {
 		fprintf(f, "  %-8s", layers[i]->name);
@@ -83,119 +86,24 @@ static void usage(FILE *f)
 	fputs(usage_tail, f);
 }
 
-enum { OPT_DURATION = 256, OPT_INFLIGHT, OPT_FAIL_PROBE, OPT_FORCE_RAW_TP, OPT_COMM,
-       OPT_STAGES };
+enum { OPT_STAGES = 256 };
 
 static const struct option long_opts[] = {
-	{ "disk", required_argument, NULL, 'd' },
-	{ "pid", required_argument, NULL, 'p' },
-	{ "cgroup", required_argument, NULL, 'c' },
+	TRACE_OPTS_LONG,
 	{ "per-disk", no_argument, NULL, 'D' },
 	{ "per-op", no_argument, NULL, 'F' },
 	{ "per-process", no_argument, NULL, 'P' },
 	{ "per-opcode", no_argument, NULL, 'O' },
+	{ "per-cgroup", no_argument, NULL, 'C' },
 	{ "waterfall", no_argument, NULL, 'W' },
-	{ "layers", required_argument, NULL, 'l' },
-	{ "comm", required_argument, NULL, OPT_COMM },
 	{ "stages", required_argument, NULL, OPT_STAGES },
 	{ "milliseconds", no_argument, NULL, 'm' },
 	{ "timestamp", no_argument, NULL, 'T' },
 	{ "json", no_argument, NULL, 'j' },
-	{ "duration", required_argument, NULL, OPT_DURATION },
-	{ "inflight", required_argument, NULL, OPT_INFLIGHT },
-	{ "fail-probe", required_argument, NULL, OPT_FAIL_PROBE },
-	{ "force-raw-tp", no_argument, NULL, OPT_FORCE_RAW_TP },
-	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ 0 },
 };
-
-static int layer_names(char *buf, size_t len)
-{
-	size_t used = 0;
-	int i;
-
-	buf[0] = '\0';
-	for (i = 0; i < NLAYERS && used < len; i++)
-		used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "",
-					 layers[i]->name);
-	return 0;
-}
-
-static int parse_layers(const char *list, unsigned int *mask)
-{
-	char buf[128], names[96], *tok, *save = NULL;
-	int id;
-
-	layer_names(names, sizeof(names));
-	snprintf(buf, sizeof(buf), "%s", list);
-	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (!layer_by_name(tok, &id)) {
-			errorf("unknown layer '%s' in -l (layers: %s)", tok, names);
-			return -1;
-		}
-		*mask |= 1u << id;
-	}
-	if (!*mask) {
-		errorf("-l needs at least one layer (%s)", names);
-		return -1;
-	}
-	return 0;
-}
-
-static int parse_seconds(const char *what, const char *s, double *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || *end || !isfinite(v) || v <= 0 || v > 31536000) {
-		errorf("bad %s '%s': expected a positive number of seconds", what, s);
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
-
-static int parse_long(const char *what, const char *s, long min, long max, long *out)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < min || v > max) {
-		errorf("bad %s '%s': expected an integer from %ld to %ld", what, s, min, max);
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
-
-/* -p takes a pid or tid; the filter matches the process (tgid) it belongs to. */
-static int resolve_pid(const char *s, pid_t *tgid_out)
-{
-	char path[64], line[256];
-	long pid, tgid = -1;
-	FILE *f;
-
-	if (parse_long("pid", s, 1, INT_MAX, &pid))
-		return -1;
-	snprintf(path, sizeof(path), "/proc/%ld/status", pid);
-	f = fopen(path, "r");
-	if (!f) {
-		errorf("no such process: %ld", pid);
-		return -1;
-	}
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Tgid: %ld", &tgid) == 1)
-			break;
-	fclose(f);
-	*tgid_out = (pid_t)(tgid > 0 ? tgid : pid);
-	return 0;
-}
 
 /*
  * --stages: each name is a stage of every layer that has it (device) or of one (block.device).
@@ -259,65 +167,30 @@ static int stages_layers(struct trace_config *c)
 static int parse_args(int argc, char **argv, struct trace_args *a)
 {
 	struct trace_config *c = &a->cfg;
-	const char *pid_arg = NULL, *disk = NULL;
+	struct trace_opts t;
 	char msg[256];
 	long v;
 	int o;
 
-	opterr = 0;
-	optind = 1;
-	while ((o = getopt_long(argc, argv, ":d:p:c:l:DFPOWmTjvhV", long_opts, NULL)) != -1) {
+	trace_opts_start(&t);
+	while ((o = trace_getopt(argc, argv, ":" TRACE_OPTS_SHORT "DFPOCWmTjhV", long_opts, c,
+				 &t)) != -1) {
 		switch (o) {
-		case 'd': disk = optarg; break;
-		case 'p': pid_arg = optarg; break;
-		case 'c': c->cgroup = optarg; break;
+		case TRACE_OPT_BAD:
+			return -1;
 		case 'D': c->per_disk = true; break;
 		case 'F': c->per_op = true; break;
 		case 'P': c->per_process = true; break;
 		case 'O': c->per_opcode = true; break;
+		case 'C': c->per_cgroup = true; break;
 		case 'W': a->text.waterfall = true; break;
-		case 'l':
-			if (parse_layers(optarg, &c->layers))
-				return -1;
-			break;
 		case OPT_STAGES:
 			if (parse_stages(optarg, c))
 				return -1;
 			break;
-		case OPT_COMM:
-			if (!*optarg || strlen(optarg) > 15) {
-				errorf("bad --comm '%s': a thread name is 1 to 15 characters", optarg);
-				return -1;
-			}
-			c->comm = optarg;
-			break;
 		case 'm': a->text.ms = true; break;
 		case 'T': a->text.timestamps = true; break;
 		case 'j': a->json = true; break;
-		case 'v': a->verbose++; break;
-		case OPT_DURATION:
-			if (parse_seconds("duration", optarg, &a->lim.duration_s))
-				return -1;
-			break;
-		case OPT_INFLIGHT:
-			if (parse_long("--inflight", optarg, 64, 1 << 24, &v))
-				return -1;
-			if (v & (v - 1)) {
-				errorf("bad --inflight '%s': expected a power of two", optarg);
-				return -1;
-			}
-			c->inflight_slots = (uint32_t)v;
-			break;
-		case OPT_FAIL_PROBE:
-			if (c->nfail_tp == MAX_FAIL_TPS) {
-				errorf("too many --fail-probe options");
-				return -1;
-			}
-			c->fail_tp[c->nfail_tp++] = optarg;
-			break;
-		case OPT_FORCE_RAW_TP:
-			c->force_raw_tp = true;
-			break;
 		case 'h':
 			usage(stdout);
 			return 1;
@@ -342,15 +215,9 @@ static int parse_args(int argc, char **argv, struct trace_args *a)
 	}
 	if (stages_layers(c))
 		return -1;
-	if (disk && disk_resolve(disk, &c->dev))
-		return -1;
-	if (pid_arg && resolve_pid(pid_arg, &c->tgid))
-		return -1;
-	if (c->cgroup && access(c->cgroup, F_OK)) {
-		errorf("-c %s: %s", c->cgroup, strerror(errno));
-		return -1;
-	}
-	return 0;
+	a->lim.duration_s = t.duration_s;
+	a->verbose = t.verbose;
+	return trace_opts_finish(c, &t);
 }
 
 /* The sink: the interval on stdout, as text or NDJSON. */
@@ -365,12 +232,7 @@ static int print_interval(const struct interval *iv, void *arg)
 		output_text(iv, &a->text, stdout);
 		err = ferror(stdout) ? -1 : 0;
 	}
-	if (!err)
-		return 0;
-	if (errno == EPIPE)
-		return -1;	/* a closed pipe is a reader's way to stop */
-	errorf("writing the output: %s", strerror(errno));
-	return 1;
+	return sink_written(err);
 }
 
 int cmd_trace(int argc, char **argv)
@@ -382,13 +244,7 @@ int cmd_trace(int argc, char **argv)
 
 	if (r)
 		return r > 0 ? 0 : 2;
-	log_init("iostrata", a.json, a.verbose);
-	if (!privileged()) {
-		errorf("must be run as root (loading BPF needs CAP_BPF and CAP_PERFMON)");
-		return 1;
-	}
-	session_signals();
-	if (session_open(&a.cfg, false, &s, NULL, NULL))
+	if (trace_session_open(&a.cfg, a.json, a.verbose, &s))
 		return 1;
 	r = session_run(s, &a.lim, print_interval, &a);
 	session_close(s);

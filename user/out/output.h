@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include "interval.h"
+#include "reqrec.h"
 
 struct text_opts {
 	bool ms;		/* -m: milliseconds */
@@ -17,5 +18,16 @@ struct text_opts {
 void output_text(const struct interval *iv, const struct text_opts *o, FILE *f);
 /* One NDJSON line; -1 when it could not be written whole. */
 int output_json(const struct interval *iv, FILE *f);
+
+/*
+ * snoop: a slow request, as a line under output_req_header's, or as an NDJSON "snoop" record;
+ * then the counts: records the ring buffer had no room for (lost, in an interval: printed only
+ * when not 0) and, at the end, printed and lost in all. -1 when not written whole.
+ */
+void output_req_header(FILE *f);
+int output_req_text(const struct req_rec *r, FILE *f);
+int output_req_json(const struct req_rec *r, FILE *f);
+int output_snoop_counts_text(uint64_t ts_ns, bool final, uint64_t printed, uint64_t lost, FILE *f);
+int output_snoop_counts_json(uint64_t ts_ns, bool final, uint64_t printed, uint64_t lost, FILE *f);
 
 #endif
