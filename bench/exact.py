@@ -120,6 +120,9 @@ def main():
         k, o = kernel.get(op, 0), ours.get(op, 0)
         if k or o:
             print(f"{op:<8} {k:>10} {o:>10} {o - k:>+7}")
+    for line in err.splitlines():
+        if "not seen completing" in line:
+            print(line)
     print(f"drops.complete_unseen {unseen}; other drops "
           f"{ {k: v for k, v in drops.items() if v and k != 'complete_unseen'} }"
           f"{'' if was_idle else '; the disk was not idle at the end of the window'}")

@@ -222,6 +222,14 @@ def run(dev, seconds, config, binary=IOSTRATA, label=None):
                      if k.startswith(prefixes))
             per[fam] = ns / ios
     runs = sum(after[k][1] - before.get(k, (0, 0))[1] for k in after)
+    progs = {}  # program name (without its id): [ns, runs] over this run
+    for k in after:
+        ns, cnt = (after[k][i] - before.get(k, (0, 0))[i] for i in (0, 1))
+        if cnt and column is None:
+            acc = progs.setdefault(k.split("#")[0], [0, 0])
+            acc[0] += ns
+            acc[1] += cnt
+    progs = {k: (cnt / ios, ns / cnt) for k, (ns, cnt) in progs.items()}
     if DETAIL:
         if label:
             print(f"  {label}:")
@@ -229,7 +237,30 @@ def run(dev, seconds, config, binary=IOSTRATA, label=None):
             ns, cnt = (after[k][i] - before.get(k, (0, 0))[i] for i in (0, 1))
             if cnt:
                 print(f"    {k:<32} {cnt / ios:6.2f} runs/I/O {ns / cnt:6.0f} ns/run")
-    return ios, iops, per, runs / ios
+    return ios, iops, per, runs / ios, progs
+
+
+def breakdown(res, t, empty, clock):
+    """Each iostrata program's median runs per I/O and ns per run on target t, against the
+    floor of a timing program (an empty program plus one clock read)."""
+    out = []
+    for name in ("iostrata block", "iostrata block device", "iostrata all"):
+        runs = res.get((t, name))
+        if not runs:
+            continue
+        names = sorted({p for r in runs for p in r[3]})
+        out += ["", f"{name}, per program (medians; floor of a timing run: "
+                f"{empty + clock:.0f} ns):", "",
+                "| program | runs/I/O | ns/run | ns/I/O | ns/run above the floor |",
+                "|---|---|---|---|---|"]
+        for p in names:
+            per_io = statistics.median(r[3].get(p, (0, 0))[0] for r in runs)
+            ns_run = statistics.median(r[3][p][1] for r in runs if p in r[3])
+            if per_io < 0.005:
+                continue
+            out.append(f"| {p} | {per_io:.2f} | {ns_run:.0f} | {per_io * ns_run:.0f} | "
+                       f"{ns_run - empty - clock:+.0f} |")
+    return out
 
 
 def round_order(names, r):
@@ -372,9 +403,9 @@ def main():
             for t, _ in TARGETS:
                 for name in round_order(plan, r):
                     cfg, binary = plan[name]
-                    ios, iops, per, evs = run(where[t], args.seconds, cfg, binary,
-                                              f"{t} {name}" if baseline else None)
-                    res[(t, name)].append((iops, per, evs))
+                    ios, iops, per, evs, progs = run(where[t], args.seconds, cfg, binary,
+                                                     f"{t} {name}" if baseline else None)
+                    res[(t, name)].append((iops, per, evs, progs))
                     print(f"round {r + 1} {t:<{twidth}} {name:<{width}} {iops:9.0f} IOPS  " +
                           "  ".join(f"{f} {v:.0f}" for f, v in per.items() if v) +
                           f"  = {sum(per.values()):.0f} BPF ns/I/O, {evs:.2f} runs/I/O")
@@ -411,6 +442,7 @@ def main():
                 goals.append(f"{new}, baseline -> this build: {med[name]:.0f} -> {med[new]:.0f} "
                              f"BPF ns per I/O ({pct(med[new], med[name])}; each round: "
                              f"{', '.join(rounds)}), runs/I/O {evs[name]:.2f} -> {evs[new]:.2f}")
+            lines += breakdown(res, t, empty, clock)
             sections.append((names[t], lines, goals))
         for tname, lines, goals in sections:
             print(f"\nmedians, {tname}\n" + "\n".join(lines) + "\n" + "\n".join(goals))

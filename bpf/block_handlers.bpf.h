@@ -208,6 +208,13 @@ static __always_inline int H(on_rq_complete)(struct request *rq, unsigned int nr
 
 	now = bpf_ktime_get_ns();
 	issued = inflight_take(PTR_U64(rq), now, &queued, &w);
+	/*
+	 * Neither issued nor holding a bio: the end of a request of a flush sequence, whose data
+	 * part (or, for an empty flush, the flush request standing for it) already completed and
+	 * was counted here; the kernel's /sys/block stat counts it once too. Not counted again.
+	 */
+	if (!issued && !KR(rq, bio))
+		return 0;
 	/* issue not seen (before tracing began, or no block_rq_issue): the bios still hold it */
 	if (!issued && queue_stages)
 		queued = H(bios_queued)(rq, now, &w);

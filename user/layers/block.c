@@ -176,8 +176,11 @@ static int pending(struct layer_inst *l, bool final, struct interval *iv)
 		return 0;
 	err = array_sweep(bpf_map__fd(skel->maps.inflight), sizeof(struct inflight), unseen_one,
 			  &s);
-	if (!err && s.unseen)
+	if (!err && s.unseen) {
+		vlog("block: %llu requests issued and not seen completing on disks now idle",
+		     (unsigned long long)s.unseen);
 		counters_add(iv->drops, &iv->ndrops, "complete_unseen", s.unseen);
+	}
 	return err;
 }
 
