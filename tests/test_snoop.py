@@ -15,8 +15,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from conftest import (IOSTRATA, ROOT, SCHEMA, Tracer, assert_one_line_error, finish_dio,
-                      records, run_dio)
+from conftest import ROOT, SCHEMA, Tracer, finish_dio, loop_device, records, run_dio
 
 LOAD = ROOT / "bin" / "iostrata-load"
 SCHEMA_DOC = json.loads(SCHEMA.read_text())
@@ -57,15 +56,10 @@ def cgroups():
 def fast_loopdev():
     """A loop device over a file in /dev/shm: reads far faster than any threshold used here."""
     img = Path("/dev/shm") / f"iostrata-snoop-{os.getpid()}.img"
-    with open(img, "wb") as f:
-        f.truncate(64 << 20)
-    dev = subprocess.run(["losetup", "-f", "--show", "--direct-io=on", str(img)], check=True,
-                         capture_output=True, text=True).stdout.strip()
     try:
-        yield dev
+        yield from loop_device(img)
     finally:
-        subprocess.run(["losetup", "-d", dev], check=False)
-        img.unlink()
+        img.unlink(missing_ok=True)
 
 
 def load(*args, cgroup=None):
@@ -225,19 +219,3 @@ def test_cgroup_removed_keeps_its_path(cgroups, no_bpf_leak):
     snoops, _ = snoop_records(tracer.stop())
     mine = [r for r in snoops if r["comm"] == "iostrata-load"]
     assert [r["cgroup"] for r in mine] == [path] * 5, mine
-
-
-@pytest.mark.parametrize("args,needle", [
-    (["--slower", "soon"], "bad --slower 'soon'"),
-    (["--slower", "-1ms"], "bad --slower '-1ms'"),
-    (["--ringbuf", "5000"], "bad --ringbuf '5000': expected a power of two"),
-    (["--ringbuf", "1024"], "bad --ringbuf '1024'"),
-    (["-l", "disk"], "unknown layer 'disk'"),
-    (["5"], "unexpected argument '5'"),
-    (["-W"], "unknown option '-W'"),
-])
-def test_bad_input_is_one_line(args, needle):
-    r = subprocess.run([str(IOSTRATA), "snoop", *args], capture_output=True, text=True,
-                       timeout=30)
-    assert_one_line_error(r, needle)
-    assert r.returncode == 2

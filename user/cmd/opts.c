@@ -96,6 +96,17 @@ int parse_long(const char *what, const char *s, long min, long max, long *out)
 	return 0;
 }
 
+int parse_pow2(const char *what, const char *s, long min, long max, long *out)
+{
+	if (parse_long(what, s, min, max, out))
+		return -1;
+	if (*out & (*out - 1)) {
+		errorf("bad %s '%s': expected a power of two", what, s);
+		return -1;
+	}
+	return 0;
+}
+
 /* -p takes a pid or tid; the filter matches the process (tgid) it belongs to. */
 static int resolve_pid(const char *s, pid_t *tgid_out)
 {
@@ -137,12 +148,8 @@ static int trace_opt(int o, const char *arg, struct trace_config *c, struct trac
 		c->comm = arg;
 		return 1;
 	case OPT_INFLIGHT:
-		if (parse_long("--inflight", arg, 64, 1 << 24, &v))
+		if (parse_pow2("--inflight", arg, 64, 1 << 24, &v))
 			return -1;
-		if (v & (v - 1)) {
-			errorf("bad --inflight '%s': expected a power of two", arg);
-			return -1;
-		}
 		c->inflight_slots = (uint32_t)v;
 		return 1;
 	case OPT_FAIL_PROBE:

@@ -65,5 +65,7 @@ int sink_written(int err);
 /* Positive seconds (INTERVAL, --duration); an integer in [min, max]. 0, or -1 said. */
 int parse_seconds(const char *what, const char *s, double *out);
 int parse_long(const char *what, const char *s, long min, long max, long *out);
+/* ... and a power of two */
+int parse_pow2(const char *what, const char *s, long min, long max, long *out);
 
 #endif

@@ -79,12 +79,8 @@ static int parse_args(int argc, char **argv, struct snoop_args *a)
 			}
 			break;
 		case OPT_RINGBUF:
-			if (parse_long("--ringbuf", optarg, 4096, 1L << 30, &v))
+			if (parse_pow2("--ringbuf", optarg, 4096, 1L << 30, &v))
 				return -1;
-			if (v & (v - 1)) {
-				errorf("bad --ringbuf '%s': expected a power of two", optarg);
-				return -1;
-			}
 			a->cfg.snoop_rb_bytes = (uint32_t)v;
 			break;
 		case 'j': a->json = true; break;
