@@ -71,8 +71,12 @@ bool stage_wanted(const struct trace_config *cfg, int id, int st)
 
 void layer_label_cgroup(const struct layer_inst *l, uint64_t id, struct rec *r)
 {
-	if (l->cfg->per_cgroup)
+	if (!l->cfg->per_cgroup)
+		return;
+	if (id)
 		cgroup_name(l->shared->cgroups, id, r->cgroup, sizeof(r->cgroup));
+	else	/* no submitter seen (a flush without bios, a request in flight at start) */
+		snprintf(r->cgroup, sizeof(r->cgroup), "(none)");
 }
 
 const char *layer_unmeasured_why(const char *layer, const char *stage)
