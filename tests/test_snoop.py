@@ -94,10 +94,11 @@ def check_record(r, at_least_ns):
 
 
 @pytest.mark.root
-def test_exactly_the_slow_uring_and_aio_requests(fast_loopdev, no_bpf_leak):
+@pytest.mark.parametrize("variant", [[], ["--force-raw-tp"]], ids=["tp_btf", "raw_tp"])
+def test_exactly_the_slow_uring_and_aio_requests(fast_loopdev, variant, no_bpf_leak):
     """20 io_uring TIMEOUTs and 15 aio POLLs of 20 ms among 300 fast io_uring and 200 fast
     libaio reads: --slower 10ms prints exactly the 35 slow ones."""
-    tracer = Tracer(["--slower", "10ms", "-l", "uring,aio", "-j"], command=("snoop",))
+    tracer = Tracer(["--slower", "10ms", "-l", "uring,aio", "-j", *variant], command=("snoop",))
     load("--engine", "io_uring", "--rw", "randread", "--ios", "300", "--qd", "8",
          "--device", fast_loopdev, "--force")
     load("--engine", "io_uring", "--op", "timeout", "--latency", "20ms", "--ios", "20")
@@ -123,12 +124,16 @@ def test_exactly_the_slow_uring_and_aio_requests(fast_loopdev, no_bpf_leak):
 
 
 @pytest.mark.root
-def test_exactly_the_slow_block_and_syscall_requests(slow_loopdev, fast_loopdev, no_bpf_leak):
+@pytest.mark.parametrize("variant", [[], ["--force-raw-tp"]], ids=["tp_btf", "raw_tp"])
+def test_exactly_the_slow_block_and_syscall_requests(slow_loopdev, fast_loopdev, variant,
+                                                     no_bpf_leak):
     """12 O_DIRECT reads from a device that sleeps 20 ms per I/O, 200 from a fast one: block
-    and syscall records for exactly the 12, the delay in the block request's device stage."""
+    and syscall records for exactly the 12, the delay in the block request's device stage; by
+    the tp_btf programs and by their raw_tp twins."""
     slow = slow_loopdev(20_000)
     slow_name, fast_name = Path(slow).name, Path(fast_loopdev).name
-    tracer = Tracer(["--slower", "10ms", "-l", "block,syscall", "-j"], command=("snoop",))
+    tracer = Tracer(["--slower", "10ms", "-l", "block,syscall", "-j", *variant],
+                    command=("snoop",))
     fastp, _ = run_dio(fast_loopdev, 200, 0)
     slowp, pid = run_dio(slow, 12, 0)
     finish_dio(fastp)
