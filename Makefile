@@ -43,7 +43,7 @@ LOAD_SRCS  := $(wildcard tools/load/*.c)
 LOAD_OBJS  := $(patsubst tools/load/%.c,$(BUILD)/load/%.o,$(LOAD_SRCS)) \
               $(BUILD)/user/lib/json.o $(BUILD)/user/lib/histfmt.o $(BUILD)/user/lib/cli.o
 
-.PHONY: all deps run test test-vm test-unit test-root bench bench-load bench-layers bench-overhead check-exact interfaces vmlinux clean
+.PHONY: all deps run test test-vm test-unit test-root bench bench-load bench-layers bench-overhead check-exact interfaces soak vmlinux clean
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -154,6 +154,12 @@ bench-overhead: all
 # part of make test, which does the same on a loop device): 60 s of fio randrw qd 32.
 check-exact: all
 	$(PYTHON) bench/exact.py $(BENCH_ARGS)
+
+# iostrata serve for 10 minutes (SOAK_ARGS="--seconds 120" for less) under the fastest load here,
+# a scrape a second: memory and fds flat, counts exact; writes docs/soak.md. Not in make test.
+SOAK_ARGS ?=
+soak: all
+	$(PYTHON) bench/soak.py $(SOAK_ARGS)
 
 # iostrata-load against fio, side by side on one file: IOPS and CPU per I/O.
 bench-load: all

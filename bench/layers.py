@@ -186,7 +186,7 @@ def run(dev, seconds, config, binary=IOSTRATA, label=None):
     every = tuple(p for f in FAMILIES.values() for p in f)
     if config is None:
         ios, iops = fio(dev, seconds)
-        return ios, iops, {f: 0.0 for f in COLUMNS}, 0.0
+        return ios, iops, {f: 0.0 for f in COLUMNS}, 0.0, {}
     errlog = tempfile.TemporaryFile()
     if isinstance(config, tuple):
         column, cmd = config

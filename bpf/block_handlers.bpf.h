@@ -123,13 +123,18 @@ static __always_inline __u64 H(bios_queued)(struct request *rq, __u64 now, struc
 
 static __always_inline int H(on_rq_issue)(struct request *rq)
 {
-	struct gendisk *disk = H(rq_disk)(rq);
-	__u32 dev = disk ? H(disk_dev)(disk) : 0;
+	__u32 dev = INFLIGHT_DEV_ANY;
 	struct who w = {};
 	__u64 now, queued;
 
-	if (filter_dev && dev != filter_dev)
-		return 0;
+	/* the disk is read only where it is needed anyway: the sweep at stop can do without */
+	if (filter_dev || per_disk) {
+		struct gendisk *disk = H(rq_disk)(rq);
+
+		dev = disk ? H(disk_dev)(disk) : INFLIGHT_DEV_ANY;
+		if (filter_dev && dev != filter_dev)
+			return 0;
+	}
 	now = bpf_ktime_get_ns();
 	/* move the bios' queue time into the request's entry: completion then reads one entry */
 	queued = queue_stages ? H(bios_queued)(rq, now, &w) : 0;

@@ -46,7 +46,7 @@ struct inflight {
 	__u64 ts;	/* bpf_ktime_get_ns() at queue (bio) or issue (request); 0 while claimed */
 	__u64 queued;	/* requests: when their earliest bio was queued; 0 = not seen */
 	__u32 tgid;	/* process that queued the (earliest) bio */
-	__u32 dev;	/* requests: their disk (kernel dev_t), for the sweep at stop; bios: 0 */
+	__u32 dev;	/* requests: their disk (kernel dev_t) or INFLIGHT_DEV_ANY; bios: 0 */
 	/* who queued the (earliest) bio, noted only for snoop and -C (owner_note) */
 	__u64 cgroup;	/* its cgroup v2 id */
 	__u32 tid;	/* its thread */
@@ -54,6 +54,7 @@ struct inflight {
 };
 
 #define INFLIGHT_PROBES		4
+#define INFLIGHT_DEV_ANY	0xffffffffu	/* a request whose disk was not read (no -d, no -D) */
 #define INFLIGHT_SLOTS_DEFAULT	(1u << 17)
 #define INFLIGHT_STALE_NS	(120ULL * 1000000000ULL)
 #define BIO_WALK_MAX		8	/* bios per request walked inline (direct loads in tp_btf) */

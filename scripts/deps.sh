@@ -5,7 +5,7 @@ set -eu
 
 PKGS="make gcc libc6-dev clang-19 llvm-19 libbpf-dev bpftool libelf-dev zlib1g-dev
       python3 python3-pytest python3-jsonschema util-linux fio libfuse3-dev fuse3 pkg-config
-      liburing-dev libaio-dev
+      liburing-dev libaio-dev prometheus python3-yaml
       qemu-system-x86 busybox-static cpio e2fsprogs
       $*"	# extra packages a target needs (make bench-overhead: bpftrace libbpf-tools)
 

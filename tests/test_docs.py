@@ -509,11 +509,16 @@ def join_options(parts):
     return argv
 
 
+# subcommands that run until a signal, like trace mode: they get --duration 1 too
+UNTIL_STOPPED = {"serve"}
+
+
 def rewrite_iostrata(args, takes, subs, pid, disk):
     """Examples made short and runnable here, every option kept: placeholder pids, disks and
     cgroups replaced, --duration capped at 1 s; in trace mode INTERVAL COUNT shortened, and
-    --duration 1 added where the example would run until Ctrl-C. Subcommands (features,
-    calibrate, ...) end by themselves: only their options are rewritten."""
+    --duration 1 added where the example would run until Ctrl-C (or SIGTERM: serve). Other
+    subcommands (features, calibrate, ...) end by themselves: only their options are
+    rewritten."""
     sub = args[:1] if args and args[0] in subs else []
     parts, positional, duration = [], [], False
     for opt, val, pos in split_options(args[len(sub):], takes):
@@ -537,6 +542,8 @@ def rewrite_iostrata(args, takes, subs, pid, disk):
             positional[1] = str(min(int(positional[1]), 2))
         elif not duration:
             parts.append(("--duration", "1", False))
+    elif sub[0] in UNTIL_STOPPED and not duration:
+        parts.append(("--duration", "1", False))
     return sub + join_options(parts) + positional
 
 
@@ -622,7 +629,7 @@ def test_examples_found():
 def test_example_rewriting():
     takes = {"-d", "--disk", "-p", "--pid", "-c", "--cgroup", "-l", "--layers", "--duration",
              "--comm", "--inflight"}
-    subs = ["features", "calibrate"]
+    subs = ["features", "calibrate", "serve"]
     rw = lambda c: rewrite_iostrata(command_line(c, 42)[1:], takes, subs, 42, "vda")
     assert rw("bin/iostrata") == ["--duration", "1"]
     assert rw("bin/iostrata -D -F 5 3    # per disk") == ["-D", "-F", "0.5", "2"]
@@ -635,6 +642,8 @@ def test_example_rewriting():
     assert rw("bin/iostrata features") == ["features"]
     assert rw("iostrata calibrate -j --dir /var/tmp") == ["calibrate", "-j", "--dir", "/var/tmp"]
     assert rw("iostrata features -p 1 --duration 30") == ["features", "-p", "42", "--duration", "1"]
+    assert rw("iostrata serve -O") == ["serve", "-O", "--duration", "1"]
+    assert rw("iostrata serve --duration=0.5") == ["serve", "--duration", "0.5"]
     ltakes = {"--engine", "--runtime", "--ios", "--file", "--latency", "--op", "--qd", "--rw"}
     rl = lambda c: rewrite_load(command_line(c, 42)[1:], ltakes, "/scratch", lambda: "/dev/loop9")
     assert rl("bin/iostrata-load --engine io_uring # 10 s") == \

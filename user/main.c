@@ -14,6 +14,7 @@ static const struct {
 	{ "snoop", cmd_snoop },
 	{ "features", cmd_features },
 	{ "calibrate", cmd_calibrate },
+	{ "serve", cmd_serve },
 };
 
 int main(int argc, char **argv)

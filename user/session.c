@@ -204,6 +204,12 @@ fail:
 	return -1;
 }
 
+void session_attached(struct session *s)
+{
+	tracefs_release(s->tracefs_mounted);
+	s->tracefs_mounted = false;
+}
+
 bool session_has(const struct session *s, int id)
 {
 	return s->inst[id] != NULL;

@@ -29,6 +29,11 @@ struct session;
  */
 int session_open(const struct trace_config *cfg, bool probe, struct session **out,
 		 struct layer_report *reps, bool *tried);
+/*
+ * Undo now what the session set up only to attach (tracefs, when it mounted it): for a command
+ * about to give up the privileges that undoing it later would take.
+ */
+void session_attached(struct session *s);
 /* Is layer id running in this session? */
 bool session_has(const struct session *s, int id);
 /* Retire the generation the programs write and drain it: the interval since the last one. */

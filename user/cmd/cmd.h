@@ -15,6 +15,7 @@ int cmd_trace(int argc, char **argv);
 int cmd_snoop(int argc, char **argv);
 int cmd_features(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 /* Root, or the capabilities loading and attaching tracing programs takes. */
 bool privileged(void);

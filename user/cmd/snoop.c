@@ -13,14 +13,12 @@
 #include "cli.h"
 #include "cmd.h"
 #include "log.h"
-#include "opts.h"
+#include "trace_opts.h"
 #include "sysinfo.h"
 
 struct snoop_args {
-	struct trace_config cfg;
-	struct run_limits lim;
+	struct trace_opts t;
 	bool json;
-	int verbose;
 	uint64_t printed, lost;
 };
 
@@ -40,13 +38,22 @@ static const char usage_own[] =
 "      --ringbuf=BYTES   ring buffer size, a power of two >= 4096 (default 4 MiB)\n";
 
 static const char usage_tail[] =
-"  -h, --help            show this help\n"
 "\n"
 "Examples:\n"
 "  iostrata snoop                        requests of 10 ms or more, until Ctrl-C\n"
 "  iostrata snoop --slower 1ms -l block  block requests of 1 ms or more\n";
 
-enum { OPT_SLOWER = 256, OPT_RINGBUF };
+static void usage(FILE *f)
+{
+	fputs(usage_head, f);
+	fputs(trace_opts_help_what, f);
+	fputs(usage_own, f);
+	fputs(trace_opts_help_knobs, f);
+	usage_layers(f);
+	fputs(usage_tail, f);
+}
+
+enum { OPT_SLOWER = TOPT_NEXT, OPT_RINGBUF };
 
 static const struct option long_opts[] = {
 	TRACE_OPTS_LONG,
@@ -54,57 +61,46 @@ static const struct option long_opts[] = {
 	{ "json", no_argument, NULL, 'j' },
 	{ "ringbuf", required_argument, NULL, OPT_RINGBUF },
 	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
 	{ 0 },
 };
 
-/* 0 ok, 1 exit 0 (help), -1 usage error (said) */
+/* 0 ok, 1 exit 0 (help, version), -1 usage error (said) */
 static int parse_args(int argc, char **argv, struct snoop_args *a)
 {
-	struct trace_opts t;
-	char msg[256];
+	struct trace_config *c = &a->t.cfg;
 	long v;
 	int o;
 
-	trace_opts_start(&t);
-	while ((o = trace_getopt(argc, argv, ":" TRACE_OPTS_SHORT "jh", long_opts, &a->cfg,
-				 &t)) != -1) {
+	while ((o = trace_getopt(&a->t, argc, argv, "jhV", long_opts)) != -1) {
 		switch (o) {
-		case TRACE_OPT_BAD:
-			return -1;
+		case -2: return -1;
 		case OPT_SLOWER:
-			if (cli_parse_time(optarg, true, &a->cfg.snoop_slower_ns)) {
+			if (cli_parse_time(optarg, true, &c->snoop_slower_ns)) {
 				errorf("bad --slower '%s': expected a time such as 10ms, 500us or 0",
 				       optarg);
 				return -1;
 			}
 			break;
 		case OPT_RINGBUF:
-			if (parse_pow2("--ringbuf", optarg, 4096, 1L << 30, &v))
+			if (parse_long("--ringbuf", optarg, 4096, 1L << 30, &v))
 				return -1;
-			a->cfg.snoop_rb_bytes = (uint32_t)v;
+			if (v & (v - 1)) {
+				errorf("bad --ringbuf '%s': expected a power of two", optarg);
+				return -1;
+			}
+			c->snoop_rb_bytes = (uint32_t)v;
 			break;
 		case 'j': a->json = true; break;
-		case 'h':
-			fputs(usage_head, stdout);
-			fputs(trace_opts_help, stdout);
-			fputs(usage_own, stdout);
-			fputs(trace_opts_duration_help, stdout);
-			fputs(trace_opts_testing_help, stdout);
-			fputs(trace_opts_verbose_help, stdout);
-			fputs(usage_tail, stdout);
-			return 1;
-		default:	/* ':' or '?' */
-			errorf("%s", cli_getopt_problem(o, argv, msg, sizeof(msg)));
-			return -1;
+		default:	/* -h, -V, ':' or '?' */
+			return trace_opt_rest(o, argv, usage);
 		}
 	}
 	if (optind < argc) {
 		errorf("unexpected argument '%s' (see iostrata snoop --help)", argv[optind]);
 		return -1;
 	}
-	a->lim.duration_s = t.duration_s;
-	a->verbose = t.verbose;
-	return trace_opts_finish(&a->cfg, &t);
+	return trace_opts_finish(&a->t);
 }
 
 static int print_request(const struct req_rec *r, void *arg)
@@ -135,17 +131,16 @@ static int print_lost(const struct interval *iv, void *arg)
 
 int cmd_snoop(int argc, char **argv)
 {
-	struct snoop_args a = { .cfg = TRACE_CONFIG_DEFAULT, .lim = { .interval_s = 1.0 },
-				.json = log_json() };
+	struct snoop_args a = { .t = TRACE_OPTS_DEFAULT, .json = log_json() };
 	struct session *s;
 	int r;
 
-	a.cfg.snoop = true;
-	a.cfg.snoop_slower_ns = 10 * 1000 * 1000;
+	a.t.cfg.snoop = true;
+	a.t.cfg.snoop_slower_ns = 10 * 1000 * 1000;
 	r = parse_args(argc, argv, &a);
 	if (r)
 		return r > 0 ? 0 : 2;
-	if (trace_session_open(&a.cfg, a.json, a.verbose, &s))
+	if (trace_session_open(&a.t, a.json, &s))
 		return 1;
 	if (session_snoop(s, print_request, &a)) {
 		session_close(s);
@@ -153,11 +148,11 @@ int cmd_snoop(int argc, char **argv)
 	}
 	if (!a.json)
 		output_req_header(stdout);
-	r = session_run(s, &a.lim, print_lost, &a);
+	r = session_run(s, &a.t.lim, print_lost, &a);
 	session_close(s);
 	if (!r)
 		r = sink_written(a.json ? output_snoop_counts_json(clock_ns(CLOCK_REALTIME), true,
-							      a.printed, a.lost, stdout) :
-			    output_snoop_counts_text(0, true, a.printed, a.lost, stdout)) > 0;
+								   a.printed, a.lost, stdout) :
+				 output_snoop_counts_text(0, true, a.printed, a.lost, stdout)) > 0;
 	return r;
 }

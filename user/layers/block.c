@@ -137,6 +137,8 @@ static int check(const struct layer_inst *l)
  * without a program running (docs/trust.md, "complete_unseen"): counted there, so that the
  * requests per op plus complete_unseen equal /sys/block/DEV/stat's. On a busy disk they may
  * still be on the device: they end after tracing did, outside the window, and are not counted.
+ * Without -d or -D the programs do not read a request's disk (it costs at every issue): such
+ * requests count when every disk is idle.
  */
 struct sweep {
 	uint32_t dev[16];
@@ -159,7 +161,7 @@ static int unseen_one(const void *v, void *arg)
 		if (i == (int)(sizeof(s->dev) / sizeof(s->dev[0])))
 			return 0;
 		s->dev[i] = e->dev;
-		s->idle[i] = disk_inflight(e->dev) == 0;
+		s->idle[i] = e->dev == INFLIGHT_DEV_ANY ? disks_idle() : disk_inflight(e->dev) == 0;
 		s->ndev++;
 	}
 	s->unseen += s->idle[i];

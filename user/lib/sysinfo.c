@@ -359,6 +359,32 @@ long disk_inflight(uint32_t dev)
 	return n == 2 ? r + w : -1;
 }
 
+bool disks_idle(void)
+{
+	char path[320], buf[64];
+	struct dirent *d;
+	bool idle = true;
+	long r, w;
+	DIR *dir = opendir("/sys/block");
+	FILE *f;
+
+	if (!dir)
+		return false;
+	while (idle && (d = readdir(dir))) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/sys/block/%s/inflight", d->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (!fgets(buf, sizeof(buf), f) || sscanf(buf, "%ld %ld", &r, &w) != 2 || r || w)
+			idle = false;
+		fclose(f);
+	}
+	closedir(dir);
+	return idle;
+}
+
 /* Mount tracefs if the host has not; true when syscall events are visible after. */
 bool tracefs_ready(bool *mounted)
 {

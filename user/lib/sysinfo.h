@@ -51,5 +51,7 @@ const char *disk_name(uint32_t dev, char *buf, size_t len);
 int disk_count(void);
 /* Requests the kernel has in flight on disk dev now (/sys/dev/block/M:m/inflight), -1 unknown. */
 long disk_inflight(uint32_t dev);
+/* Has no disk in /sys/block a request in flight now? */
+bool disks_idle(void);
 
 #endif

@@ -1,0 +1,317 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* The options every tracing command shares: parsed once, here (trace_opts.h). */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "cli.h"
+#include "cmd.h"
+#include "layer.h"
+#include "log.h"
+#include "sysinfo.h"
+#include "trace_opts.h"
+
+const char trace_opts_help_what[] =
+"  -d, --disk=DISK       only this disk (vda, /dev/nvme0n1)\n"
+"  -p, --pid=PID         only I/O queued by this process\n"
+"  -c, --cgroup=PATH     only I/O queued from this cgroup v2 or below it\n"
+"  -l, --layers=LIST     block,uring,aio,syscall (stages below; default: every\n"
+"                        available layer, only block with -d)\n"
+"      --comm=NAME       only threads named NAME (syscall layer)\n"
+"      --stages=LIST     only these stages (device, block.device, ...); block's\n"
+"                        device alone: 2 programs per I/O, own I/O not excluded\n";
+
+const char trace_opts_help_knobs[] =
+"      --duration=SEC    stop after SEC seconds\n"
+"      --inflight=N      in-flight table slots, a power of two (default 131072)\n"
+"      --fail-probe=TP   testing: act as if the kernel lacked tracepoint TP\n"
+"      --force-raw-tp    testing: attach the raw_tp twins, not tp_btf\n"
+"  -v, --verbose         show probing and libbpf diagnostics (-vv: more)\n"
+"  -h, --help            show this help\n"
+"  -V, --version         show the version\n";
+
+void layer_names(char *buf, size_t len)
+{
+	size_t used = 0;
+	int i;
+
+	buf[0] = '\0';
+	for (i = 0; i < NLAYERS && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "",
+					 layers[i]->name);
+}
+
+void usage_layers(FILE *f)
+{
+	int i, s, n;
+
+	fputs("\nLayers (-l) and their stages:\n", f);
+	for (i = 0; i < NLAYERS; i++) {
+		fprintf(f, "  %-8s", layers[i]->name);
+		for (s = n = 0; s < layers[i]->nstages; s++)
+			if (layers[i]->stages[s].name)
+				fprintf(f, "%s%s", n++ ? ", " : " ", layers[i]->stages[s].name);
+		fputc('\n', f);
+	}
+}
+
+static int parse_layers(const char *list, unsigned int *mask)
+{
+	char buf[128], names[96], *tok, *save = NULL;
+	int id;
+
+	layer_names(names, sizeof(names));
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (!layer_by_name(tok, &id)) {
+			errorf("unknown layer '%s' in -l (layers: %s)", tok, names);
+			return -1;
+		}
+		*mask |= 1u << id;
+	}
+	if (!*mask) {
+		errorf("-l needs at least one layer (%s)", names);
+		return -1;
+	}
+	return 0;
+}
+
+int parse_seconds(const char *what, const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(v) || v <= 0 || v > 31536000) {
+		errorf("bad %s '%s': expected a positive number of seconds", what, s);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+int parse_long(const char *what, const char *s, long min, long max, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max) {
+		errorf("bad %s '%s': expected an integer from %ld to %ld", what, s, min, max);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+/* -p takes a pid or tid; the filter matches the process (tgid) it belongs to. */
+static int resolve_pid(const char *s, pid_t *tgid_out)
+{
+	char path[64], line[256];
+	long pid, tgid = -1;
+	FILE *f;
+
+	if (parse_long("pid", s, 1, INT_MAX, &pid))
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%ld/status", pid);
+	f = fopen(path, "r");
+	if (!f) {
+		errorf("no such process: %ld", pid);
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Tgid: %ld", &tgid) == 1)
+			break;
+	fclose(f);
+	*tgid_out = (pid_t)(tgid > 0 ? tgid : pid);
+	return 0;
+}
+
+/*
+ * --stages: each name is a stage of every layer that has it (device) or of one (block.device).
+ * The layers traced are then those with a stage asked, unless -l names them (each must have one).
+ */
+static int parse_stages(const char *list, struct trace_config *c)
+{
+	char buf[256], *tok, *save = NULL, *dot;
+	int i, s, found;
+
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		dot = strchr(tok, '.');
+		found = 0;
+		for (i = 0; i < NLAYERS; i++) {
+			if (dot && (strncmp(tok, layers[i]->name, (size_t)(dot - tok)) ||
+				    layers[i]->name[dot - tok]))
+				continue;
+			for (s = 0; s < layers[i]->nstages; s++) {
+				const char *n = layers[i]->stages[s].name;
+
+				if (n && !strcmp(n, dot ? dot + 1 : tok)) {
+					c->stages[i] |= 1u << s;
+					found = 1;
+				}
+			}
+		}
+		if (!found) {
+			errorf("unknown stage '%s' in --stages (the stages are in --help)", tok);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* -l and --stages together: every layer traced has a stage asked; --stages alone picks them. */
+static int stages_layers(struct trace_config *c)
+{
+	unsigned int with = 0;
+	int i;
+
+	for (i = 0; i < NLAYERS; i++)
+		if (c->stages[i])
+			with |= 1u << i;
+	if (!with)
+		return 0;
+	if (!c->layers) {
+		c->layers = with;
+		return 0;
+	}
+	for (i = 0; i < NLAYERS; i++) {
+		if ((c->layers & (1u << i)) && !(with & (1u << i))) {
+			errorf("-l %s: none of its stages is in --stages", layers[i]->name);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* 1: o is one of the shared options and was taken; 0: not one of them; -1: bad (said). */
+static int trace_opt(struct trace_opts *t, int o, const char *arg)
+{
+	struct trace_config *c = &t->cfg;
+	long v;
+
+	switch (o) {
+	case 'd': t->disk = arg; return 1;
+	case 'p': t->pid = arg; return 1;
+	case 'c': c->cgroup = arg; return 1;
+	case 'P': c->per_process = true; return 1;
+	case 'O': c->per_opcode = true; return 1;
+	case 'C': c->per_cgroup = true; return 1;
+	case 'v': t->verbose++; return 1;
+	case 'l':
+		return parse_layers(arg, &c->layers) ? -1 : 1;
+	case TOPT_STAGES:
+		return parse_stages(arg, c) ? -1 : 1;
+	case TOPT_COMM:
+		if (!*arg || strlen(arg) > 15) {
+			errorf("bad --comm '%s': a thread name is 1 to 15 characters", arg);
+			return -1;
+		}
+		c->comm = arg;
+		return 1;
+	case TOPT_DURATION:
+		return parse_seconds("duration", arg, &t->lim.duration_s) ? -1 : 1;
+	case TOPT_INFLIGHT:
+		if (parse_long("--inflight", arg, 64, 1 << 24, &v))
+			return -1;
+		if (v & (v - 1)) {
+			errorf("bad --inflight '%s': expected a power of two", arg);
+			return -1;
+		}
+		c->inflight_slots = (uint32_t)v;
+		return 1;
+	case TOPT_FAIL_PROBE:
+		if (c->nfail_tp == MAX_FAIL_TPS) {
+			errorf("too many --fail-probe options");
+			return -1;
+		}
+		c->fail_tp[c->nfail_tp++] = arg;
+		return 1;
+	case TOPT_FORCE_RAW_TP:
+		c->force_raw_tp = true;
+		return 1;
+	}
+	return 0;
+}
+
+int trace_getopt(struct trace_opts *t, int argc, char **argv, const char *own,
+		 const struct option *lo)
+{
+	char shortopts[64];
+	int o, r;
+
+	if (!t->started) {
+		t->started = true;
+		opterr = 0;
+		optind = 1;
+	}
+	snprintf(shortopts, sizeof(shortopts), ":" TRACE_OPTS_SHORT "%s", own);
+	while ((o = getopt_long(argc, argv, shortopts, lo, NULL)) != -1) {
+		r = trace_opt(t, o, optarg);
+		if (r < 0)
+			return -2;
+		if (!r)
+			return o;
+	}
+	return -1;
+}
+
+int trace_opt_rest(int o, char **argv, void (*usage)(FILE *f))
+{
+	char msg[256];
+
+	if (o == 'h') {
+		usage(stdout);
+		return 1;
+	}
+	if (o == 'V') {
+		printf("iostrata %s\n", IOSTRATA_VERSION);
+		return 1;
+	}
+	errorf("%s", cli_getopt_problem(o, argv, msg, sizeof(msg)));
+	return -1;
+}
+
+int trace_opts_finish(struct trace_opts *t)
+{
+	struct trace_config *c = &t->cfg;
+
+	if (stages_layers(c))
+		return -1;
+	if (t->disk && disk_resolve(t->disk, &c->dev))
+		return -1;
+	if (t->pid && resolve_pid(t->pid, &c->tgid))
+		return -1;
+	if (c->cgroup && access(c->cgroup, F_OK)) {
+		errorf("-c %s: %s", c->cgroup, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int trace_session_open(const struct trace_opts *t, bool json, struct session **s)
+{
+	log_init("iostrata", json, t->verbose);
+	if (!privileged()) {
+		errorf("must be run as root (loading BPF needs CAP_BPF and CAP_PERFMON)");
+		return -1;
+	}
+	session_signals();
+	return session_open(&t->cfg, false, s, NULL, NULL);
+}
+
+int sink_written(int err)
+{
+	if (!err)
+		return 0;
+	if (errno == EPIPE)
+		return -1;	/* a closed pipe is a reader's way to stop */
+	errorf("writing the output: %s", strerror(errno));
+	return 1;
+}

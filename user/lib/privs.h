@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Giving up root once the tracing programs are attached (serve's --user). */
+#ifndef IOSTRATA_PRIVS_H
+#define IOSTRATA_PRIVS_H
+
+#include <sys/types.h>
+
+/* The uid and gid of NAME (from /etc/passwd: no NSS in a static binary) or of a number (its
+ * passwd group when it has an entry, else the same number). -1 with one line said. */
+int user_lookup(const char *user, uid_t *uid, gid_t *gid);
+
+/*
+ * Become uid/gid with no supplementary groups and no capabilities at all: effective,
+ * permitted, inheritable, ambient and the bounding set emptied, and no_new_privs set, so
+ * nothing this process runs can get them back. Per thread: call it before starting threads.
+ * -1 with one line said (the process must then stop: it is half dropped).
+ */
+int drop_privileges(uid_t uid, gid_t gid);
+
+#endif
