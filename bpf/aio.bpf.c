@@ -81,19 +81,22 @@ static __always_inline struct aio_call *call_exit(void)
 struct walk {
 	__u64 ptr;
 	__u64 now;
+	__u64 id;	/* submit_one: the submitter's pid_tgid */
+	__u64 cgroup;	/* submit_one: its cgroup, for snoop and -C */
 	__u32 tgid;
 	__u32 from;
 };
 
-static __always_inline struct ioreq_hists *hists_of(__u16 opcode, __u16 flags, __u32 tgid)
+static __always_inline struct ioreq_hists *hists_of(__u16 opcode, __u16 flags, __u32 tgid,
+						    __u64 cgroup)
 {
-	return req_hists_of(&aio_hists, &aio_zero, opcode, flags, tgid);
+	return req_hists_of(&aio_hists, &aio_zero, opcode, flags, tgid, cgroup);
 }
 
 /* An entry still there when its iocb is submitted again: reaped without io_getevents. */
 static __always_inline void reap_unobserved(struct ioreq *e)
 {
-	struct ioreq_hists *h = hists_of(e->opcode, e->flags & REQ_FL_KEY, e->tgid);
+	struct ioreq_hists *h = hists_of(e->opcode, e->flags & REQ_FL_KEY, e->tgid, e->cgroup);
 
 	count_event(EV_AIO_REAP_UNOBSERVED);
 	if (!h)
@@ -123,6 +126,7 @@ static long submit_one(__u64 i, struct walk *w)
 	e->opcode = opcode;
 	e->flags = REQ_FL_AIO | (opcode == IOCB_CMD_PREAD || opcode == IOCB_CMD_PWRITE ||
 		   opcode == IOCB_CMD_PREADV || opcode == IOCB_CMD_PWRITEV ? REQ_FL_RW : 0);
+	req_note_owner(e, w->id, w->cgroup);
 	e->bio_q = e->issue = e->done = 0;
 	e->ts = w->now;
 	return 0;
@@ -143,6 +147,24 @@ static long unsubmit_one(__u64 i, struct walk *w)
 	return 0;
 }
 
+/* snoop: a slow iocb, at its reap; its file from the iocb's fd, in the reaping process */
+static __always_inline void snoop_aio(const struct ioreq *e, const struct io_event *ev, __u64 now)
+{
+	struct snoop_rec *r = req_snoop(e, SN_AIO, SN_END, now);
+	struct iocb *user = (void *)ev->obj;
+	__u32 fd = 0;
+	struct file *f;
+
+	if (!r)
+		return;
+	r->res = ev->res;
+	if (ev->res < 0)
+		r->flags |= REQ_FL_FAILED;
+	if (!bpf_probe_read_user(&fd, sizeof(fd), &user->aio_fildes) && (f = fd_file(fd)))
+		snoop_file(r, f);
+	snoop_submit(r);
+}
+
 static long reap_one(__u64 i, struct walk *w)
 {
 	struct ioreq_hists *h;
@@ -157,8 +179,10 @@ static long reap_one(__u64 i, struct walk *w)
 		return 0;
 	ts = e->ts;
 	if (ts && w->now >= ts && w->now - ts <= INFLIGHT_STALE_NS) {
+		if (snoop_slow(ts, w->now))
+			snoop_aio(e, &ev, w->now);
 		h = hists_of(e->opcode, (e->flags & REQ_FL_KEY) | (ev.res < 0 ? REQ_FL_FAILED : 0),
-			     w->tgid);
+			     w->tgid, e->cgroup);
 		if (h) {
 			stage_add(&h->stage[REQ_SUBMIT_DONE], e->done ? ts : 0, e->done);
 			stage_add(&h->stage[REQ_DONE_REAP], e->done, w->now);
@@ -198,6 +222,8 @@ int aio_submit_enter(struct trace_event_raw_sys_enter *ctx)
 	w.ptr = ctx->args[2];
 	w.now = bpf_ktime_get_ns();
 	w.tgid = id >> 32;
+	w.id = id;
+	w.cgroup = owner_cgroup();
 	call->ptr = w.ptr;
 	call->ts = w.now;
 	call->nr = batch((__u64)nr);

@@ -69,14 +69,15 @@ static __always_inline bool owner_filtered(void)
 	return filter_tgid || filter_cgroup;
 }
 
-static __always_inline struct block_hists *hists_get(__u32 dev, __u32 opf)
+static __always_inline struct block_hists *hists_get(__u32 dev, __u32 opf, __u64 cgroup)
 {
 	struct block_key key = { .op = BLOCK_OP_ANY };
 	__u32 g = cur_gen();
 
-	if (!per_disk && !per_op)
+	if (!per_disk && !per_op && !per_cgroup)
 		return bpf_map_lookup_elem(&block_total, &g);
 	key.gen = g;
+	key.cgroup = key_cgroup(cgroup);
 	if (per_disk)
 		key.dev = dev;
 	if (per_op) {
@@ -96,7 +97,7 @@ static __always_inline struct block_hists *hists_get(__u32 dev, __u32 opf)
 struct bio_walk {
 	__u64 bio;		/* the next bio, as an integer */
 	__u64 now, queued, issued;
-	__u32 tgid;		/* bios_rest: the earliest bio's; link_rest: the block request's */
+	struct who w;		/* bios_rest: the earliest bio's; link_rest: the block request's */
 };
 
 /* bio's successor (bio_walk is ours, not the kernel's: kept out of CO-RE's reach) */
@@ -109,12 +110,12 @@ static __always_inline __u64 bio_next(__u64 bio)
 
 static long bios_rest_one(__u64 i, struct bio_walk *w)
 {
-	__u32 t = 0;
+	struct who t = {};
 	__u64 ts = inflight_take(w->bio, w->now, NULL, &t);
 
 	if (ts && (!w->queued || ts < w->queued)) {
 		w->queued = ts;
-		w->tgid = t;
+		w->w = t;
 	}
 	w->bio = bio_next(w->bio);
 	return w->bio ? 0 : 1;
@@ -122,7 +123,7 @@ static long bios_rest_one(__u64 i, struct bio_walk *w)
 
 static long link_rest_one(__u64 i, struct bio_walk *w)
 {
-	req_stamp_done(req_of_bio((void *)w->bio, w->tgid), w->issued, w->now);
+	req_stamp_done(req_of_bio((void *)w->bio, w->w.tgid), w->issued, w->now);
 	w->bio = bio_next(w->bio);
 	return w->bio ? 0 : 1;
 }

@@ -37,6 +37,7 @@ static __always_inline __u32 H(disk_dev)(struct gendisk *disk)
 static __always_inline int H(on_bio_queue)(struct bio *bio)
 {
 	struct gendisk *disk = H(bio_disk)(bio);
+	struct who w = {};
 	__u64 id, now;
 	bool self;
 
@@ -52,8 +53,15 @@ static __always_inline int H(on_bio_queue)(struct bio *bio)
 	self = is_self(id);
 	if (!self && !owner_passes(id))
 		return 0;
+	w.tgid = id >> 32;
+	if (owner_wanted()) {	/* snoop, -C: here, in the submitter, never at completion */
+		w.tid = (__u32)id;
+		w.cgroup = bpf_get_current_cgroup_id();
+		if (!self)
+			req_note_comm(w.tgid);
+	}
 	now = bpf_ktime_get_ns();
-	inflight_put(PTR_U64(bio), now, 0, id >> 32, 0, true);
+	inflight_put(PTR_U64(bio), now, 0, &w, 0, true);
 	if (link_reqs && !self) {
 		/* queued by the submitter (or its io-wq / SQPOLL thread): same tgid as the request */
 		struct ioreq *r = req_of_bio(bio, id >> 32);
@@ -72,9 +80,14 @@ static __always_inline int H(on_bio_queue)(struct bio *bio)
 static __always_inline int H(on_split)(struct bio *split)
 {
 	struct inflight *parent = inflight_find((__u64)BPF_CORE_READ(split, bi_private));
+	struct who w;
 
-	if (parent && parent->ts)
-		inflight_put(PTR_U64(split), parent->ts, 0, parent->tgid, 0, true);
+	if (!parent || !parent->ts)
+		return 0;
+	w.tgid = parent->tgid;
+	w.tid = parent->tid;
+	w.cgroup = parent->cgroup;
+	inflight_put(PTR_U64(split), parent->ts, 0, &w, 0, true);
 	return 0;
 }
 
@@ -82,34 +95,36 @@ static __always_inline int H(on_split)(struct bio *split)
  * The earliest queue time among the request's bios (merges add bios at either end), consuming
  * their entries. Runs where the bios were queued (usually): their entries are cache-hot here.
  */
-static __always_inline __u64 H(bios_queued)(struct request *rq, __u64 now, __u32 *tgid)
+static __always_inline __u64 H(bios_queued)(struct request *rq, __u64 now, struct who *who)
 {
 	__u64 queued = 0, ts;
 	struct bio *bio = KR(rq, bio);
-	__u32 i, t = 0;
+	struct who t = {};
+	__u32 i;
 
 	for (i = 0; i < BIO_WALK_MAX && bio; i++) {
 		ts = inflight_take(PTR_U64(bio), now, NULL, &t);
 		if (ts && (!queued || ts < queued)) {
 			queued = ts;
-			*tgid = t;
+			*who = t;
 		}
 		bio = KR(bio, bi_next);
 	}
 	if (bio) {
 		struct bio_walk w = { .bio = PTR_U64(bio), .now = now, .queued = queued,
-				      .tgid = *tgid };
+				      .w = *who };
 
 		bpf_loop(BIO_LOOP_MAX, bios_rest_one, &w, 0);
 		queued = w.queued;
-		*tgid = w.tgid;
+		*who = w.w;
 	}
 	return queued;
 }
 
 static __always_inline int H(on_rq_issue)(struct request *rq)
 {
-	__u32 tgid = 0, dev = INFLIGHT_DEV_ANY;
+	__u32 dev = INFLIGHT_DEV_ANY;
+	struct who w = {};
 	__u64 now, queued;
 
 	/* the disk is read only where it is needed anyway: the sweep at stop can do without */
@@ -122,12 +137,12 @@ static __always_inline int H(on_rq_issue)(struct request *rq)
 	}
 	now = bpf_ktime_get_ns();
 	/* move the bios' queue time into the request's entry: completion then reads one entry */
-	queued = queue_stages ? H(bios_queued)(rq, now, &tgid) : 0;
+	queued = queue_stages ? H(bios_queued)(rq, now, &w) : 0;
 	/* with a pid/cgroup filter, only requests holding a bio that passed it are tracked */
 	if (owner_filtered() && !queued && !inflight_find(PTR_U64(rq)))
 		return 0;
 	/* a requeued request is issued again: its entry is restamped, its queue time kept */
-	inflight_put(PTR_U64(rq), now, queued, tgid, dev, false);
+	inflight_put(PTR_U64(rq), now, queued, &w, dev, false);
 	return 0;
 }
 
@@ -147,10 +162,34 @@ static __always_inline void H(link_done)(struct request *rq, __u64 issued, __u64
 	}
 	if (bio) {
 		struct bio_walk w = { .bio = PTR_U64(bio), .now = now, .issued = issued,
-				      .tgid = tgid };
+				      .w.tgid = tgid };
 
 		bpf_loop(BIO_LOOP_MAX, link_rest_one, &w, 0);
 	}
+}
+
+/* snoop: a slow request, with its submitter (noted at its earliest bio) and its boundaries. */
+static __always_inline void H(snoop_block)(struct request *rq, const struct who *w, __u64 queued,
+					   __u64 issued, __u64 now)
+{
+	struct snoop_rec *r = snoop_reserve(SN_BLOCK);
+	struct gendisk *disk;
+
+	if (!r)
+		return;
+	r->ts[SN_BIO_QUEUED] = queued;
+	r->ts[SN_ISSUE] = issued;
+	r->ts[SN_DEVICE] = now;
+	r->tgid = w->tgid;
+	r->tid = w->tid;
+	r->cgroup = w->cgroup;
+	disk = H(rq_disk)(rq);
+	if (disk)
+		r->disk = H(disk_dev)(disk);
+	r->opf = KR(rq, cmd_flags);
+	r->sector = KR(rq, __sector);
+	r->bytes = KR(rq, __data_len);
+	snoop_submit(r);
 }
 
 static __always_inline int H(on_rq_complete)(struct request *rq, unsigned int nr_bytes)
@@ -158,7 +197,8 @@ static __always_inline int H(on_rq_complete)(struct request *rq, unsigned int nr
 	__u64 now, queued = 0, issued;
 	struct block_hists *h;
 	struct gendisk *disk;
-	__u32 opf = 0, dev = 0, tgid = 0;
+	struct who w = {};
+	__u32 opf = 0, dev = 0;
 
 	/* partial completions leave the request in flight: only the final one counts */
 	if (nr_bytes < KR(rq, __data_len))
@@ -172,7 +212,7 @@ static __always_inline int H(on_rq_complete)(struct request *rq, unsigned int nr
 	}
 
 	now = bpf_ktime_get_ns();
-	issued = inflight_take(PTR_U64(rq), now, &queued, &tgid);
+	issued = inflight_take(PTR_U64(rq), now, &queued, &w);
 	/*
 	 * Neither issued nor holding a bio: the end of a request of a flush sequence, whose data
 	 * part (or, for an empty flush, the flush request standing for it) already completed and
@@ -182,19 +222,22 @@ static __always_inline int H(on_rq_complete)(struct request *rq, unsigned int nr
 		return 0;
 	/* issue not seen (before tracing began, or no block_rq_issue): the bios still hold it */
 	if (!issued && queue_stages)
-		queued = H(bios_queued)(rq, now, &tgid);
+		queued = H(bios_queued)(rq, now, &w);
 	/* with a pid/cgroup filter, only requests holding a bio that passed it are counted */
 	if (owner_filtered() && !queued)
 		return 0;
 	/* a request whose earliest bio iostrata queued itself is not traced */
-	if (self_tgid && tgid == self_tgid)
+	if (self_tgid && w.tgid == self_tgid)
 		return 0;
 	if (link_reqs)
-		H(link_done)(rq, issued, now, tgid);
+		H(link_done)(rq, issued, now, w.tgid);
+	/* total when its bios were seen, else device; a request with neither is not timed */
+	if (snoop_slow(queued ? queued : issued, now))
+		H(snoop_block)(rq, &w, queued, issued, now);
 
 	if (per_op)
 		opf = KR(rq, cmd_flags);
-	h = hists_get(dev, opf);
+	h = hists_get(dev, opf, w.cgroup);
 	if (!h)
 		return 0;
 	/* a stage whose start was not seen is counted as unmeasured, never as a made-up value */

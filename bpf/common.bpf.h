@@ -10,6 +10,13 @@
 const volatile __u32 filter_tgid;	/* 0 = all */
 const volatile bool filter_cgroup;	/* cgroup_filter[0] holds the cgroup */
 const volatile __u32 self_tgid;		/* iostrata itself: never traced */
+/* snoop: requests at least this slow (ns) go to the ring buffer; 0 = every one */
+const volatile bool snoop;
+const volatile __u64 snoop_slower_ns;
+/* ring buffer bytes queued before the consumer is woken (it also polls on its own) */
+const volatile __u64 snoop_wake_bytes = SNOOP_RB_DEFAULT / 2;
+/* -C: histograms keyed by the submitter's cgroup v2 id */
+const volatile bool per_cgroup;
 
 /*
  * The histogram generation, one for every layer: the session creates this map once, hands it to
@@ -53,6 +60,98 @@ static __always_inline bool owner_passes(__u64 pid_tgid)
 	if (filter_cgroup && bpf_current_task_under_cgroup(&cgroup_filter, 0) != 1)
 		return false;
 	return true;
+}
+
+/*
+ * Who submits: noted where the submitter runs, only when snoop or -C needs it (the verifier
+ * prunes the reads otherwise), never at completion, which runs in whatever task was interrupted.
+ */
+static __always_inline bool owner_wanted(void)
+{
+	return snoop || per_cgroup;
+}
+
+static __always_inline __u64 owner_cgroup(void)
+{
+	return owner_wanted() ? bpf_get_current_cgroup_id() : 0;
+}
+
+/* The cgroup a histogram key carries: the submitter's with -C, else 0. */
+static __always_inline __u64 key_cgroup(__u64 cgroup)
+{
+	return per_cgroup ? cgroup : 0;
+}
+
+/*
+ * snoop's ring buffer: the session creates one and hands it to every layer's object; without
+ * snoop each object keeps this one-page placeholder, which no program writes.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} snoop_rb SEC(".maps");
+
+/* Is a request that took from -> to slow enough to print? (snoop off: never) */
+static __always_inline bool snoop_slow(__u64 from, __u64 to)
+{
+	return snoop && from && to >= from && to - from >= snoop_slower_ns;
+}
+
+/* A zeroed record to fill, or NULL, counted: the ring buffer is full (never silently lost). */
+static __always_inline struct snoop_rec *snoop_reserve(__u8 layer)
+{
+	struct snoop_rec *r = bpf_ringbuf_reserve(&snoop_rb, sizeof(*r), 0);
+
+	if (!r) {
+		drop(DROP_SNOOP_LOST);
+		return NULL;
+	}
+	__builtin_memset(r, 0, sizeof(*r));
+	r->layer = layer;
+	return r;
+}
+
+/* Wake the consumer only once it has enough to read: a wakeup per record would cost more. */
+static __always_inline void snoop_submit(struct snoop_rec *r)
+{
+	__u64 queued = bpf_ringbuf_query(&snoop_rb, BPF_RB_AVAIL_DATA);
+
+	bpf_ringbuf_submit(r, queued >= snoop_wake_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+}
+
+#define S_IFMT	0170000
+#define S_IFREG	0100000
+#define S_IFBLK	0060000
+
+/*
+ * fd's file in the current task's fd table, or NULL when it cannot be resolved (out of the
+ * table, not open, unreadable). The kernel takes an fd as an unsigned int (fdget).
+ */
+static __always_inline struct file *fd_file(unsigned int fd)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	struct file **fds, *file = NULL;
+
+	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
+		return NULL;
+	fds = BPF_CORE_READ(fdt, fd);
+	if (!fds || bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]))
+		return NULL;
+	return file;
+}
+
+/* A snoop record's file: its device and inode; a block device file also names its disk. */
+static __always_inline void snoop_file(struct snoop_rec *r, struct file *f)
+{
+	struct inode *ino = BPF_CORE_READ(f, f_inode);
+
+	if (!ino)
+		return;
+	r->ino = BPF_CORE_READ(ino, i_ino);
+	r->fdev = BPF_CORE_READ(ino, i_sb, s_dev);
+	if ((BPF_CORE_READ(ino, i_mode) & S_IFMT) == S_IFBLK)
+		r->disk = BPF_CORE_READ(ino, i_rdev);
 }
 
 /*

@@ -4,6 +4,7 @@
 #define IOSTRATA_INFLIGHT_BPF_H
 
 #include "table.bpf.h"
+#include "common.bpf.h"
 
 /* Set by the loader to the table size minus one (a power of two minus one). */
 const volatile __u32 inflight_mask = INFLIGHT_SLOTS_DEFAULT - 1;
@@ -17,13 +18,20 @@ struct {
 
 TABLE(inflight_tab, struct inflight, inflight, inflight_mask)
 
+/* Who queued a bio (the earliest of a request's): tgid always, the rest for snoop and -C. */
+struct who {
+	__u64 cgroup;
+	__u32 tgid, tid;
+};
+
 /*
- * Record ts for ptr (a request's: with its disk, dev). An existing entry for the same pointer is a leftover whose owner was never
- * consumed (bios: counted when `leftover_is_drop`) or, for requests, a re-issue: a requeue when
- * no new bios come with it (queued == 0), else the next I/O of a request whose completion was
- * never seen (counted). It is overwritten. Returns 0 on success.
+ * Record ts for ptr (a request's: with its disk, dev). An existing entry for the same pointer is
+ * a leftover whose owner was never consumed (bios: counted when `leftover_is_drop`) or, for
+ * requests, a re-issue: a requeue when no new bios come with it (queued == 0), else the next
+ * I/O of a request whose completion was never seen (counted). It is overwritten. Returns 0 on
+ * success.
  */
-static __always_inline int inflight_put(__u64 ptr, __u64 ts, __u64 queued, __u32 tgid,
+static __always_inline int inflight_put(__u64 ptr, __u64 ts, __u64 queued, const struct who *w,
 					__u32 dev, bool leftover_is_drop)
 {
 	struct inflight *e;
@@ -44,7 +52,11 @@ static __always_inline int inflight_put(__u64 ptr, __u64 ts, __u64 queued, __u32
 			drop(DROP_COMPLETE_UNSEEN);
 	}
 	e->queued = queued;
-	e->tgid = tgid;
+	e->tgid = w->tgid;
+	if (owner_wanted()) {
+		e->cgroup = w->cgroup;
+		e->tid = w->tid;
+	}
 	e->dev = dev;
 	e->ts = ts;
 	return 0;
@@ -53,9 +65,9 @@ static __always_inline int inflight_put(__u64 ptr, __u64 ts, __u64 queued, __u32
 /*
  * Remove ptr's entry; returns its timestamp (0 when absent, or when older than the stale bound:
  * a leftover of an earlier object at the same address, never a latency) and, if asked, its
- * queue time and tgid.
+ * queue time and who queued it.
  */
-static __always_inline __u64 inflight_take(__u64 ptr, __u64 now, __u64 *queued, __u32 *tgid)
+static __always_inline __u64 inflight_take(__u64 ptr, __u64 now, __u64 *queued, struct who *w)
 {
 	struct inflight *e = inflight_tab_find(ptr, 0);
 	__u64 ts;
@@ -65,8 +77,13 @@ static __always_inline __u64 inflight_take(__u64 ptr, __u64 now, __u64 *queued, 
 	ts = e->ts;
 	if (queued)
 		*queued = e->queued;
-	if (tgid)
-		*tgid = e->tgid;
+	if (w) {
+		w->tgid = e->tgid;
+		if (owner_wanted()) {
+			w->cgroup = e->cgroup;
+			w->tid = e->tid;
+		}
+	}
 	inflight_tab_free(e);
 	if (ts <= now && now - ts > INFLIGHT_STALE_NS) {
 		drop(DROP_INFLIGHT_STALE);

@@ -26,6 +26,7 @@ struct block_key {
 	__u32 flags;	/* request flag bits (cmd_flags >> 8) & flags_mask; 0 unless per flags */
 	__u16 op;	/* REQ_OP_* as this kernel numbers it; BLOCK_OP_ANY unless per op */
 	__u16 pad;
+	__u64 cgroup;	/* cgroup v2 id of the submitter (-C); 0 unless per cgroup */
 };
 
 #define BLOCK_OP_ANY	0xffff
@@ -46,6 +47,10 @@ struct inflight {
 	__u64 queued;	/* requests: when their earliest bio was queued; 0 = not seen */
 	__u32 tgid;	/* process that queued the (earliest) bio */
 	__u32 dev;	/* requests: their disk (kernel dev_t) or INFLIGHT_DEV_ANY; bios: 0 */
+	/* who queued the (earliest) bio, noted only for snoop and -C (owner_note) */
+	__u64 cgroup;	/* its cgroup v2 id */
+	__u32 tid;	/* its thread */
+	__u32 pad;
 };
 
 #define INFLIGHT_PROBES		4
@@ -73,12 +78,13 @@ struct syscall_key {
 	__u32 tgid;		/* 0 unless per process */
 	char comm[16];		/* the calling thread's comm; "" unless per process */
 	__u32 pad;
+	__u64 cgroup;		/* 0 unless per cgroup (-C) */
 };
 
 struct syscall_start {
 	__u64 ts;
 	__u32 sc;
-	__u32 pad;
+	__s32 fd;		/* the fd-taking calls' fd (snoop: the file), else -1 */
 };
 
 /*
@@ -95,6 +101,10 @@ struct ioreq {
 	__u32 tgid;	/* submitter */
 	__u16 opcode;	/* IORING_OP_* / IOCB_CMD_* */
 	__u16 flags;	/* REQ_FL_* */
+	/* the submitter's cgroup v2 id and thread, noted only for snoop and -C (owner_note) */
+	__u64 cgroup;
+	__u32 tid;
+	__u32 pad;
 };
 
 #define REQ_SLOTS_DEFAULT	(1u << 16)
@@ -126,6 +136,8 @@ struct ioreq_key {
 	__u16 opcode;
 	__u16 flags;		/* REQ_FL_* */
 	__u32 tgid;		/* 0 unless per process */
+	__u32 pad;
+	__u64 cgroup;		/* 0 unless per cgroup (-C) */
 };
 
 struct ioreq_hists {
@@ -140,6 +152,7 @@ struct ring_cqe {
 	__u32 idx;		/* the CQE's free-running ring index */
 	__u16 opcode;
 	__u16 flags;
+	__u64 cgroup;		/* -C: the submitter's cgroup v2 id */
 };
 
 struct ring_state {
@@ -172,7 +185,45 @@ enum drop_reason {
 	 * never seen (the kernel ended it without block_rq_complete; bpftrace misses it too)
 	 */
 	DROP_COMPLETE_UNSEEN,
+	DROP_SNOOP_LOST,	/* snoop: a slow request's record found the ring buffer full */
 	DROP_NREASONS,
 };
+
+/*
+ * snoop: one record per request slower than the threshold, through a BPF ring buffer. Each
+ * boundary iostrata saw for the request, in the order a request lives them; 0 = not seen (or
+ * not this layer's). Times are bpf_ktime_get_ns() (CLOCK_MONOTONIC).
+ */
+enum snoop_ts {
+	SN_SUBMIT,	/* uring/aio: submitted; syscall: entered */
+	SN_BIO_QUEUED,	/* block: the request's earliest bio queued; uring/aio: their first bio */
+	SN_ISSUE,	/* issued to the driver (the earliest block request holding its bios) */
+	SN_DEVICE,	/* device completion (the last such block request completed) */
+	SN_CQE,		/* uring: CQE posted */
+	SN_END,		/* aio: io_getevents returned the event; syscall: exited */
+	SN_NTS,
+};
+
+enum snoop_layer { SN_BLOCK, SN_URING, SN_AIO, SN_SYSCALL };
+
+struct snoop_rec {
+	__u64 ts[SN_NTS];
+	__u64 cgroup;		/* the submitter's cgroup v2 id */
+	__u64 sector;		/* block: the request's start sector (512 B) */
+	__u64 ino;		/* uring/aio/syscall: the file's inode, 0 when not known */
+	__s64 res;		/* uring: the CQE's res; aio: the event's res; syscall: its return */
+	__u32 bytes;		/* block: the request's bytes */
+	__u32 tgid, tid;	/* the submitter */
+	__u32 disk;		/* block: the whole disk (kernel dev_t) */
+	__u32 fdev;		/* uring/aio/syscall: the file's device (kernel dev_t), 0 when not known */
+	__u32 opf;		/* block: cmd_flags (op and flags) */
+	__u16 code;		/* uring opcode, aio command, or enum syscall_id */
+	__u16 flags;		/* uring/aio: REQ_FL_* */
+	__u8 layer;		/* enum snoop_layer */
+	__u8 pad[3];
+	char comm[16];		/* syscall: the thread's name (others: "", read from /proc) */
+};
+
+#define SNOOP_RB_DEFAULT	(4u << 20)	/* bytes of ring buffer: ~27,000 records */
 
 #endif /* IOSTRATA_H */

@@ -54,16 +54,57 @@ const volatile bool per_process;
 const volatile bool per_opcode;
 
 static __always_inline struct ioreq_hists *req_hists_of(void *map, void *zero, __u16 opcode,
-							__u16 flags, __u32 tgid)
+							__u16 flags, __u32 tgid, __u64 cgroup)
 {
 	struct ioreq_key key = { .gen = cur_gen(), .flags = flags };
 
 	key.opcode = per_opcode ? opcode : 0xffff;
 	key.tgid = per_process ? tgid : 0;
+	key.cgroup = key_cgroup(cgroup);
 	return hists_lookup_or_init(map, &key, zero);
 }
 
-/* -P: each submitting process's name, noted once, so it is known after the process exits. */
+/* A new entry's submitter, where it runs: its thread and cgroup for snoop and -C. */
+static __always_inline void req_note_owner(struct ioreq *e, __u64 id, __u64 cgroup)
+{
+	e->tgid = id >> 32;
+	if (owner_wanted()) {
+		e->tid = (__u32)id;
+		e->cgroup = cgroup;
+	}
+}
+
+/* snoop: a slow request's record with its entry's boundaries; ended at `end` of slot `slot`. */
+static __always_inline struct snoop_rec *req_snoop(const struct ioreq *e, __u8 layer, int slot,
+						   __u64 end)
+{
+	struct snoop_rec *r = snoop_reserve(layer);
+
+	if (!r)
+		return NULL;
+	r->ts[SN_SUBMIT] = e->ts;
+	if (e->bio_q) {
+		r->ts[SN_BIO_QUEUED] = e->bio_q;
+		r->ts[SN_ISSUE] = e->issue;
+		r->ts[SN_DEVICE] = e->done;
+	}
+	if (slot == SN_CQE)
+		r->ts[SN_CQE] = end;
+	else
+		r->ts[SN_END] = end;
+	r->tgid = e->tgid;
+	r->tid = e->tid;
+	r->cgroup = e->cgroup;
+	r->code = e->opcode;
+	r->flags = e->flags;
+	return r;
+}
+
+/*
+ * -P and snoop: each submitting process's name, noted once, so it is known after the process
+ * exits. A per-CPU note of the last process noted spares the hash lookup on every request of
+ * a steady load.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
@@ -71,9 +112,25 @@ struct {
 	__type(value, char[16]);
 } req_comm SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} comm_last SEC(".maps");
+
 static __always_inline void req_note_comm(__u32 tgid)
 {
-	if (per_process && !bpf_map_lookup_elem(&req_comm, &tgid)) {
+	__u32 zero = 0, *last;
+
+	if (!per_process && !snoop)
+		return;
+	last = bpf_map_lookup_elem(&comm_last, &zero);
+	if (last && *last == tgid)
+		return;
+	if (last)
+		*last = tgid;
+	if (!bpf_map_lookup_elem(&req_comm, &tgid)) {
 		struct task_struct *t = (void *)bpf_get_current_task();
 		char comm[16];
 

@@ -83,10 +83,6 @@ static __always_inline bool comm_matches(void)
 	return true;
 }
 
-#define S_IFMT	0170000
-#define S_IFREG	0100000
-#define S_IFBLK	0060000
-
 /* Does sc take an fd as its first argument? sc is a constant in each program: this folds. */
 static __always_inline bool takes_fd(__u32 sc)
 {
@@ -102,20 +98,14 @@ static __always_inline bool takes_fd(__u32 sc)
 
 /*
  * Is fd, in the current task, a regular file or a block device? False when it cannot be
- * resolved: a failed read leaves zero behind, and no table, no file or mode 0 is neither.
- * The kernel takes the fd as an unsigned int (fdget), whatever the syscall's prototype says.
+ * resolved: no file, or mode 0, is neither.
  */
 static __always_inline bool fd_is_file_or_bdev(unsigned int fd)
 {
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
-	struct file **fds, *file = NULL;
+	struct file *file = fd_file(fd);
 	umode_t mode;
 
-	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
-		return false;
-	fds = BPF_CORE_READ(fdt, fd);
-	if (!fds || bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]) || !file)
+	if (!file)
 		return false;
 	mode = BPF_CORE_READ(file, f_inode, i_mode) & S_IFMT;
 	return mode == S_IFREG || mode == S_IFBLK;
@@ -145,11 +135,36 @@ static __always_inline int on_enter(struct trace_event_raw_sys_enter *ctx, __u32
 		return 0;
 	}
 	st->sc = sc;
+	st->fd = takes_fd(sc) ? (__s32)ctx->args[0] : -1;
 	st->ts = bpf_ktime_get_ns();
 	return 0;
 }
 
-static __always_inline int on_exit(__u32 sc)
+/* snoop: a slow call, from the calling thread itself. */
+static __always_inline void snoop_syscall(__u64 id, __u32 sc, __s32 fd, __u64 start, __u64 now,
+					  long ret)
+{
+	struct snoop_rec *r = snoop_reserve(SN_SYSCALL);
+	struct file *f;
+
+	if (!r)
+		return;
+	r->ts[SN_SUBMIT] = start;
+	r->ts[SN_END] = now;
+	r->tgid = id >> 32;
+	r->tid = (__u32)id;
+	r->cgroup = bpf_get_current_cgroup_id();
+	r->code = sc;
+	r->res = ret;
+	/* the process's name, as the other layers' records give it */
+	BPF_CORE_READ_STR_INTO(&r->comm, (struct task_struct *)bpf_get_current_task(), group_leader,
+			       comm);
+	if (fd >= 0 && (f = fd_file((unsigned int)fd)))
+		snoop_file(r, f);
+	snoop_submit(r);
+}
+
+static __always_inline int on_exit(struct trace_event_raw_sys_exit *ctx, __u32 sc)
 {
 	__u64 id = bpf_get_current_pid_tgid(), now;
 	struct syscall_key key = {};
@@ -165,11 +180,17 @@ static __always_inline int on_exit(__u32 sc)
 	st->ts = 0;
 	if (st->sc != sc || now < start)
 		return 0;
-	if (per_process) {
+	if (snoop_slow(start, now))
+		snoop_syscall(id, sc, st->fd, start, now, ctx->ret);
+	if (per_process || per_cgroup) {
 		key.gen = cur_gen();
 		key.sc = sc;
-		key.tgid = id >> 32;
-		bpf_get_current_comm(key.comm, sizeof(key.comm));
+		if (per_process) {
+			key.tgid = id >> 32;
+			bpf_get_current_comm(key.comm, sizeof(key.comm));
+		}
+		/* the calling thread's: the exit runs in it, as the entry did */
+		key.cgroup = key_cgroup(bpf_get_current_cgroup_id());
 		h = hists_lookup_or_init(&sc_hists, &key, &sc_zero);
 	} else {
 		__u32 idx = cur_gen() * SC_N + sc;
@@ -186,6 +207,7 @@ SEC("tracepoint/syscalls/sys_enter_" #name)				\
 int sce_##name(struct trace_event_raw_sys_enter *ctx)			\
 { return on_enter(ctx, SC_##name); }					\
 SEC("tracepoint/syscalls/sys_exit_" #name)				\
-int scx_##name(void *ctx) { return on_exit(SC_##name); }
+int scx_##name(struct trace_event_raw_sys_exit *ctx)			\
+{ return on_exit(ctx, SC_##name); }
 
 SYSCALLS(SC_PROGS)

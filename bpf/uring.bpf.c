@@ -67,9 +67,10 @@ static __always_inline __u64 arg_u64(__u64 *ctx, int i)
 	return v;
 }
 
-static __always_inline struct ioreq_hists *hists_of(__u16 opcode, __u16 flags, __u32 tgid)
+static __always_inline struct ioreq_hists *hists_of(__u16 opcode, __u16 flags, __u32 tgid,
+						    __u64 cgroup)
 {
-	return req_hists_of(&uring_hists, &uring_zero, opcode, flags, tgid);
+	return req_hists_of(&uring_hists, &uring_zero, opcode, flags, tgid, cgroup);
 }
 
 struct reap_ctx {
@@ -88,7 +89,7 @@ static long reap_one(__u64 i, struct reap_ctx *c)
 	if (q->idx != idx || !posted)
 		return 0;
 	q->posted = 0;
-	h = hists_of(q->opcode, q->flags, c->rs->tgid);
+	h = hists_of(q->opcode, q->flags, c->rs->tgid, q->cgroup);
 	if (h) {
 		stage_add(&h->stage[REQ_DONE_REAP], posted, c->now);
 		stage_add(&h->stage[REQ_TOTAL], q->submitted, c->now);
@@ -136,7 +137,7 @@ static long forget_one(__u64 i, struct reap_ctx *c)
 	if (!q->posted)
 		return 0;
 	q->posted = 0;
-	h = hists_of(q->opcode, q->flags, c->rs->tgid);
+	h = hists_of(q->opcode, q->flags, c->rs->tgid, q->cgroup);
 	if (h) {
 		h->stage[REQ_DONE_REAP].unmeasured++;
 		h->stage[REQ_TOTAL].unmeasured++;
@@ -206,7 +207,7 @@ static __always_inline int on_submit(const struct submit_view *v, __u64 id, __u6
 		e->flags |= REQ_FL_CHAIN;
 	if (rs && rs->sqpoll)
 		e->flags |= REQ_FL_SQPOLL;
-	e->tgid = tgid;
+	req_note_owner(e, id, owner_cgroup());
 	e->bio_q = e->issue = e->done = 0;
 	e->ts = now;
 	return 0;
@@ -226,7 +227,7 @@ static __always_inline int on_flag(__u64 req, __u16 flag)
  * the ring and the CQE (tp_btf, v6.x), else by bpf_probe_read_kernel.
  */
 struct complete_view {
-	__u64 ctx, rings;	/* pointers as integers */
+	__u64 req, ctx, rings;	/* pointers as integers */
 	__u32 head;		/* the ring's CQ head */
 	/*
 	 * The ring's cached CQ tail: io_uring_complete fires once the CQE has its slot and the
@@ -237,12 +238,29 @@ struct complete_view {
 	int res;
 };
 
+/* snoop: a slow request, at its CQE (its reap is bounded later, in the histograms only) */
+static __always_inline void snoop_uring(const struct ioreq *e, const struct complete_view *v,
+					__u64 now)
+{
+	struct snoop_rec *r = req_snoop(e, SN_URING, SN_CQE, now);
+	struct io_kiocb *req = (void *)v->req;	/* a local: v is ours, out of CO-RE's reach */
+	struct file *f;
+
+	if (!r)
+		return;
+	r->res = v->res;
+	f = BPF_CORE_READ(req, file);
+	if (f)
+		snoop_file(r, f);
+	snoop_submit(r);
+}
+
 static __always_inline int on_complete(struct ioreq *e, const struct complete_view *v)
 {
 	struct ioreq_hists *h;
 	struct ring_state *rs;
 	struct ring_cqe *q;
-	__u64 now, ts;
+	__u64 now, ts, cgroup;
 	__u32 idx, tgid;
 	__u16 opcode, flags;
 
@@ -251,6 +269,7 @@ static __always_inline int on_complete(struct ioreq *e, const struct complete_vi
 	opcode = e->opcode;
 	flags = e->flags;
 	tgid = e->tgid;
+	cgroup = e->cgroup;
 	if (v->res < 0 && !(opcode == IORING_OP_TIMEOUT && v->res == -ETIME_))
 		flags |= REQ_FL_FAILED;
 	if (!ts || now < ts || now - ts > INFLIGHT_STALE_NS) {
@@ -259,7 +278,9 @@ static __always_inline int on_complete(struct ioreq *e, const struct complete_vi
 			drop(DROP_INFLIGHT_STALE);
 		return 0;
 	}
-	h = hists_of(opcode, flags & REQ_FL_KEY, tgid);
+	if (snoop_slow(ts, now))
+		snoop_uring(e, v, now);
+	h = hists_of(opcode, flags & REQ_FL_KEY, tgid, cgroup);
 	if (h) {
 		stage_add(&h->stage[REQ_SUBMIT_DONE], ts, now);
 		req_linked_stages(h, e, now, true);
@@ -278,6 +299,8 @@ static __always_inline int on_complete(struct ioreq *e, const struct complete_vi
 	q->idx = idx;
 	q->opcode = opcode;
 	q->flags = flags & REQ_FL_KEY;
+	if (per_cgroup)
+		q->cgroup = cgroup;
 	q->posted = now;
 	return 0;
 }
@@ -285,7 +308,7 @@ static __always_inline int on_complete(struct ioreq *e, const struct complete_vi
 /* Any prototype: ring and request as untyped pointers, the result read from the request. */
 static __always_inline int complete_read(struct io_ring_ctx *ctx, struct io_kiocb *req)
 {
-	struct complete_view v = { .ctx = (__u64)ctx };
+	struct complete_view v = { .req = (__u64)req, .ctx = (__u64)ctx };
 	struct io_rings *rings;
 	struct ioreq *e;
 
@@ -393,6 +416,7 @@ int tp_btf_io_uring_complete_typed(__u64 *ctx)
 	if (!e)
 		return 0;
 	rings = rctx->rings;
+	v.req = ctx[1];
 	v.ctx = btf_ptr_u64(rctx);
 	v.rings = btf_ptr_u64(rings);
 	v.head = rings->cq.head;

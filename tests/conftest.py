@@ -96,10 +96,12 @@ def loop_device(img):
 
 
 class Tracer:
-    """bin/iostrata running in the background, ready once it says it is tracing."""
+    """bin/iostrata (or one of its commands: command=("snoop",)) running in the background,
+    ready once it says it is tracing."""
 
-    def __init__(self, args):
-        self.proc = subprocess.Popen([str(IOSTRATA), "-v", *args], stdout=subprocess.PIPE,
+    def __init__(self, args, command=()):
+        self.proc = subprocess.Popen([str(IOSTRATA), *command, "-v", *args],
+                                     stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, bufsize=0)
         self.stderr = ""
         deadline = time.monotonic() + 30

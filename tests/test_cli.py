@@ -48,6 +48,14 @@ def exited_pid():
     (["--inflight", "3000"], ["power of two"]),
     (["-d"], ["needs an argument"]),
     (["features", "extra"], ["features takes no argument 'extra'"]),
+    (["snoop", "--slower", "soon"], ["bad --slower 'soon'"]),
+    (["snoop", "--slower", "-1ms"], ["bad --slower '-1ms'"]),
+    (["snoop", "--ringbuf", "5000"], ["bad --ringbuf '5000': expected a power of two"]),
+    (["snoop", "--ringbuf", "1024"], ["bad --ringbuf '1024'"]),
+    (["snoop", "-l", "disk"], ["unknown layer 'disk'"]),
+    (["snoop", "5"], ["unexpected argument '5'"]),
+    (["snoop", "-W"], ["unknown option '-W'"]),
+    (["snoop", "-j", "--slower", "x"], ['"type":"error"', "bad --slower 'x'"]),
 ])
 def test_bad_input(args, needles):
     assert_one_line_error(run(*args), *needles)

@@ -62,7 +62,9 @@ def test_debian_61_kernel():
     # 30 reads, and the one pread64 with which each of three iostrata-load runs on the device
     # checks it for a signature
     assert preads == 33, uring[-1500:]
-    scenarios(full.split("=== SCENARIOS")[1].split("=== PROBE")[0])
+    scenarios(full.split("=== SCENARIOS")[1].split("=== SNOOP")[0])
+    snoop_dm_delay(full.split("=== SCENARIOS")[1].split("FAST ")[1].split()[0],
+                   full.split("=== SNOOP")[1].split("=== PROBE")[0])
     sections = r.stdout.split("=== TRACE ")[1:]
     assert [s.split()[0] for s in sections] == ["tp_btf", "raw_tp"]
     feats = r.stdout.split("=== FEATURES")[1].split("=== TRACE")[0]
@@ -119,6 +121,29 @@ def scenarios(out):
     # dm is bio-based: the requests' bios are dm's clones, so they are unlinked, and said so
     dev = [v for k, v in st.items() if k[0] == "uring" and k[1] == "device"]
     assert sum(v["count"] for v in dev) == 0 and sum(v["unmeasured"] for v in dev) == 40
+
+
+def snoop_dm_delay(fast, out):
+    """snoop --slower 5ms beside the scenarios: exactly the 40 io_uring reads through dm-delay
+    (10 ms), each at least 10 ms from submit to CQE, on dm-0; no block request of the device
+    below is among them (it answered in 100 us): the delay is dm's, above the device. dm is
+    bio-based, so the reads are not linked to bios: no bio boundaries in their records."""
+    recs = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    snoops = [r for r in recs if r["type"] == "snoop"]
+    summary = [r for r in recs if r["type"] == "snoop_summary"]
+    assert summary and summary[0]["lost"] == 0, recs[-3:]
+    uring = [r for r in snoops if r["layer"] == "uring" and r["comm"] == "iostrata-load"]
+    assert [(r["opcode"], r.get("disk")) for r in uring] == [("read", "dm-0")] * 40, \
+        [(r["opcode"], r.get("disk"), r["total_ns"]) for r in uring]
+    for r in uring:
+        b = list(r["boundaries"].values())
+        assert b == sorted(b) and list(r["boundaries"]) == ["submitted", "cqe"], r
+        assert r["stages"]["submit_cqe"] >= 10e6, r
+    below = [r for r in snoops if r["layer"] == "block" and r.get("disk") == fast]
+    assert below == [], below
+    print(f"snoop on 6.1: {len(uring)} dm-delay reads, submit_cqe "
+          f"{min(r['total_ns'] for r in uring) / 1e6:.2f}-"
+          f"{max(r['total_ns'] for r in uring) / 1e6:.2f} ms; {len(snoops)} records in all")
 
 
 def known_latency(name, v, set_ns):

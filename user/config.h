@@ -23,6 +23,12 @@ struct trace_config {
 	bool per_op;		/* -F */
 	bool per_process;	/* -P */
 	bool per_opcode;	/* -O: io_uring opcode / aio command */
+	bool per_cgroup;	/* -C: the submitter's cgroup v2 */
+	/* snoop: every request at least snoop_slower_ns long, one record each, through a ring
+	 * buffer of snoop_rb_bytes (a power of two, at least a page) */
+	bool snoop;
+	uint64_t snoop_slower_ns;
+	uint32_t snoop_rb_bytes;
 	/* --stages: a bit per stage of each layer (enum layer_id); none set = every stage. A
 	 * layer skips the events and the work only the others need where it can (block) */
 	uint32_t stages[CFG_LAYERS];
@@ -33,6 +39,7 @@ struct trace_config {
 };
 
 /* The defaults every command starts from. */
-#define TRACE_CONFIG_DEFAULT { .inflight_slots = INFLIGHT_SLOTS_DEFAULT }
+#define TRACE_CONFIG_DEFAULT { .inflight_slots = INFLIGHT_SLOTS_DEFAULT, \
+			       .snoop_rb_bytes = SNOOP_RB_DEFAULT }
 
 #endif

@@ -43,12 +43,15 @@ static int labels_cmp(const struct rec *x, const struct rec *y)
 		return c;
 	if (x->pid != y->pid)
 		return x->pid < y->pid ? -1 : 1;
-	return strcmp(x->comm, y->comm);
+	if ((c = strcmp(x->comm, y->comm)))
+		return c;
+	return strcmp(x->cgroup, y->cgroup);
 }
 
 void rec_labels(const struct rec *r, char *buf, size_t len)
 {
-	const char *parts[7] = { r->disk, r->op, r->opcode, r->flags, r->syscall, NULL, r->comm };
+	const char *parts[8] = { r->disk, r->op, r->opcode, r->flags, r->syscall, NULL, r->comm,
+				 r->cgroup };
 	char pid[16] = "";
 	size_t used = 0, i;
 
@@ -56,7 +59,7 @@ void rec_labels(const struct rec *r, char *buf, size_t len)
 		snprintf(pid, sizeof(pid), "pid %u", r->pid);
 	parts[5] = pid;
 	buf[0] = '\0';
-	for (i = 0; i < 7; i++)
+	for (i = 0; i < 8; i++)
 		if (*parts[i] && used < len)
 			used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? " " : "",
 						 parts[i]);

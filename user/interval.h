@@ -22,6 +22,7 @@ struct rec {
 	char opcode[24];
 	uint32_t pid;		/* 0 = not a label */
 	char comm[16];
+	char cgroup[160];	/* -C: the cgroup v2 path, or "cgroup:ID" when it cannot be found */
 	struct hist h;
 };
 

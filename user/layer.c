@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "cgroups.h"
 #include "ksyms.h"
 #include "layer.h"
 #include "log.h"
@@ -66,6 +67,16 @@ bool stage_wanted(const struct trace_config *cfg, int id, int st)
 	for (i = 0; i < NLAYERS; i++)
 		any |= cfg->stages[i] != 0;
 	return !any || (id < NLAYERS && (cfg->stages[id] & BIT(st)));
+}
+
+void layer_label_cgroup(const struct layer_inst *l, uint64_t id, struct rec *r)
+{
+	if (!l->cfg->per_cgroup)
+		return;
+	if (id)
+		cgroup_name(l->shared->cgroups, id, r->cgroup, sizeof(r->cgroup));
+	else	/* no submitter seen (a flush without bios, a request in flight at start) */
+		snprintf(r->cgroup, sizeof(r->cgroup), "(none)");
 }
 
 const char *layer_unmeasured_why(const char *layer, const char *stage)
@@ -319,6 +330,9 @@ static int load(struct layer_inst *l)
 		return -errno;
 	h = l->skel;
 	if (bpf_map__reuse_fd(layer_map(l, d->gens_map), l->shared->gen_fd))
+		return -errno;
+	if (l->shared->snoop_fd >= 0 &&
+	    bpf_map__reuse_fd(layer_map(l, d->snoop_map), l->shared->snoop_fd))
 		return -errno;
 	if (d->reqs_map && (l->shared->reqs_fd >= 0 ?
 			    bpf_map__reuse_fd(layer_map(l, d->reqs_map), l->shared->reqs_fd) :
@@ -727,6 +741,7 @@ static const char *const drop_reason_names[DROP_NREASONS] = {
 	[DROP_REAP_UNSEEN] = "reap_unseen",
 	[DROP_AIO_BATCH] = "batch_cut",
 	[DROP_COMPLETE_UNSEEN] = "complete_unseen",
+	[DROP_SNOOP_LOST] = "snoop_lost",
 };
 
 int layer_counters(struct layer_inst *l, struct interval *iv)
@@ -737,7 +752,7 @@ int layer_counters(struct layer_inst *l, struct interval *iv)
 
 	for (r = 0; r < DROP_NREASONS; r++) {
 		names[r] = NULL;
-		if (!(d->drops & (1u << r)))
+		if (!(d->drops & (1u << r)) && !(r == DROP_SNOOP_LOST && l->cfg->snoop))
 			continue;
 		snprintf(l->drop_names[r], sizeof(l->drop_names[r]), "%s%s%s",
 			 d->drops_unprefixed ? "" : d->name, d->drops_unprefixed ? "" : "_",

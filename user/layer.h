@@ -44,7 +44,7 @@ enum ev_kind {
 	.hists = hists, .nhists = ARRAY_LEN(hists),				\
 	.open = skel##_open, .destroy = skel##_destroy,				\
 	.drops_map = SKEL_MAP(skel, drops), .gens_map = SKEL_MAP(skel, gens),	\
-	.cgroup_map = SKEL_MAP(skel, cgroup_filter)
+	.cgroup_map = SKEL_MAP(skel, cgroup_filter), .snoop_map = SKEL_MAP(skel, snoop_rb)
 
 #define MAX_EVENTS 40
 #define MAX_STAGES 8
@@ -111,10 +111,11 @@ struct layer {
 	uint32_t drops;
 	bool drops_unprefixed;
 	const char *const *event_names;		/* [EV_NEVENTS], or NULL */
-	size_t drops_map, events_map, gens_map, cgroup_map, reqs_map;	/* 0: none */
+	size_t drops_map, events_map, gens_map, cgroup_map, reqs_map, snoop_map;	/* 0: none */
 	bool requests;		/* io_uring/aio: its requests live in the shared request table */
-	size_t comm_map;	/* requests: the submitting processes' names */
-	const char *(*code_name)(unsigned int code, char *buf, size_t len);	/* opcodes */
+	size_t comm_map;	/* the submitting processes' names (-P, snoop) */
+	/* its requests' codes (io_uring opcodes, aio commands, syscalls), by number */
+	const char *(*code_name)(unsigned int code, char *buf, size_t len);
 	const char *link_fn;	/* the kernel function that completes its linked requests */
 	size_t link_sym;	/* its address in struct link_syms */
 	/* the skeleton */
@@ -164,12 +165,16 @@ struct layer_report {
 	int nmaps;
 };
 
+struct cgroup_names;
+
 /* What the session shares with every layer it starts. */
 struct session_shared {
 	int gen_fd;		/* the generation map */
 	int reqs_fd;		/* the request table; -1 when no io_uring/aio layer runs */
+	int snoop_fd;		/* snoop's ring buffer; -1 without snoop */
 	uint32_t self_tgid;	/* iostrata: excluded in the kernel */
 	bool tracefs;		/* syscall tracepoints are visible */
+	struct cgroup_names *cgroups;	/* cgroup v2 ids to paths (-C labels, snoop records) */
 };
 
 /* A running layer. */
@@ -214,6 +219,9 @@ int layer_counters(struct layer_inst *l, struct interval *iv);
 uint64_t layer_recursion_misses(const struct layer_inst *l);
 uint64_t layer_run_time_ns(const struct layer_inst *l);
 
+/* -C: the cgroup label of a record from a histogram key's cgroup id (0: not a label). */
+void layer_label_cgroup(const struct layer_inst *l, uint64_t id, struct rec *r);
+
 /* Why a record of this layer and stage can be unmeasured, from the layer table. */
 const char *layer_unmeasured_why(const char *layer, const char *stage);
 /* Does cfg ask for stage st of layer id (--stages; every stage without it)? */
@@ -240,11 +248,15 @@ struct bpf_map *layer_map(const struct layer_inst *l, size_t off);
  */
 #define HIST_MAP_BUDGET (32u << 20)
 uint32_t hist_map_keys(const struct layer_inst *l, uint32_t want);
-/* The owner filters and iostrata's own tgid, into any object's .rodata. */
+/* The owner filters, iostrata's own tgid, snoop and -C, into any object's .rodata. */
 #define OWNER_RODATA(ro, l) do {						\
 	(ro)->filter_tgid = (uint32_t)(l)->cfg->tgid;				\
 	(ro)->filter_cgroup = (l)->cfg->cgroup != NULL;				\
 	(ro)->self_tgid = (l)->shared->self_tgid;				\
+	(ro)->snoop = (l)->cfg->snoop;						\
+	(ro)->snoop_slower_ns = (l)->cfg->snoop_slower_ns;			\
+	(ro)->snoop_wake_bytes = (l)->cfg->snoop_rb_bytes / 2;			\
+	(ro)->per_cgroup = (l)->cfg->per_cgroup;				\
 } while (0)
 
 #endif

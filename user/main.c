@@ -11,6 +11,7 @@ static const struct {
 	const char *name;
 	int (*run)(int argc, char **argv);
 } commands[] = {
+	{ "snoop", cmd_snoop },
 	{ "features", cmd_features },
 	{ "calibrate", cmd_calibrate },
 	{ "serve", cmd_serve },

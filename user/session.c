@@ -10,6 +10,7 @@
 #include <sys/statfs.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "cgroups.h"
 #include "log.h"
 #include "session.h"
 #include "sysinfo.h"
@@ -31,6 +32,11 @@ struct session {
 	uint64_t last_ns;		/* CLOCK_MONOTONIC: the last interval's end */
 	uint64_t prev_misses;
 	bool finished;
+	/* snoop */
+	struct ring_buffer *rb;
+	session_req_sink req_sink;
+	void *req_arg;
+	int req_out;			/* the sink's last non-zero answer: stop */
 };
 
 static volatile sig_atomic_t stopping;
@@ -106,6 +112,15 @@ static int shared_maps(struct session *s, bool requests)
 		return -1;
 	}
 	s->gen = p;
+	if (s->cfg.snoop) {
+		s->sh.snoop_fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "snoop_rb", 0, 0,
+						s->cfg.snoop_rb_bytes, NULL);
+		if (s->sh.snoop_fd < 0) {
+			errorf("cannot create snoop's ring buffer (%u bytes): %s",
+			       s->cfg.snoop_rb_bytes, strerror(errno));
+			return -1;
+		}
+	}
 	if (requests) {
 		s->sh.reqs_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "reqs", sizeof(uint32_t),
 					       sizeof(struct ioreq), s->cfg.inflight_slots, NULL);
@@ -130,7 +145,7 @@ int session_open(const struct trace_config *cfg, bool probe, struct session **ou
 		return -1;
 	}
 	s->cfg = *cfg;
-	s->sh.gen_fd = s->sh.reqs_fd = -1;
+	s->sh.gen_fd = s->sh.reqs_fd = s->sh.snoop_fd = -1;
 	s->sh.self_tgid = (uint32_t)getpid();
 	if (!vmlinux_btf()) {
 		errorf("kernel BTF not found (/sys/kernel/btf/vmlinux): this kernel needs "
@@ -149,6 +164,11 @@ int session_open(const struct trace_config *cfg, bool probe, struct session **ou
 	}
 	if (shared_maps(s, requests))
 		goto fail;
+	/* ids seen from now on are named from the tree as it is now, and as it changes */
+	if ((cfg->per_cgroup || cfg->snoop) && !(s->sh.cgroups = cgroup_names_new())) {
+		errorf("out of memory");
+		goto fail;
+	}
 	if (syscalls)
 		s->sh.tracefs = tracefs_ready(&s->tracefs_mounted);
 
@@ -300,11 +320,20 @@ int session_interval(struct session *s, struct interval *iv)
 	return collect(s, (int)old, iv);
 }
 
+/* Every record the ring buffer holds now, to the sink. */
+static void snoop_drain(struct session *s)
+{
+	if (s->rb && !s->req_out)
+		ring_buffer__consume(s->rb);
+}
+
 int session_finish(struct session *s, struct interval *iv)
 {
 	mark_end(s, iv, clock_ns(CLOCK_MONOTONIC));
 	detach_all(s);
 	grace();
+	/* detached: the last records, before the interval that counts the ones lost */
+	snoop_drain(s);
 	/* detached: whatever either generation holds belongs to this last interval */
 	return collect(s, -1, iv);
 }
@@ -323,6 +352,10 @@ void session_close(struct session *s)
 		close(s->sh.gen_fd);
 	if (s->sh.reqs_fd >= 0)
 		close(s->sh.reqs_fd);
+	ring_buffer__free(s->rb);
+	if (s->sh.snoop_fd >= 0)
+		close(s->sh.snoop_fd);
+	cgroup_names_free(s->sh.cgroups);
 	tracefs_release(s->tracefs_mounted);
 	free(s);
 }
@@ -335,10 +368,72 @@ void session_run_time(const struct session *s, uint64_t ns[NLAYERS])
 		ns[i] = s->inst[i] ? layer_run_time_ns(s->inst[i]) : 0;
 }
 
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct session *s = ctx;
+	struct snoop_rec raw;
+	struct layer_inst *l;
+	struct req_rec r;
+
+	if (size < sizeof(raw))
+		return 0;
+	memcpy(&raw, data, sizeof(raw));
+	/* the submitter's name, noted by the programs where it submitted: known once it is gone */
+	l = raw.layer < NLAYERS ? s->inst[raw.layer] : NULL;
+	if (!raw.comm[0] && l && l->desc->comm_map &&
+	    bpf_map__lookup_elem(layer_map(l, l->desc->comm_map), &raw.tgid, sizeof(raw.tgid),
+				 raw.comm, sizeof(raw.comm), 0))
+		raw.comm[0] = '\0';
+	raw.comm[sizeof(raw.comm) - 1] = '\0';
+	req_rec_decode(&raw, s->sh.cgroups, clock_ns(CLOCK_MONOTONIC), clock_ns(CLOCK_REALTIME),
+		       &r);
+	s->req_out = s->req_sink(&r, s->req_arg);
+	return s->req_out ? -ECANCELED : 0;	/* stops ring_buffer__poll/consume */
+}
+
+int session_snoop(struct session *s, session_req_sink fn, void *arg)
+{
+	if (s->sh.snoop_fd < 0)
+		return 0;
+	s->req_sink = fn;
+	s->req_arg = arg;
+	s->rb = ring_buffer__new(s->sh.snoop_fd, on_record, s, NULL);
+	if (!s->rb) {
+		errorf("cannot read snoop's ring buffer: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* The longest snoop's records wait in the ring buffer: the programs wake the reader only once
+ * it is half full, so that a record costs no wakeup. */
+#define SNOOP_POLL_MS 100
+
+/* Sleep until deadline (monotonic ns), a signal, or a stop the record sink asks for; with snoop,
+ * reading the ring buffer meanwhile. */
+static void wait_until(struct session *s, uint64_t deadline)
+{
+	struct timespec ts = { (time_t)(deadline / 1000000000ULL),
+			       (long)(deadline % 1000000000ULL) };
+	uint64_t now;
+
+	if (!s->rb) {
+		while (!stopping &&
+		       clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+			;
+		return;
+	}
+	while (!stopping && !s->req_out && (now = clock_ns(CLOCK_MONOTONIC)) < deadline) {
+		uint64_t ms = (deadline - now + 999999) / 1000000;
+
+		/* epoll_wait returns on a signal (EINTR) whatever SA_RESTART says */
+		ring_buffer__poll(s->rb, ms < SNOOP_POLL_MS ? (int)ms : SNOOP_POLL_MS);
+	}
+}
+
 int session_run(struct session *s, const struct run_limits *lim, session_sink sink, void *arg)
 {
 	uint64_t step = (uint64_t)(lim->interval_s * 1e9), next, end = 0;
-	struct timespec deadline;
 	struct interval iv;
 	long n = 0;
 	int rc = 0, out;
@@ -355,12 +450,10 @@ int session_run(struct session *s, const struct run_limits *lim, session_sink si
 		next += step;
 		if (end && next > end)
 			next = end;
-		deadline.tv_sec = (time_t)(next / 1000000000ULL);
-		deadline.tv_nsec = (long)(next % 1000000000ULL);
-		while (!stopping &&
-		       clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &deadline, NULL) == EINTR)
-			;
-		final = stopping || (lim->count && n + 1 >= lim->count) || (end && next >= end);
+		wait_until(s, next);
+		/* the record sink said stop (a closed pipe, an error): this interval is the last */
+		final = stopping || s->req_out || (lim->count && n + 1 >= lim->count) ||
+			(end && next >= end);
 		if (final) {
 			rc = session_finish(s, &iv);
 		} else {
@@ -373,6 +466,8 @@ int session_run(struct session *s, const struct run_limits *lim, session_sink si
 		}
 		out = rc ? 0 : sink(&iv, arg);
 		interval_clear(&iv);
+		if (!out && s->req_out)
+			out = s->req_out;
 		if (out) {
 			rc = out < 0 ? 0 : 1;
 			break;

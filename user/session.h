@@ -17,6 +17,7 @@
 #include "config.h"
 #include "interval.h"
 #include "layer.h"
+#include "reqrec.h"
 
 struct session;
 
@@ -61,6 +62,16 @@ struct run_limits {
 
 /* Receives each interval; 0 to go on, -1 to stop (a closed pipe: quietly), 1 on error. */
 typedef int (*session_sink)(const struct interval *iv, void *arg);
+
+/* snoop: receives each slow request; 0 to go on, -1 to stop (a closed pipe: quietly), 1 on error. */
+typedef int (*session_req_sink)(const struct req_rec *r, void *arg);
+
+/*
+ * With cfg->snoop: hand every record of the ring buffer, decoded, to fn, while session_run
+ * waits between intervals and, at the end, before the last interval (whose drops count the
+ * records the ring buffer had no room for). 0, or -1 with one line said.
+ */
+int session_snoop(struct session *s, session_req_sink fn, void *arg);
 
 /*
  * Interval after interval until a signal, lim->count or lim->duration_s, the last one from

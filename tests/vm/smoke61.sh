@@ -84,10 +84,14 @@ sleep 0.5
 # its disk is nullb<index> or, on newer kernels, named after the configfs directory
 fast=nullb$(cat $cfg/index); [ -e /sys/block/$fast ] || fast=fast
 echo "FAST $fast ($(ls /sys/block | tr '\n' ' '))"
-rm -f /tmp/s.err
+rm -f /tmp/s.err /tmp/n.err
 /iostrata -v -D -F -P -O -l block,uring -j > /tmp/s.json 2>/tmp/s.err &
 tracer=$!
+# beside it, snoop: the dm-delay reads are the only requests of 5 ms or more
+/iostrata snoop -v --slower 5ms -l block,uring -j > /tmp/n.json 2>/tmp/n.err &
+snooper=$!
 until grep -q "iostrata: tracing" /tmp/s.err 2>/dev/null; do sleep 0.2; done
+until grep -q "iostrata: tracing" /tmp/n.err 2>/dev/null; do sleep 0.2; done
 /iostrata-load --device /dev/nullb0 --force --engine psync --rw randread --ios 200 \
 	--size 64m >/dev/null && echo "SCENARIO LOAD nullb0"
 /iostrata-load --device /dev/$fast --force --engine psync --rw randread --ios 200 \
@@ -96,9 +100,11 @@ until grep -q "iostrata: tracing" /tmp/s.err 2>/dev/null; do sleep 0.2; done
 /iostrata-load --device /dev/dm-0 --force --engine io_uring --qd 1 --rw randread --ios 40 \
 	--size 64m >/dev/null && echo "SCENARIO LOAD dm-0"
 sleep 0.5
-kill -INT $tracer
+kill -INT $tracer $snooper
 wait
 grep -v "^iostrata: " /tmp/s.err; cat /tmp/s.json
+echo "=== SNOOP"
+grep -v "^iostrata: " /tmp/n.err; cat /tmp/n.json
 echo "=== PROBE"; /iostrata-load --engine io_uring --op timeout --latency 1ms --ios 50 | grep timeout
 echo "=== FAIL"; /iostrata -l block --fail-probe block_rq_complete --duration 1; echo "FAIL rc=$?"
 echo "=== DONE"

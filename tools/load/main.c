@@ -372,28 +372,10 @@ static int parse_size(const char *opt, const char *s, uint64_t *out)
 /* "10s", "500ms", "250us", "1000ns", "2" (seconds): nanoseconds. */
 static int parse_time(const char *opt, const char *s, uint64_t *out)
 {
-	char *end;
-	double v, mul = 1e9;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (!strcmp(end, "ns"))
-		mul = 1;
-	else if (!strcmp(end, "us"))
-		mul = 1e3;
-	else if (!strcmp(end, "ms"))
-		mul = 1e6;
-	else if (!strcmp(end, "s") || !*end)
-		mul = 1e9;
-	else if (!strcmp(end, "m"))
-		mul = 60e9;
-	else
-		mul = 0;
-	if (errno || end == s || !mul || !isfinite(v) || v <= 0 || v * mul > 1e16) {
+	if (cli_parse_time(s, false, out)) {
 		lerr("bad %s '%s': expected a time such as 10s, 500ms or 250us", opt, s);
 		return -1;
 	}
-	*out = (uint64_t)(v * mul);
 	return 0;
 }
 

@@ -12,6 +12,7 @@
 
 /* Each takes argv from the command's name on (argv[0]) and returns the exit status. */
 int cmd_trace(int argc, char **argv);
+int cmd_snoop(int argc, char **argv);
 int cmd_features(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_serve(int argc, char **argv);

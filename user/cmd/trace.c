@@ -20,6 +20,7 @@ static const char usage_head[] =
 "Usage: iostrata [OPTIONS] [INTERVAL [COUNT]]\n"
 "       iostrata record -o FILE [--force] [OPTIONS] [INTERVAL [COUNT]]\n"
 "       iostrata report FILE... -o HTML [--svg DIR] [--top N] [--scale S]\n"
+"       iostrata snoop [--slower DURATION] [-l LIST] [-d DISK] [-p PID] [-c PATH] [-j]\n"
 "       iostrata serve [OPTIONS]\n"
 "       iostrata features [-j] [-v]\n"
 "       iostrata calibrate [-j] [-v] [--dir DIR]\n"
@@ -47,6 +48,7 @@ static const char usage_view[] =
 "  -F, --per-op          a histogram set per operation and request flags\n"
 "  -P, --per-process     a histogram set per process (uring, aio, syscall layers)\n"
 "  -O, --per-opcode      a histogram set per io_uring opcode / aio command\n"
+"  -C, --per-cgroup      a histogram set per cgroup v2 of the submitter\n"
 "  -W, --waterfall       per process/opcode: each stage's count, p50, p99 and share\n"
 "  -m, --milliseconds    show latencies in milliseconds\n"
 "  -T, --timestamp       print the time with each interval\n"
@@ -62,6 +64,7 @@ static const char usage_tail[] =
 "                                    an hour of every layer, to a file\n"
 "  iostrata report run.ndjson.gz -o report.html\n"
 "                                    heatmaps and tables, one HTML file\n"
+"  iostrata snoop --slower 20ms      every request of 20 ms or more, one a line\n"
 "  iostrata serve                    Prometheus metrics on 127.0.0.1:9750\n"
 "  iostrata features                 what this kernel supports\n"
 "  iostrata calibrate                check the tracer against known I/O here\n";
@@ -158,12 +161,7 @@ static int print_interval(const struct interval *iv, void *arg)
 		output_text(iv, &a->text, stdout);
 		err = ferror(stdout) ? -1 : 0;
 	}
-	if (!err)
-		return 0;
-	if (errno == EPIPE)
-		return -1;	/* a closed pipe is a reader's way to stop */
-	errorf("writing the output: %s", strerror(errno));
-	return 1;
+	return sink_written(err);
 }
 
 int cmd_trace(int argc, char **argv)
@@ -174,13 +172,7 @@ int cmd_trace(int argc, char **argv)
 
 	if (r)
 		return r > 0 ? 0 : 2;
-	log_init("iostrata", a.json, a.t.verbose);
-	if (!privileged()) {
-		errorf("must be run as root (loading BPF needs CAP_BPF and CAP_PERFMON)");
-		return 1;
-	}
-	session_signals();
-	if (session_open(&a.t.cfg, false, &s, NULL, NULL))
+	if (trace_session_open(&a.t, a.json, &s))
 		return 1;
 	r = session_run(s, &a.t.lim, print_interval, &a);
 	session_close(s);

@@ -202,6 +202,7 @@ static int trace_opt(struct trace_opts *t, int o, const char *arg)
 	case 'c': c->cgroup = arg; return 1;
 	case 'P': c->per_process = true; return 1;
 	case 'O': c->per_opcode = true; return 1;
+	case 'C': c->per_cgroup = true; return 1;
 	case 'v': t->verbose++; return 1;
 	case 'l':
 		return parse_layers(arg, &c->layers) ? -1 : 1;
@@ -292,4 +293,25 @@ int trace_opts_finish(struct trace_opts *t)
 		return -1;
 	}
 	return 0;
+}
+
+int trace_session_open(const struct trace_opts *t, bool json, struct session **s)
+{
+	log_init("iostrata", json, t->verbose);
+	if (!privileged()) {
+		errorf("must be run as root (loading BPF needs CAP_BPF and CAP_PERFMON)");
+		return -1;
+	}
+	session_signals();
+	return session_open(&t->cfg, false, s, NULL, NULL);
+}
+
+int sink_written(int err)
+{
+	if (!err)
+		return 0;
+	if (errno == EPIPE)
+		return -1;	/* a closed pipe is a reader's way to stop */
+	errorf("writing the output: %s", strerror(errno));
+	return 1;
 }

@@ -18,7 +18,7 @@
 enum { TOPT_DURATION = 256, TOPT_INFLIGHT, TOPT_FAIL_PROBE, TOPT_FORCE_RAW_TP, TOPT_COMM,
        TOPT_STAGES, TOPT_NEXT };
 
-#define TRACE_OPTS_SHORT "d:p:c:l:POv"
+#define TRACE_OPTS_SHORT "d:p:c:l:POCv"
 #define TRACE_OPTS_LONG							\
 	{ "disk", required_argument, NULL, 'd' },				\
 	{ "pid", required_argument, NULL, 'p' },				\
@@ -26,6 +26,7 @@ enum { TOPT_DURATION = 256, TOPT_INFLIGHT, TOPT_FAIL_PROBE, TOPT_FORCE_RAW_TP, T
 	{ "layers", required_argument, NULL, 'l' },				\
 	{ "per-process", no_argument, NULL, 'P' },				\
 	{ "per-opcode", no_argument, NULL, 'O' },				\
+	{ "per-cgroup", no_argument, NULL, 'C' },				\
 	{ "comm", required_argument, NULL, TOPT_COMM },				\
 	{ "stages", required_argument, NULL, TOPT_STAGES },			\
 	{ "duration", required_argument, NULL, TOPT_DURATION },			\
@@ -74,6 +75,15 @@ int trace_opt_rest(int o, char **argv, void (*usage)(FILE *f));
 /* After the command line: --stages against -l, the disk, pid and cgroup looked up. 0, or -1
  * with one line said. */
 int trace_opts_finish(struct trace_opts *t);
+
+/*
+ * A command's start once its command line is read: logging as -j and -v say, root checked,
+ * SIGINT/SIGTERM set to stop, the session opened. 0, or -1 with one line said.
+ */
+int trace_session_open(const struct trace_opts *t, bool json, struct session **s);
+/* A sink's answer after writing to stdout (err: its -1): 0 written, -1 a closed pipe (stop
+ * quietly), 1 any other error (said). */
+int sink_written(int err);
 
 /* A positive number of seconds / an integer in [min, max], or -1 with one line said. */
 int parse_seconds(const char *what, const char *s, double *out);

@@ -54,6 +54,8 @@ static uint32_t hist_keys(const struct layer_inst *l)
 		keys *= (uint32_t)disk_count() + 16;
 	if (l->cfg->per_op)
 		keys *= 64;
+	if (l->cfg->per_cgroup)
+		keys *= 64;
 	return hist_map_keys(l, 2 * (keys > 8192 ? 8192 : keys));
 }
 
@@ -77,6 +79,7 @@ static void label(const struct layer_inst *l, const void *key, struct rec *r)
 		op_name(k->op, r->op, sizeof(r->op));
 	if (k->flags)
 		req_flags_str(k->flags, r->flags, sizeof(r->flags));
+	layer_label_cgroup(l, k->cgroup, r);
 }
 
 /*
@@ -88,8 +91,10 @@ static bool event_needed(const struct trace_config *c, int ev)
 {
 	if (ev != EV_BIO_QUEUE && ev != EV_SPLIT)
 		return true;
+	/* snoop and -C: who submitted is known where the bios are queued */
 	return stage_wanted(c, LAYER_BLOCK, BLOCK_WAIT) || stage_wanted(c, LAYER_BLOCK, BLOCK_TOTAL) ||
-	       c->tgid || c->cgroup || !c->layers || (c->layers & (BIT(LAYER_URING) | BIT(LAYER_AIO)));
+	       c->tgid || c->cgroup || c->snoop || c->per_cgroup || !c->layers ||
+	       (c->layers & (BIT(LAYER_URING) | BIT(LAYER_AIO)));
 }
 
 static int configure(struct layer_inst *l)
@@ -188,6 +193,7 @@ const struct layer block_layer = {
 	.drops = BIT(DROP_INFLIGHT_FULL) | BIT(DROP_INFLIGHT_STALE) | BIT(DROP_INFLIGHT_REUSED) |
 		 BIT(DROP_HIST_FULL) | BIT(DROP_COMPLETE_UNSEEN),
 	.drops_unprefixed = true, .reqs_map = SKEL_MAP(block, reqs),
+	.comm_map = SKEL_MAP(block, req_comm),
 	.label = label,
 	.configure = configure, .check = check, .pending = pending, .event_needed = event_needed,
 };

@@ -10,7 +10,7 @@
 uint32_t req_hist_keys(const struct layer_inst *l)
 {
 	return hist_map_keys(l, 2 * 32 * (l->cfg->per_opcode ? 8 : 1) *
-			     (l->cfg->per_process ? 32 : 1));
+			     (l->cfg->per_process ? 32 : 1) * (l->cfg->per_cgroup ? 32 : 1));
 }
 
 const char *req_flags_name(unsigned int flags, char *buf, size_t len)
@@ -40,6 +40,7 @@ void req_label(const struct layer_inst *l, const void *key, struct rec *r)
 			process_comm(r->pid, r->comm, sizeof(r->comm));
 		r->comm[sizeof(r->comm) - 1] = '\0';
 	}
+	layer_label_cgroup(l, k->cgroup, r);
 }
 
 struct pending_ctx {
@@ -63,6 +64,7 @@ static int pending_one(const void *v, void *arg)
 		return 0;
 	k.opcode = l->cfg->per_opcode ? e->opcode : 0xffff;
 	k.tgid = l->cfg->per_process ? e->tgid : 0;
+	k.cgroup = l->cfg->per_cgroup ? e->cgroup : 0;
 	/* the request's end (CQE, reap) was not seen: aio's completion may have been */
 	err = layer_add_stage(l, &k, REQ_SUBMIT_DONE, aio ? e->ts : 0, e->done, iv) ?:
 	      layer_add_stage(l, &k, REQ_DONE_REAP, 0, 0, iv) ?:

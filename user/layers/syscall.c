@@ -33,15 +33,15 @@ static void total_key(uint32_t gen, uint32_t i, void *key)
 	*(struct syscall_key *)key = (struct syscall_key){ .gen = gen, .sc = i };
 }
 
-/* -P: per-process keys in the hash; else (generation, syscall) in the array */
+/* -P, -C: their keys in the hash; else (generation, syscall) in the array */
 static uint32_t hash_keys(const struct layer_inst *l)
 {
-	return l->cfg->per_process ? hist_map_keys(l, 2 * 4096) : 1;
+	return l->cfg->per_process || l->cfg->per_cgroup ? hist_map_keys(l, 2 * 4096) : 1;
 }
 
 static uint32_t array_slots(const struct layer_inst *l)
 {
-	return l->cfg->per_process ? 1 : 2 * SC_N;
+	return l->cfg->per_process || l->cfg->per_cgroup ? 1 : 2 * SC_N;
 }
 
 static const struct layer_hists hists[] = {
@@ -60,6 +60,13 @@ static void label(const struct layer_inst *l, const void *key, struct rec *r)
 		r->pid = k->tgid;
 		snprintf(r->comm, sizeof(r->comm), "%.15s", k->comm);
 	}
+	layer_label_cgroup(l, k->cgroup, r);
+}
+
+static const char *sc_name(unsigned int sc, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", sc < SC_N ? sc_names[sc] : "?");
+	return buf;
 }
 
 static int configure(struct layer_inst *l)
@@ -80,6 +87,6 @@ LAYER_SKELETON(syscall)
 const struct layer syscall_layer = {
 	LAYER_COMMON(syscall),
 	.drops = BIT(DROP_HIST_FULL) | BIT(DROP_SC_START_FULL),
-	.label = label,
+	.label = label, .code_name = sc_name,
 	.configure = configure,
 };

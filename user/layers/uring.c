@@ -106,6 +106,7 @@ static int pending(struct layer_inst *l, bool final, struct interval *iv)
 				continue;
 			k.opcode = l->cfg->per_opcode ? q->opcode : 0xffff;
 			k.tgid = l->cfg->per_process ? rs->tgid : 0;
+			k.cgroup = l->cfg->per_cgroup ? q->cgroup : 0;
 			err = layer_add_stage(l, &k, REQ_DONE_REAP, 0, 0, iv) ?:
 			      layer_add_stage(l, &k, REQ_TOTAL, 0, 0, iv);
 		}

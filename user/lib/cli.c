@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include "cli.h"
 #include "json.h"
 
@@ -30,4 +34,30 @@ void cli_error_line(FILE *f, const char *prog, bool json, const char *msg)
 	} else {
 		fprintf(f, "%s: error: %s\n", prog, msg);
 	}
+}
+
+int cli_parse_time(const char *s, bool zero_ok, uint64_t *out)
+{
+	char *end;
+	double v, mul;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (!strcmp(end, "ns"))
+		mul = 1;
+	else if (!strcmp(end, "us"))
+		mul = 1e3;
+	else if (!strcmp(end, "ms"))
+		mul = 1e6;
+	else if (!strcmp(end, "s") || !*end)
+		mul = 1e9;
+	else if (!strcmp(end, "m"))
+		mul = 60e9;
+	else
+		mul = 0;
+	if (errno || end == s || !mul || !isfinite(v) || v < 0 || (!zero_ok && v == 0) ||
+	    v * mul > 1e16)
+		return -1;
+	*out = (uint64_t)(v * mul);
+	return 0;
 }

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 /*
@@ -15,5 +16,8 @@ const char *cli_getopt_problem(int c, char **argv, char *buf, size_t len);
 
 /* One error line: "PROG: error: MSG", or {"type":"error","message":MSG} under --json. */
 void cli_error_line(FILE *f, const char *prog, bool json, const char *msg);
+
+/* "10s", "500ms", "250us", "1000ns", "1m", "2" (seconds) in ns; 0 only when zero_ok. 0 or -1. */
+int cli_parse_time(const char *s, bool zero_ok, uint64_t *out);
 
 #endif

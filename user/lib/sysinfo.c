@@ -175,6 +175,16 @@ const char *process_comm(uint32_t pid, char *buf, size_t len)
 	return buf;
 }
 
+const char *thread_comm(uint32_t pid, uint32_t tid, char *buf, size_t len)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/comm", pid, tid);
+	if (!tid || read_line(path, buf, len))
+		process_comm(pid, buf, len);	/* the thread has gone: its process's name */
+	return buf;
+}
+
 const char *op_name(unsigned int op, char *buf, size_t len)
 {
 	const char *n = enum_name(op_enums, op);

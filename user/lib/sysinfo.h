@@ -32,6 +32,8 @@ const char *btf_enum_name(const char *enum_type, const char *prefix, unsigned in
 			  char *buf, size_t len);
 /* /proc/PID/comm, or "?" once the process has gone. */
 const char *process_comm(uint32_t pid, char *buf, size_t len);
+/* /proc/PID/task/TID/comm, else the process's, else "?". */
+const char *thread_comm(uint32_t pid, uint32_t tid, char *buf, size_t len);
 
 /* tracefs, where classic tracepoints (the syscall events) are found */
 #define TRACEFS "/sys/kernel/tracing"

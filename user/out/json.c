@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* An interval as one NDJSON record (docs/interval.schema.json). */
 #include <stdio.h>
+#include <string.h>
 #include "json.h"
 #include "output.h"
 
@@ -30,6 +31,8 @@ static void hist_json(struct jw *w, const struct rec *r)
 		jw_u64(w, "pid", r->pid);
 	if (*r->comm)
 		jw_str(w, "comm", r->comm);
+	if (*r->cgroup)
+		jw_str(w, "cgroup", r->cgroup);
 	jw_end_obj(w);
 	jw_u64(w, "count", r->h.count);
 	jw_u64(w, "sum_ns", r->h.sum_ns);
@@ -82,6 +85,78 @@ int output_json(const struct interval *iv, FILE *f)
 
 	jw_init(&w);
 	output_json_build(iv, &w);
+	err = jw_flush_line(&w, f);
+	jw_free(&w);
+	return err;
+}
+
+/* ---- snoop */
+
+int output_req_json(const struct req_rec *r, FILE *f)
+{
+	struct jw w;
+	int i, err;
+
+	jw_init(&w);
+	jw_obj(&w, NULL);
+	jw_str(&w, "type", "snoop");
+	jw_u64(&w, "ts", r->ts_ns);
+	jw_str(&w, "layer", r->layer);
+	jw_u64(&w, "pid", r->pid);
+	jw_u64(&w, "tid", r->tid);
+	jw_str(&w, "comm", r->comm);
+	jw_str(&w, "cgroup", r->cgroup);
+	jw_u64(&w, "cgroup_id", r->cgroup_id);
+	if (*r->disk)
+		jw_str(&w, "disk", r->disk);
+	if (*r->op)
+		jw_str(&w, "op", r->op);
+	if (*r->flags)
+		jw_str(&w, "flags", r->flags);
+	if (*r->code)
+		jw_str(&w, strcmp(r->layer, "syscall") ? "opcode" : "syscall", r->code);
+	if (r->has_sector) {
+		jw_u64(&w, "sector", r->sector);
+		jw_u64(&w, "bytes", r->bytes);
+	}
+	if (r->has_file) {
+		jw_obj(&w, "file");
+		jw_str(&w, "dev", r->fdev);
+		jw_u64(&w, "ino", r->ino);
+		jw_end_obj(&w);
+	}
+	if (r->has_res)
+		jw_i64(&w, "res", r->res);
+	jw_u64(&w, "total_ns", r->total_ns);
+	jw_obj(&w, "boundaries");
+	for (i = 0; i < r->nbounds; i++)
+		jw_u64(&w, r->bounds[i].name, r->bounds[i].ns);
+	jw_end_obj(&w);
+	jw_obj(&w, "stages");
+	for (i = 0; i < r->nstages; i++)
+		jw_u64(&w, r->stages[i].name, r->stages[i].ns);
+	jw_end_obj(&w);
+	jw_end_obj(&w);
+	err = jw_flush_line(&w, f);
+	jw_free(&w);
+	return err;
+}
+
+int output_snoop_counts_json(uint64_t ts_ns, bool final, uint64_t printed, uint64_t lost, FILE *f)
+{
+	struct jw w;
+	int err;
+
+	if (!final && !lost)
+		return 0;
+	jw_init(&w);
+	jw_obj(&w, NULL);
+	jw_str(&w, "type", final ? "snoop_summary" : "snoop_lost");
+	jw_u64(&w, "ts", ts_ns);
+	if (final)
+		jw_u64(&w, "printed", printed);
+	jw_u64(&w, "lost", lost);
+	jw_end_obj(&w);
 	err = jw_flush_line(&w, f);
 	jw_free(&w);
 	return err;

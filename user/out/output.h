@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include "interval.h"
+#include "reqrec.h"
 
 struct text_opts {
 	bool ms;		/* -m: milliseconds */
@@ -20,5 +21,16 @@ int output_json(const struct interval *iv, FILE *f);
 /* The same record, appended to w (one line once flushed). */
 struct jw;
 void output_json_build(const struct interval *iv, struct jw *w);
+
+/*
+ * snoop: a slow request, as a line under output_req_header's, or as an NDJSON "snoop" record;
+ * then the counts: records the ring buffer had no room for (lost, in an interval: printed only
+ * when not 0) and, at the end, printed and lost in all. -1 when not written whole.
+ */
+void output_req_header(FILE *f);
+int output_req_text(const struct req_rec *r, FILE *f);
+int output_req_json(const struct req_rec *r, FILE *f);
+int output_snoop_counts_text(uint64_t ts_ns, bool final, uint64_t printed, uint64_t lost, FILE *f);
+int output_snoop_counts_json(uint64_t ts_ns, bool final, uint64_t printed, uint64_t lost, FILE *f);
 
 #endif

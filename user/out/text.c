@@ -234,3 +234,62 @@ void output_text(const struct interval *iv, const struct text_opts *o, FILE *f)
 	fprintf(f, "%s\n", any ? "\n" : "");
 	fflush(f);
 }
+
+/* ---- snoop */
+
+void output_req_header(FILE *f)
+{
+	fprintf(f, "%-15s %-7s %7s %7s %-15s %-20s %8s  %s\n", "TIME", "LAYER", "PID", "TID",
+		"COMM", "CGROUP", "TOTAL", "WHAT, THEN EACH STAGE");
+	fflush(f);
+}
+
+int output_req_text(const struct req_rec *r, FILE *f)
+{
+	char when[32], v[24], what[256];
+	time_t t = (time_t)(r->ts_ns / 1000000000ULL);
+	size_t used = 0;
+	struct tm tm;
+	int i;
+
+	localtime_r(&t, &tm);
+	strftime(when, sizeof(when), "%H:%M:%S", &tm);
+	what[0] = '\0';
+#define WHAT(...) do {								\
+	if (used < sizeof(what))						\
+		used += (size_t)snprintf(what + used, sizeof(what) - used, __VA_ARGS__); \
+} while (0)
+	if (*r->disk)
+		WHAT("%s ", r->disk);
+	if (*r->op)
+		WHAT("%s ", r->op);
+	if (*r->code)
+		WHAT("%s ", r->code);
+	if (*r->flags)
+		WHAT("[%s] ", r->flags);
+	if (r->has_sector)
+		WHAT("sector %" PRIu64 " bytes %u ", r->sector, r->bytes);
+	if (r->has_file)
+		WHAT("file %s/%" PRIu64 " ", r->fdev, r->ino);
+	if (r->has_res)
+		WHAT("res %" PRId64 " ", r->res);
+	for (i = 0; i < r->nstages; i++)
+		WHAT("%s%s %s", i ? ", " : "| ", r->stages[i].name,
+		     fmt_ns(v, sizeof(v), r->stages[i].ns, false));
+#undef WHAT
+	fprintf(f, "%s.%06u %-7s %7u %7u %-15s %-20s %8s  %s\n", when,
+		(unsigned)(r->ts_ns % 1000000000ULL / 1000), r->layer, r->pid, r->tid, r->comm,
+		r->cgroup, fmt_ns(v, sizeof(v), r->total_ns, false), what);
+	return ferror(f) ? -1 : 0;
+}
+
+int output_snoop_counts_text(uint64_t ts_ns, bool final, uint64_t printed, uint64_t lost, FILE *f)
+{
+	if (final)
+		fprintf(f, "# %" PRIu64 " requests printed, %" PRIu64 " lost (no room in the ring "
+			"buffer)\n", printed, lost);
+	else if (lost)
+		fprintf(f, "# lost %" PRIu64 " requests: no room in the ring buffer\n", lost);
+	fflush(f);
+	return ferror(f) ? -1 : 0;
+}

@@ -1,0 +1,226 @@
+"""iostrata snoop: exactly the requests slower than the threshold, each with its boundaries in
+time order; nothing lost silently; and -C telling two cgroups apart (issue 15).
+
+The slow requests have a latency known in advance, well above the threshold (io_uring TIMEOUT,
+aio POLL on a pipe written later, a loop device over a FUSE file that sleeps per I/O); the fast
+ones are reads from a loop device over tmpfs, far below it. Counts are exact; the only time
+asserted is a lower bound (a request known to take at least L is printed with total >= L).
+"""
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from conftest import ROOT, SCHEMA, Tracer, finish_dio, loop_device, records, run_dio
+
+LOAD = ROOT / "bin" / "iostrata-load"
+SCHEMA_DOC = json.loads(SCHEMA.read_text())
+MS = 1_000_000
+
+
+def cgroup2_mount():
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        pre, _, post = line.partition(" - ")
+        if post.startswith("cgroup2 "):
+            return Path(pre.split()[4])
+    pytest.skip("no cgroup2 hierarchy mounted")
+
+
+@pytest.fixture
+def cgroups():
+    """Factory: a new cgroup v2 directory (its Path); removed at the end, its tasks gone."""
+    made = []
+
+    def make(name):
+        path = cgroup2_mount() / f"iostrata-test-{os.getpid()}-{name}"
+        path.mkdir()
+        made.append(path)
+        return path
+
+    yield make
+    for path in reversed(made):
+        for _ in range(50):
+            try:
+                path.rmdir()
+                break
+            except OSError:
+                time.sleep(0.1)
+        assert not path.exists(), f"cgroup {path} left behind"
+
+
+@pytest.fixture
+def fast_loopdev():
+    """A loop device over a file in /dev/shm: reads far faster than any threshold used here."""
+    img = Path("/dev/shm") / f"iostrata-snoop-{os.getpid()}.img"
+    try:
+        yield from loop_device(img)
+    finally:
+        img.unlink(missing_ok=True)
+
+
+def load(*args, cgroup=None):
+    """iostrata-load, in cgroup when given (it moves itself there before it starts)."""
+    argv = [str(LOAD), *args]
+    if cgroup:
+        argv = ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(cgroup), *argv]
+    subprocess.run(argv, check=True, capture_output=True)
+
+
+def snoop_records(out):
+    """Every line validated against the schema; (snoop records, lost in all, summary)."""
+    recs = records(out)
+    for r in recs:
+        jsonschema.validate(r, SCHEMA_DOC)
+    snoops = [r for r in recs if r["type"] == "snoop"]
+    lost = sum(r["lost"] for r in recs if r["type"] == "snoop_lost")
+    summary = [r for r in recs if r["type"] == "snoop_summary"]
+    assert len(summary) == 1 and recs[-1] is summary[0], "one summary, last"
+    assert summary[0]["printed"] == len(snoops) and summary[0]["lost"] == lost, summary
+    return snoops, lost
+
+
+def check_record(r, at_least_ns):
+    """Boundaries in time order, stages between them adding up to the total, total >= the
+    latency the request is known to have."""
+    b = list(r["boundaries"].values())
+    assert b == sorted(b), r
+    assert r["total_ns"] == b[-1] - b[0], r
+    assert sum(r["stages"].values()) == r["total_ns"], r
+    assert r["total_ns"] >= at_least_ns, r
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("variant", [[], ["--force-raw-tp"]], ids=["tp_btf", "raw_tp"])
+def test_exactly_the_slow_uring_and_aio_requests(fast_loopdev, variant, no_bpf_leak):
+    """20 io_uring TIMEOUTs and 15 aio POLLs of 20 ms among 300 fast io_uring and 200 fast
+    libaio reads: --slower 10ms prints exactly the 35 slow ones."""
+    tracer = Tracer(["--slower", "10ms", "-l", "uring,aio", "-j", *variant], command=("snoop",))
+    load("--engine", "io_uring", "--rw", "randread", "--ios", "300", "--qd", "8",
+         "--device", fast_loopdev, "--force")
+    load("--engine", "io_uring", "--op", "timeout", "--latency", "20ms", "--ios", "20")
+    load("--engine", "libaio", "--rw", "randread", "--ios", "200", "--qd", "8",
+         "--device", fast_loopdev, "--force")
+    load("--engine", "libaio", "--op", "poll", "--latency", "20ms", "--ios", "15")
+    snoops, lost = snoop_records(tracer.stop())
+    assert lost == 0
+    mine = [r for r in snoops if r["comm"] == "iostrata-load"]
+    uring = [r for r in mine if r["layer"] == "uring"]
+    aio = [r for r in mine if r["layer"] == "aio"]
+    assert [r["opcode"] for r in uring] == ["timeout"] * 20, [r["opcode"] for r in uring]
+    assert [r["opcode"] for r in aio] == ["poll"] * 15, [r["opcode"] for r in aio]
+    for r in uring:
+        check_record(r, 20 * MS)
+        assert list(r["boundaries"]) == ["submitted", "cqe"], r
+        assert r["res"] == -62, r  # -ETIME: the timeout expired
+    for r in aio:
+        check_record(r, 20 * MS)
+        assert list(r["boundaries"]) == ["submitted", "reaped"], r
+        assert r["res"] > 0 and "file" in r, r  # the pipe's poll mask; the pipe's inode
+    assert len({r["pid"] for r in uring}) == 1 and len({r["pid"] for r in aio}) == 1
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("variant", [[], ["--force-raw-tp"]], ids=["tp_btf", "raw_tp"])
+def test_exactly_the_slow_block_and_syscall_requests(slow_loopdev, fast_loopdev, variant,
+                                                     no_bpf_leak):
+    """12 O_DIRECT reads from a device that sleeps 20 ms per I/O, 200 from a fast one: block
+    and syscall records for exactly the 12, the delay in the block request's device stage; by
+    the tp_btf programs and by their raw_tp twins."""
+    slow = slow_loopdev(20_000)
+    slow_name, fast_name = Path(slow).name, Path(fast_loopdev).name
+    tracer = Tracer(["--slower", "10ms", "-l", "block,syscall", "-j", *variant],
+                    command=("snoop",))
+    fastp, _ = run_dio(fast_loopdev, 200, 0)
+    slowp, pid = run_dio(slow, 12, 0)
+    finish_dio(fastp)
+    finish_dio(slowp)
+    snoops, lost = snoop_records(tracer.stop())
+    assert lost == 0
+    block = [r for r in snoops if r["layer"] == "block" and r.get("disk") in (slow_name,
+                                                                              fast_name)]
+    assert [(r["disk"], r["op"], r["pid"]) for r in block] == [(slow_name, "read", pid)] * 12, \
+        [(r["disk"], r["op"], r["pid"], r["total_ns"]) for r in block]
+    for r in block:
+        check_record(r, 20 * MS)
+        assert list(r["boundaries"]) == ["queued", "issued", "completed"], r
+        assert r["stages"]["device"] >= 20 * MS and r["bytes"] == 4096, r
+    calls = [r for r in snoops if r["layer"] == "syscall" and r.get("disk") in (slow_name,
+                                                                                fast_name)]
+    # os.preadv() is the preadv2 syscall where glibc has it
+    assert [(r["disk"], r["syscall"].rstrip("2"), r["pid"]) for r in calls] == \
+        [(slow_name, "preadv", pid)] * 12, calls
+    for r in calls:
+        check_record(r, 20 * MS)
+        assert r["res"] == 4096 and r["comm"] == "python3", r
+
+
+@pytest.mark.root
+def test_nothing_silently_lost(cgroups, no_bpf_leak):
+    """--slower 0 through a one-page ring buffer under bursts of 64 NOPs: some records find no
+    room, and printed + lost is exactly what the load issued (-c keeps only its requests)."""
+    cg = cgroups("lost")
+    tracer = Tracer(["--slower", "0", "--ringbuf", "4096", "-l", "uring", "-c", str(cg), "-j"],
+                    command=("snoop",))
+    load("--engine", "io_uring", "--op", "nop", "--ios", "20000", "--qd", "64",
+         "--submit-batch", "64", cgroup=cg)
+    snoops, lost = snoop_records(tracer.stop())
+    assert {r["opcode"] for r in snoops} == {"nop"}
+    assert len(snoops) + lost == 20000, (len(snoops), lost)
+    assert lost > 0, "a one-page ring buffer held 20000 records: the test tests nothing"
+    print(f"printed {len(snoops)}, lost {lost}")
+
+
+def cgroup_counts(recs, layer, stage):
+    """{(cgroup, opcode): count} of one layer's stage over every interval."""
+    out = {}
+    for rec in recs:
+        jsonschema.validate(rec, SCHEMA_DOC)
+        for h in rec["hists"]:
+            if h["layer"] == layer and h["stage"] == stage:
+                k = (h["labels"].get("cgroup"), h["labels"].get("opcode"))
+                out[k] = out.get(k, 0) + h["count"]
+    return out
+
+
+@pytest.mark.root
+def test_two_cgroups_told_apart(cgroups, fast_loopdev, no_bpf_leak):
+    """Two cgroups, a load of their own in each: -C shows each cgroup's path with exactly its
+    counts; -c one of them, beside it, sees only that one's."""
+    a, b = cgroups("a"), cgroups("b")
+    mount = cgroup2_mount()
+    pa, pb = "/" + str(a.relative_to(mount)), "/" + str(b.relative_to(mount))
+    both = Tracer(["-C", "-O", "-l", "uring,aio", "-j"])
+    only_a = Tracer(["-C", "-O", "-l", "uring,aio", "-c", str(a), "-j"])
+    load("--engine", "io_uring", "--rw", "randread", "--ios", "120", "--qd", "4",
+         "--device", fast_loopdev, "--force", cgroup=a)
+    load("--engine", "io_uring", "--op", "timeout", "--latency", "2ms", "--ios", "30", cgroup=a)
+    load("--engine", "io_uring", "--rw", "randread", "--ios", "70", "--qd", "2",
+         "--device", fast_loopdev, "--force", cgroup=b)
+    load("--engine", "libaio", "--op", "poll", "--latency", "2ms", "--ios", "25", cgroup=b)
+    recs_both, recs_a = records(both.stop()), records(only_a.stop())
+    uring, aio = cgroup_counts(recs_both, "uring", "submit_cqe"), \
+        cgroup_counts(recs_both, "aio", "total")
+    assert uring.get((pa, "read")) == 120 and uring.get((pa, "timeout")) == 30, uring
+    assert uring.get((pb, "read")) == 70 and (pb, "timeout") not in uring, uring
+    assert aio.get((pb, "poll")) == 25 and not [k for k in aio if k[0] == pa], aio
+    assert all(k[0] for k in uring), f"a record without its cgroup label: {uring}"
+    ua, aa = cgroup_counts(recs_a, "uring", "submit_cqe"), cgroup_counts(recs_a, "aio", "total")
+    assert ua == {(pa, "read"): 120, (pa, "timeout"): 30}, ua
+    assert not aa, aa
+
+
+@pytest.mark.root
+def test_cgroup_removed_keeps_its_path(cgroups, no_bpf_leak):
+    """A cgroup whose requests are printed after it is gone keeps the path it had."""
+    cg = cgroups("gone")
+    path = "/" + str(cg.relative_to(cgroup2_mount()))
+    tracer = Tracer(["--slower", "1ms", "-l", "uring", "-j"], command=("snoop",))
+    load("--engine", "io_uring", "--op", "timeout", "--latency", "2ms", "--ios", "5", cgroup=cg)
+    cg.rmdir()
+    snoops, _ = snoop_records(tracer.stop())
+    mine = [r for r in snoops if r["comm"] == "iostrata-load"]
+    assert [r["cgroup"] for r in mine] == [path] * 5, mine
