@@ -511,7 +511,7 @@ def join_options(parts):
 
 
 # subcommands that run until a signal, like trace mode: they get --duration 1 too
-UNTIL_STOPPED = {"serve"}
+UNTIL_STOPPED = {"serve", "snoop"}
 
 
 def rewrite_iostrata(args, takes, subs, pid, disk, tmpdir="/scratch"):
