@@ -30,6 +30,8 @@ import pytest
 import yaml
 
 from conftest import IOSTRATA, ROOT, assert_one_line_error, wait_no_bpf_programs
+from test_snoop import cgroup2_mount, cgroups  # noqa: F401  (a fixture)
+from test_snoop import load as snoop_load
 
 LOAD = ROOT / "bin" / "iostrata-load"
 DOCS = ROOT / "docs"
@@ -738,3 +740,18 @@ def test_buckets_per_octave(bpo, servers, no_bpf_leak):
     assert hists
     assert total(s, "iostrata_build_info", buckets_per_octave=str(bpo)) == 1
     srv.stop()
+
+
+def test_cgroup_label_with_C(servers, cgroups, no_bpf_leak):
+    """-C: each submitter's cgroup v2 path is a label; two cgroups' TIMEOUTs counted apart."""
+    srv = servers("-C", "-l", "uring")
+    a, b = cgroups("a"), cgroups("b")
+    snoop_load("--engine", "io_uring", "--op", "timeout", "--latency", "1ms", "--ios", "30",
+               cgroup=a)
+    snoop_load("--engine", "io_uring", "--op", "timeout", "--latency", "1ms", "--ios", "20",
+               cgroup=b)
+    rel = {c: "/" + str(c.relative_to(cgroup2_mount())) for c in (a, b)}
+    n, _ = srv.settled("iostrata_latency_seconds_count", stage="submit_cqe", cgroup=rel[a])
+    m, s = srv.settled("iostrata_latency_seconds_count", stage="submit_cqe", cgroup=rel[b])
+    srv.stop()
+    assert (n, m) == (30, 20), (n, m, [k for k in s if "cgroup" in str(k)][:5])

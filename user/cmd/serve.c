@@ -147,6 +147,7 @@ static int parse_args(int argc, char **argv, struct serve_args *a)
 	a->t.cfg.per_disk = a->t.cfg.per_op = true;
 	a->prom.comm = a->t.cfg.per_process;
 	a->prom.opcode = a->t.cfg.per_opcode;
+	a->prom.cgroup = a->t.cfg.per_cgroup;
 	return trace_opts_finish(&a->t);
 }
 

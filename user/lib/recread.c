@@ -631,6 +631,8 @@ static const char *bad_hist(struct recread *r, const struct jdoc *d, int h, stru
 				jstr(d, i + 1, rec->opcode, sizeof(rec->opcode));
 			else if (jkey(d, i, "comm"))
 				jstr(d, i + 1, rec->comm, sizeof(rec->comm));
+			else if (jkey(d, i, "cgroup"))
+				jstr(d, i + 1, rec->cgroup, sizeof(rec->cgroup));
 			else if (jkey(d, i, "pid") && ju64(d, i + 1, &v) && v <= UINT32_MAX)
 				rec->pid = (uint32_t)v;
 		}

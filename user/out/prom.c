@@ -3,8 +3,9 @@
  * Intervals as Prometheus metrics (prom.h). Each latency series is one label set of
  * iostrata_latency_seconds: layer, stage, and the labels the records carry that a fleet can
  * afford: device (the whole disk, named as /proc/diskstats and node_exporter name it), op, the
- * syscall, and with -O the opcode, with -P the process name; never a pid, never the block or
- * request flags (records differing only there are summed). Counts only ever grow.
+ * syscall, and with -O the opcode, with -P the process name, with -C the cgroup path; never a
+ * pid, never the block or request flags (records differing only there are summed). Counts only
+ * ever grow.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -17,7 +18,7 @@
 
 struct series {
 	const char *layer, *stage;	/* the layer table's strings: they live as long as the binary */
-	char device[32], op[24], syscall[24], opcode[24], comm[16];
+	char device[32], op[24], syscall[24], opcode[24], comm[16], cgroup[160];
 	char *labels;			/* rendered once: layer="...",stage="...",... */
 	uint64_t sum_ns, unmeasured;
 	uint64_t *buckets;		/* per merged bucket, not cumulative */
@@ -144,12 +145,14 @@ static void key_of(const struct prom *p, const struct rec *r, struct series *k)
 		snprintf(k->opcode, sizeof(k->opcode), "%s", r->opcode);
 	if (p->o.comm)
 		snprintf(k->comm, sizeof(k->comm), "%s", r->comm);
+	if (p->o.cgroup)
+		snprintf(k->cgroup, sizeof(k->cgroup), "%s", r->cgroup);
 }
 
 /* Over the cap: the same layer and stage, every other label it has "other". */
 static void fold(struct series *k)
 {
-	char *v[] = { k->device, k->op, k->syscall, k->opcode, k->comm };
+	char *v[] = { k->device, k->op, k->syscall, k->opcode, k->comm, k->cgroup };
 	size_t i;
 
 	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++)
@@ -162,7 +165,7 @@ static int key_cmp(const struct series *a, const struct series *b)
 	return strcmp(a->layer, b->layer) || strcmp(a->stage, b->stage) ||
 	       strcmp(a->device, b->device) || strcmp(a->op, b->op) ||
 	       strcmp(a->syscall, b->syscall) || strcmp(a->opcode, b->opcode) ||
-	       strcmp(a->comm, b->comm);
+	       strcmp(a->comm, b->comm) || strcmp(a->cgroup, b->cgroup);
 }
 
 static uint64_t hash_str(uint64_t h, const char *s)
@@ -183,6 +186,7 @@ static size_t key_hash(const struct series *k)
 	h = hash_str(h, k->syscall);
 	h = hash_str(h, k->opcode);
 	h = hash_str(h, k->comm);
+	h = hash_str(h, k->cgroup);
 	return (size_t)h;
 }
 
@@ -239,6 +243,7 @@ static struct series *add_series(struct prom *p, const struct series *k, uint32_
 	put_label(&l, "syscall", k->syscall);
 	put_label(&l, "opcode", k->opcode);
 	put_label(&l, "comm", k->comm);
+	put_label(&l, "cgroup", k->cgroup);
 	s = &p->s[p->ns];
 	*s = *k;
 	s->labels = l.p;

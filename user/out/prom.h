@@ -24,6 +24,7 @@ struct prom_opts {
 	uint32_t max_series;	/* latency label sets; the excess is folded into "other" */
 	bool comm;		/* a comm label (-P), never a pid */
 	bool opcode;		/* an opcode label (-O) */
+	bool cgroup;		/* a cgroup label (-C): the submitter's cgroup v2 path */
 };
 
 struct prom;
