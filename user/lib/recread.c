@@ -14,6 +14,7 @@
 #define JSMN_PARENT_LINKS
 #include <jsmn.h>
 #include <zlib.h>
+#include "strpool.h"
 #include "layer.h"
 #include "log.h"
 #include "recread.h"
@@ -34,8 +35,7 @@ struct recread {
 	uint64_t nrec[RR_ERROR];
 	struct recread_meta meta;
 	struct recread_end end;
-	char **pool;		/* names of layers, stages and counters this build does not know */
-	size_t npool;
+	struct strpool pool;	/* names of layers, stages and counters this build does not know */
 	bool warned_type, warned_layer, warned_order;
 	struct inflater *inf;	/* the thread that inflates ahead */
 	bool inf_tried;
@@ -71,24 +71,6 @@ static enum recread_kind at_end(struct recread *r)
 static char *xstrdup(const char *s)
 {
 	return strdup(s ? s : "");
-}
-
-/* A name kept as long as the reader: drop and event names, unknown layers and stages. */
-static const char *intern(struct recread *r, const char *s)
-{
-	char **p;
-	size_t i;
-
-	for (i = 0; i < r->npool; i++)
-		if (!strcmp(r->pool[i], s))
-			return r->pool[i];
-	p = realloc(r->pool, (r->npool + 1) * sizeof(*p));
-	if (!p)
-		return NULL;
-	r->pool = p;
-	if (!(p[r->npool] = strdup(s)))
-		return NULL;
-	return p[r->npool++];
 }
 
 struct recread *recread_open(const char *path)
@@ -521,10 +503,10 @@ static int layer_stage(struct recread *r, struct rec *rec, const char *layer, co
 			}
 		}
 	} else {
-		rec->layer = intern(r, layer);
+		rec->layer = strpool_intern(&r->pool, layer);
 	}
 	/* a layer or stage of another build: shown after the ones this build knows */
-	rec->stage = intern(r, stage);
+	rec->stage = strpool_intern(&r->pool, stage);
 	rec->stage_order = MAX_STAGES;
 	if (!r->warned_layer) {
 		rwarn(r, "%s: layer/stage %s/%s is not one this build knows: shown as recorded",
@@ -652,7 +634,7 @@ static const char *bad_counters(struct recread *r, const struct jdoc *d, int o,
 	if (!jis(d, o, JSMN_OBJECT))
 		return "drops or events that are not an object";
 	for (i = o + 1, k = 0; k < d->t[o].size && i + 1 < d->n; k++, i = jskip(d, i + 1)) {
-		const char *name = jstr(d, i, key, sizeof(key)) ? intern(r, key) : NULL;
+		const char *name = jstr(d, i, key, sizeof(key)) ? strpool_intern(&r->pool, key) : NULL;
 
 		if (!ju64(d, i + 1, &v))
 			return "a drop or event count that is not a count";
@@ -938,9 +920,7 @@ void recread_close(struct recread *r)
 		return;
 	inflater_stop(r);
 	gzclose(r->gz);
-	for (i = 0; i < r->npool; i++)
-		free(r->pool[i]);
-	free(r->pool);
+	strpool_free(&r->pool);
 	for (i = 0; i < r->meta.nkv; i++) {
 		free(r->meta.kv[i].key);
 		free(r->meta.kv[i].val);

@@ -38,23 +38,6 @@ struct report *report_new(const struct report_opts *o)
 	return r;
 }
 
-static const char *keep(struct report *r, const char *s)
-{
-	char **p;
-	size_t i;
-
-	for (i = 0; i < r->npool; i++)
-		if (!strcmp(r->pool[i], s))
-			return r->pool[i];
-	p = realloc(r->pool, (r->npool + 1) * sizeof(*p));
-	if (!p)
-		return NULL;
-	r->pool = p;
-	if (!(p[r->npool] = strdup(s)))
-		return NULL;
-	return p[r->npool++];
-}
-
 static char *dup_or_empty(const char *s)
 {
 	return strdup(s ? s : "");
@@ -197,8 +180,8 @@ static struct series *series_of(struct report *r, const struct rec *rec)
 		return NULL;
 	s->key = *rec;
 	memset(&s->key.h, 0, sizeof(s->key.h));
-	s->key.layer = keep(r, rec->layer);
-	s->key.stage = keep(r, rec->stage);
+	s->key.layer = strpool_intern(&r->pool, rec->layer);
+	s->key.stage = strpool_intern(&r->pool, rec->stage);
 	ls = labelset_of(r, &s->key);
 	if (!s->key.layer || !s->key.stage || ls < 0) {
 		free(s);
@@ -289,14 +272,14 @@ int report_add_interval(struct report *r, const struct interval *iv)
 			goto oom;
 	}
 	for (j = 0; j < iv->ndrops; j++) {
-		const char *name = keep(r, iv->drops[j].name);
+		const char *name = strpool_intern(&r->pool, iv->drops[j].name);
 
 		ii->drops += iv->drops[j].n;
 		if (name)
 			counters_add(r->drops, &r->ndrops, name, iv->drops[j].n);
 	}
 	for (j = 0; j < iv->nevents; j++) {
-		const char *name = keep(r, iv->events[j].name);
+		const char *name = strpool_intern(&r->pool, iv->events[j].name);
 
 		if (name)
 			counters_add(r->events, &r->nevents, name, iv->events[j].n);
@@ -814,9 +797,7 @@ void report_free(struct report *r)
 	for (i = 0; i < r->nnotes; i++)
 		free(r->notes[i]);
 	free(r->notes);
-	for (i = 0; i < r->npool; i++)
-		free(r->pool[i]);
-	free(r->pool);
+	strpool_free(&r->pool);
 	free(r);
 }
 

@@ -4,6 +4,7 @@
 #define IOSTRATA_REPORT_INT_H
 
 #include <stdint.h>
+#include "strpool.h"
 #include "report.h"
 #include "sbuf.h"
 
@@ -66,8 +67,7 @@ struct report {
 	size_t nnotes;
 	struct counter drops[MAX_COUNTERS], events[MAX_COUNTERS];
 	int ndrops, nevents;
-	char **pool;		/* names kept: layers, stages, counters */
-	size_t npool;
+	struct strpool pool;	/* names kept: layers, stages, counters */
 	uint64_t t0, t1;	/* the recording's span: first interval's start, last's end */
 };
 
