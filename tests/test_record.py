@@ -23,7 +23,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from conftest import IOSTRATA, ROOT, SCHEMA, assert_one_line_error, wait_no_bpf_programs
+from conftest import (IOSTRATA, ROOT, SCHEMA, Tracer, assert_one_line_error,
+                      wait_no_bpf_programs)
 
 pytestmark = pytest.mark.root
 
@@ -32,31 +33,15 @@ SCHEMA_DOC = json.loads(SCHEMA.read_text())
 SVG_NS = "{http://www.w3.org/2000/svg}"
 
 
-class Recorder:
-    """bin/iostrata record in the background, ready once it says it is tracing."""
+class Recorder(Tracer):
+    """bin/iostrata record -o OUT in the background, ready once it says it is tracing."""
 
     def __init__(self, out, *args, json_out=False):
-        argv = [str(IOSTRATA), "record", "-v", "-o", str(out), *args] + (["-j"] if json_out
-                                                                         else [])
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     bufsize=0)
-        self.stderr = ""
-        deadline = time.monotonic() + 30
-        fd = self.proc.stderr.fileno()
-        while "iostrata: tracing" not in self.stderr:
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.proc.kill()
-                _, err = self.proc.communicate()
-                raise AssertionError(f"record did not start: {self.stderr}{err.decode()}")
-            r, _, _ = select.select([fd], [], [], 0.5)
-            if r:
-                self.stderr += os.read(fd, 65536).decode()
+        super().__init__(["-o", str(out), *args, *(["-j"] if json_out else [])],
+                         command=("record",))
 
     def stop(self, sig=signal.SIGINT):
-        self.proc.send_signal(sig)
-        out, err = self.proc.communicate(timeout=60)
-        self.stderr += err.decode()
-        return out.decode()
+        return super().stop(sig, check=False)
 
 
 def lines_of(path):
