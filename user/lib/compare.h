@@ -85,6 +85,8 @@ struct cmp_lone {
 struct cmp_result {
 	struct cmp_opts o;
 	double limit;		/* max(2 x bucket error, threshold): a change must clear it */
+	int family;		/* cells whose intervals are simultaneous (enough data) */
+	double widen;		/* how much simultaneity widened each interval (1: alone) */
 	uint32_t a_intervals, b_intervals, a_files, b_files;
 	struct cmp_row *rows;	/* by layer, stage order, label set */
 	size_t nrows;

@@ -17,10 +17,11 @@ uint64_t rng_next(struct rng *r);
 /* Uniform in [0, n), n > 0, without modulo bias (Lemire's multiply-shift). */
 uint32_t rng_below(struct rng *r, uint32_t n);
 
-/* The q-th quantile of v[0..n) sorted ascending, interpolated between order statistics. */
-double quantile_sorted(const double *v, size_t n, double q);
-/* Sort v[0..n) ascending in place. */
-void sort_doubles(double *v, size_t n);
+/*
+ * The q-th quantile of v[0..n), interpolated between order statistics (R's type 7), found by
+ * selection in O(n): v is reordered. NAN when n is 0.
+ */
+double quantile_select(double *v, size_t n, double q);
 
 /*
  * The value at rank `rank` (q times the count) of a histogram whose slot `slot` holds `in`
