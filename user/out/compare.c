@@ -11,7 +11,7 @@ static const char *q_value(char *buf, size_t len, double ns)
 {
 	if (isnan(ns))
 		return "-";
-	return fmt_ns(buf, len, (uint64_t)llround(ns), false);
+	return fmt_ns4(buf, len, ns);
 }
 
 static void ci_text(char *buf, size_t len, const struct cmp_cell *c)
@@ -95,11 +95,13 @@ void cmp_print_text(const struct cmp_result *r, FILE *f)
 	int compared, changes = cmp_changes(r, &compared), slower = 0, faster = 0, k;
 	size_t i, from;
 
-	fprintf(f, "A: %u intervals from %u file(s); B: %u intervals from %u file(s)\n",
-		r->a_intervals, r->a_files, r->b_intervals, r->b_files);
-	fprintf(f, "a change is called when the %.0f%% interval of B/A lies wholly outside "
-		"1 +/- %.2f%% (the larger of twice the bucket error and --threshold %.2f%%)\n",
-		100 * (1 - r->o.alpha), 100 * r->limit, 100 * r->o.threshold);
+	fprintf(f, "A: %u intervals, %u file%s; B: %u intervals, %u file%s\n", r->a_intervals,
+		r->a_files, r->a_files == 1 ? "" : "s", r->b_intervals, r->b_files,
+		r->b_files == 1 ? "" : "s");
+	fprintf(f, "a change is called when B/A's %.0f%% interval (simultaneous over %d quantiles, "
+		"widened %.2fx)\nlies wholly outside 1 +/- %.2f%%: the larger of twice the bucket "
+		"error and --threshold %.2f%%\n", 100 * (1 - r->o.alpha), r->family, r->widen,
+		100 * r->limit, 100 * r->o.threshold);
 	for (from = 0; from < r->nrows; from = i) {
 		for (i = from; i < r->nrows && !strcmp(r->rows[i].layer, r->rows[from].layer); i++)
 			;
