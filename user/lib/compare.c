@@ -45,6 +45,8 @@ struct cmp_set {
 	size_t *table;		/* open addressing: row index + 1, 0 empty */
 	size_t tcap;
 	uint32_t nintervals, nfiles;
+	const char *scheme;	/* the bucket scheme the meta records declare; NULL: none seen */
+	const char *scheme_file;
 	struct strpool pool;
 };
 
@@ -259,6 +261,32 @@ int cmp_set_add_interval(struct cmp_set *s, const struct interval *iv)
 	return 0;
 }
 
+/*
+ * Quantiles of sums of buckets mean something only if every file counted into the same
+ * buckets: the reader refuses a bucket this build does not have; a set whose meta records
+ * declare two schemes is refused here. 0, or -1 said.
+ */
+static int set_scheme(struct cmp_set *s, const char *path, const struct recread_meta *m)
+{
+	size_t i;
+
+	for (i = 0; i < m->nkv && strcmp(m->kv[i].key, "buckets"); i++)
+		;
+	if (i == m->nkv)
+		return 0;
+	if (!s->scheme) {
+		s->scheme = strpool_intern(&s->pool, m->kv[i].val);
+		s->scheme_file = strpool_intern(&s->pool, path);
+		return s->scheme && s->scheme_file ? 0 : -1;
+	}
+	if (strcmp(s->scheme, m->kv[i].val)) {
+		errorf("%s and %s were recorded with different bucket schemes: not comparable",
+		       s->scheme_file, path);
+		return -1;
+	}
+	return 0;
+}
+
 int cmp_set_add_file(struct cmp_set *s, const char *path)
 {
 	struct recread *rr = recread_open(path);
@@ -271,7 +299,8 @@ int cmp_set_add_file(struct cmp_set *s, const char *path)
 		return -1;
 	memset(&iv, 0, sizeof(iv));
 	while ((k = recread_next(rr, &iv)) != RR_EOF) {
-		if (k == RR_ERROR || (k == RR_INTERVAL && cmp_set_add_interval(s, &iv))) {
+		if (k == RR_ERROR || (k == RR_INTERVAL && cmp_set_add_interval(s, &iv)) ||
+		    (k == RR_META && set_scheme(s, path, recread_meta(rr)))) {
 			err = -1;
 			break;
 		}
@@ -865,6 +894,11 @@ struct cmp_result *cmp_run(const struct cmp_set *a, const struct cmp_set *b,
 		return NULL;
 	if (!a->nintervals || !b->nintervals) {
 		errorf("nothing to compare: %s has no intervals", a->nintervals ? "B" : "A");
+		return NULL;
+	}
+	if (a->scheme && b->scheme && strcmp(a->scheme, b->scheme)) {
+		errorf("%s and %s were recorded with different bucket schemes: not comparable",
+		       a->scheme_file, b->scheme_file);
 		return NULL;
 	}
 	res = calloc(1, sizeof(*res));

@@ -109,20 +109,23 @@ double quantile_select(double *v, size_t n, double q)
 
 double hist_interp(uint32_t slot, double below, double in, double rank, uint64_t min, uint64_t max)
 {
-	double lo = (double)hist_lo(slot), hi, f, v;
+	double lo = (double)hist_lo(slot), hi, f, v, j;
 
 	/*
-	 * The bucket as the continuous range [lo, hi), cut to the exact [min, max + 1); its `in`
-	 * samples taken as spread evenly, each at the middle of its share: one sample alone is
-	 * reported at the middle (the midpoint rule), a bucket the min and max both fall in at
-	 * their span.
+	 * The bucket as the continuous range [lo, hi), cut to the exact [min, max + 1), its `in`
+	 * samples taken as spread evenly, each at the middle of its share; the rank-th sample
+	 * overall (rounded up, as the exact quantile is) is the j-th of the bucket. One sample is
+	 * read at the bucket's middle (the midpoint rule); samples spanning the exact min and max
+	 * in one bucket, across that span.
 	 */
 	hi = slot >= HIST_OVERFLOW ? (double)max + 1 : (double)hist_hi(slot);
 	if (lo < (double)min)
 		lo = (double)min;
 	if (hi > (double)max + 1)
 		hi = (double)max + 1;
-	f = in > 0 ? (rank - below - 0.5) / in : 0.5;
+	j = ceil(rank - below);
+	j = j < 1 ? 1 : j > in ? in : j;
+	f = in > 0 ? (j - 0.5) / in : 0.5;
 	if (f < 0)
 		f = 0;
 	if (f > 1)
