@@ -198,7 +198,26 @@ static struct cmp_set *load(const char *path)
 	return s;
 }
 
-/* The gates, checked: 0 none slower, 3 one is, 1 a gate names a stage not compared (said). */
+/* Does every gate name a layer and stage compared? 0, or -1 said (before anything is printed). */
+static int gates_check(const struct compare_args *a, const struct cmp_result *r)
+{
+	bool found;
+	int i;
+
+	for (i = 0; i < a->ngates; i++) {
+		const struct gate *g = &a->gates[i];
+
+		cmp_regressed(r, g->layer, g->stage, g->q, &found);
+		if (!found) {
+			errorf("--gate %s:%s:%s: no such layer and stage in both A and B",
+			       g->layer, g->stage, cmp_q_name[g->q]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* The gates' outcome, said (into w under -j): 3 when one is slower, else 0. */
 static int gates(const struct compare_args *a, const struct cmp_result *r, struct jw *w)
 {
 	int status = 0, i;
@@ -210,13 +229,7 @@ static int gates(const struct compare_args *a, const struct cmp_result *r, struc
 		const struct gate *g = &a->gates[i];
 
 		slower = cmp_regressed(r, g->layer, g->stage, g->q, &found);
-		if (!found) {
-			errorf("--gate %s:%s:%s: no such layer and stage in both A and B",
-			       g->layer, g->stage, cmp_q_name[g->q]);
-			status = 1;
-			continue;
-		}
-		if (slower && !status)
+		if (slower)
 			status = 3;
 		if (w) {
 			jw_obj(w, NULL);
@@ -252,6 +265,7 @@ static int run_aa(const struct compare_args *a)
 		jw_init(&w);
 		jw_obj(&w, NULL);
 		jw_str(&w, "type", "compare_aa");
+		jw_str(&w, "path", a->a);
 		cmp_aa_write_json(aa, &w);
 		jw_end_obj(&w);
 		err = jw_flush_line(&w, stdout);
@@ -277,7 +291,7 @@ static int run_compare(const struct compare_args *a)
 	cmp_set_free(sb);
 	if (!r)
 		return 1;
-	if (a->html && cmp_write_html(r, a->a, a->b, a->html))
+	if (gates_check(a, r) || (a->html && cmp_write_html(r, a->a, a->b, a->html)))
 		goto out;
 	if (a->json) {
 		jw_init(&w);
@@ -288,14 +302,20 @@ static int run_compare(const struct compare_args *a)
 		cmp_write_json(r, &w);
 		status = gates(a, r, &w);
 		jw_end_obj(&w);
-		if (status != 1 && jw_flush_line(&w, stdout))
+		if (w.oom)
+			errorf("out of memory");
+		if (jw_flush_line(&w, stdout)) {
+			errorf("writing the output: %s", strerror(errno));
 			status = 1;
+		}
 		jw_free(&w);
 	} else {
 		cmp_print_text(r, stdout);
 		status = gates(a, r, NULL);
-		if (fflush(stdout))
+		if (fflush(stdout) || ferror(stdout)) {
+			errorf("writing the output: %s", strerror(errno));
 			status = 1;
+		}
 	}
 out:
 	cmp_result_free(r);

@@ -525,22 +525,52 @@ static double limit_of(const struct cmp_opts *o)
 	return o->threshold > bucket2 ? o->threshold : bucket2;
 }
 
-/* Has a side enough data for quantile k? Else the reason in why. */
-static bool enough(const char *name, const struct side *sd, int k, char *why, size_t len)
+/*
+ * How many intervals the samples at or above local bucket s come from, in effect (Kish's
+ * effective number: (sum t)^2 / sum t^2 over the intervals' counts t there): 30 intervals
+ * sharing a tail evenly count 30, a tail that is one interval's burst counts about 1.
+ */
+static double tail_intervals(const struct side *sd, uint32_t s)
 {
-	double tail = sd->total * (1 - cmp_q[k]);
+	double t, sum = 0, sq = 0;
+	uint32_t j, c;
 
-	if (!sd->total)
+	for (j = 0; j < sd->ndrawn; j++) {
+		c = sd->drawn[j];
+		t = sd->cnt[c] - (s ? sd->cum[(size_t)(s - 1) * sd->ncol + c] : 0);
+		sum += sd->w[c] * t;
+		sq += sd->w[c] * t * t;
+	}
+	return sq > 0 ? sum * sum / sq : 0;
+}
+
+/* Has a side (weighed each interval once) enough data for quantile k at local bucket s? */
+static bool enough(const char *name, const struct side *sd, int k, uint32_t s, char *why,
+		   size_t len)
+{
+	double tail = sd->total * (1 - cmp_q[k]), eff;
+
+	if (!sd->total) {
 		snprintf(why, len, "no samples in %s", name);
-	else if (sd->ndrawn < CMP_MIN_INTERVALS)
+		return false;
+	}
+	if (sd->ndrawn < CMP_MIN_INTERVALS) {
 		snprintf(why, len, "%s has samples in %u intervals (%d needed)", name, sd->ndrawn,
 			 CMP_MIN_INTERVALS);
-	else if (tail < CMP_MIN_TAIL)
+		return false;
+	}
+	if (tail < CMP_MIN_TAIL) {
 		snprintf(why, len, "%s has %.0f samples above %s (%d needed)", name, floor(tail),
 			 cmp_q_name[k], CMP_MIN_TAIL);
-	else
-		return true;
-	return false;
+		return false;
+	}
+	eff = tail_intervals(sd, s);
+	if (eff < CMP_MIN_TAIL_INTERVALS) {
+		snprintf(why, len, "%s's samples from %s up come from %.1f intervals in effect "
+			 "(%d needed)", name, cmp_q_name[k], eff, CMP_MIN_TAIL_INTERVALS);
+		return false;
+	}
+	return true;
 }
 
 static double ratio(double b, double a)
@@ -578,8 +608,8 @@ static unsigned compare_row(struct side *A, struct side *B, const struct cmp_opt
 		out[k].ratio = ratio(qb[k], qa[k]);
 		out[k].lo = out[k].hi = NAN;
 		out[k].v = CMP_NOT_ENOUGH;
-		if (enough("A", A, k, out[k].why, sizeof(out[k].why)) &&
-		    enough("B", B, k, out[k].why, sizeof(out[k].why)))
+		if (enough("A", A, k, ha[k], out[k].why, sizeof(out[k].why)) &&
+		    enough("B", B, k, hb[k], out[k].why, sizeof(out[k].why)))
 			want |= 1u << k;
 	}
 	if (!want)

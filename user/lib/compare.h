@@ -27,6 +27,14 @@ extern const char *const cmp_q_name[CMP_NQ];
  */
 #define CMP_MIN_INTERVALS	6
 #define CMP_MIN_TAIL		10
+/*
+ * ... or whose samples at and above the quantile's bucket come from fewer intervals than this
+ * in effect (Kish's effective number): a tail made of a few intervals' bursts can only be
+ * reshuffled by the bootstrap, whose interval then comes out too narrow (docs/compare.md).
+ */
+#ifndef CMP_MIN_TAIL_INTERVALS
+#define CMP_MIN_TAIL_INTERVALS	8
+#endif
 
 struct cmp_opts {
 	double threshold;	/* the smallest change called, as a fraction (0.05) */

@@ -95,8 +95,9 @@ void cmp_print_text(const struct cmp_result *r, FILE *f)
 	int compared, changes = cmp_changes(r, &compared), slower = 0, faster = 0, k;
 	size_t i, from;
 
-	fprintf(f, "A: %u intervals, %u file%s; B: %u intervals, %u file%s\n", r->a_intervals,
-		r->a_files, r->a_files == 1 ? "" : "s", r->b_intervals, r->b_files,
+	fprintf(f, "A: %u interval%s, %u file%s; B: %u interval%s, %u file%s\n", r->a_intervals,
+		r->a_intervals == 1 ? "" : "s", r->a_files, r->a_files == 1 ? "" : "s",
+		r->b_intervals, r->b_intervals == 1 ? "" : "s", r->b_files,
 		r->b_files == 1 ? "" : "s");
 	fprintf(f, "a change is called when B/A's %.0f%% interval (simultaneous over %d quantiles, "
 		"widened %.2fx)\nlies wholly outside 1 +/- %.2f%%: the larger of twice the bucket "
@@ -171,6 +172,8 @@ void cmp_write_json(const struct cmp_result *r, struct jw *w)
 	jw_f64(w, "limit", r->limit);
 	jw_u64(w, "min_intervals", CMP_MIN_INTERVALS);
 	jw_u64(w, "min_tail", CMP_MIN_TAIL);
+	jw_u64(w, "family", (uint64_t)r->family);
+	jw_f64(w, "widen", r->widen);
 	jw_end_obj(w);
 	jw_arr(w, "rows");
 	for (i = 0; i < r->nrows; i++) {
