@@ -516,6 +516,56 @@ static double side_quantile(const struct side *sd, double q, uint32_t *hint)
 	return hist_interp(sd->slot[s], below, at - below, rank, sd->wmin, sd->wmax);
 }
 
+/* ---- the family: every cell of one comparison, its intervals simultaneous ---- */
+
+struct family {
+	int resamples;
+	struct cmp_cell **cell;
+	size_t n, cap;
+	float *reps;		/* cell i's log ratios: resample r at reps[i * resamples + r] */
+};
+
+/*
+ * Room for the log ratios of the cells c[k] whose bit k is set in want, in k's order, each
+ * resamples long: the first one's. NULL when out of memory.
+ */
+static float *family_add_row(struct family *f, struct cmp_cell *c, unsigned want)
+{
+	size_t n = f->n, k;
+	float *rv;
+
+	for (k = 0; k < CMP_NQ; k++)
+		n += (want >> k) & 1;
+	if (n > f->cap) {
+		size_t cap = f->cap ? f->cap : 64;
+		struct cmp_cell **cv;
+
+		while (cap < n)
+			cap *= 2;
+		cv = realloc(f->cell, cap * sizeof(*cv));
+		if (!cv)
+			return NULL;
+		f->cell = cv;
+		rv = realloc(f->reps, cap * (size_t)f->resamples * sizeof(*rv));
+		if (!rv)
+			return NULL;
+		f->reps = rv;
+		f->cap = cap;
+	}
+	rv = f->reps + f->n * (size_t)f->resamples;
+	for (k = 0; k < CMP_NQ; k++)
+		if (want & (1u << k))
+			f->cell[f->n++] = &c[k];
+	return rv;
+}
+
+static void family_free(struct family *f)
+{
+	free(f->cell);
+	free(f->reps);
+	memset(f, 0, sizeof(*f));
+}
+
 /* ---- one row, both sides: point estimates, and the bootstrap's log ratios ---- */
 
 static double limit_of(const struct cmp_opts *o)
@@ -583,21 +633,22 @@ static double ratio(double b, double a)
 }
 
 /*
- * Compare one row's sides: the point estimates into qa, qb and the cells; for every cell with
- * enough data, reps[k * resamples + r] = log(B/A) of resample r, NAN when a side drew none of
- * the row's intervals. The seed is the same for every row, so that resample r draws the same
- * intervals in each: whole intervals are resampled, and the family's resamples line up.
- * Returns the cells bootstrapped, a bit each.
+ * Compare one row's sides: the point estimates into qa, qb and the cells; every cell with
+ * enough data joins the family with its bootstrap's log(B/A), resample by resample (NAN when a
+ * side drew none of the row's intervals). The seed is the same for every row, so that resample
+ * r draws the same intervals in each: whole intervals are resampled, and the family's
+ * resamples line up. 0, or -1 (out of memory).
  */
-static unsigned compare_row(struct side *A, struct side *B, const struct cmp_opts *o,
-			    uint64_t seed, double qa[CMP_NQ], double qb[CMP_NQ],
-			    struct cmp_cell out[CMP_NQ], float *reps)
+static int compare_row(struct side *A, struct side *B, const struct cmp_opts *o,
+		       uint64_t seed, double qa[CMP_NQ], double qb[CMP_NQ],
+		       struct cmp_cell out[CMP_NQ], struct family *fam)
 {
 	uint32_t ha[CMP_NQ] = { 0 }, hb[CMP_NQ] = { 0 };
 	unsigned want = 0;
 	struct rng rng;
+	float *reps;
 	double x, y;
-	int k, r;
+	int k, j, r;
 
 	side_weigh(A, NULL);
 	side_weigh(B, NULL);
@@ -614,55 +665,22 @@ static unsigned compare_row(struct side *A, struct side *B, const struct cmp_opt
 	}
 	if (!want)
 		return 0;
+	reps = family_add_row(fam, out, want);
+	if (!reps)
+		return -1;
 	rng_seed(&rng, seed);
 	for (r = 0; r < o->resamples; r++) {
 		side_weigh(A, &rng);
 		side_weigh(B, &rng);
-		for (k = 0; k < CMP_NQ; k++) {
+		for (k = 0, j = 0; k < CMP_NQ; k++) {
 			if (!(want & (1u << k)))
 				continue;
 			x = A->total ? side_quantile(A, cmp_q[k], &ha[k]) : NAN;
 			y = B->total ? side_quantile(B, cmp_q[k], &hb[k]) : NAN;
-			reps[k * o->resamples + r] = (float)log(ratio(y, x));
+			reps[(size_t)j++ * o->resamples + r] = (float)log(ratio(y, x));
 		}
 	}
-	return want;
-}
-
-/* ---- the family: every cell of one comparison, its intervals simultaneous ---- */
-
-struct family {
-	struct cmp_cell **cell;
-	const float **reps;	/* each cell's log ratios, resample r at [r] */
-	size_t n, cap;
-};
-
-static int family_add(struct family *f, struct cmp_cell *c, const float *reps)
-{
-	if (f->n == f->cap) {
-		size_t cap = f->cap ? f->cap * 2 : 64;
-		struct cmp_cell **cv = realloc(f->cell, cap * sizeof(*cv));
-		const float **rv;
-
-		if (!cv)
-			return -1;
-		f->cell = cv;
-		rv = realloc(f->reps, cap * sizeof(*rv));
-		if (!rv)
-			return -1;
-		f->reps = rv;
-		f->cap = cap;
-	}
-	f->cell[f->n] = c;
-	f->reps[f->n++] = reps;
 	return 0;
-}
-
-static void family_free(struct family *f)
-{
-	free(f->cell);
-	free(f->reps);
-	memset(f, 0, sizeof(*f));
 }
 
 /* How far log ratio x lies from the cell's centre, in units of its own one-sided spread. */
@@ -682,6 +700,11 @@ static double spread_units(double x, double mid, double down, double up)
  * interval); in a family, the chance that any interval misses its ratio is about alpha, not
  * alpha per cell (docs/compare.md). *widen: the widening; 0, or -1 (out of memory).
  */
+static inline double rep(const struct family *f, size_t i, int r)
+{
+	return f->reps[i * (size_t)f->resamples + (size_t)r];
+}
+
 static int family_decide(struct family *f, const struct cmp_opts *o, double *widen)
 {
 	int R = o->resamples, r, kept;
@@ -696,8 +719,8 @@ static int family_decide(struct family *f, const struct cmp_opts *o, double *wid
 		goto out;
 	for (i = 0; i < f->n; i++) {
 		for (r = 0, kept = 0; r < R; r++)
-			if (!isnan(f->reps[i][r]))
-				v[kept++] = f->reps[i][r];
+			if (!isnan(rep(f, i, r)))
+				v[kept++] = rep(f, i, r);
 		/* a row missing from many resamples: its interval would answer another question */
 		if (kept < R * (1 - o->alpha / 4)) {
 			snprintf(f->cell[i]->why, sizeof(f->cell[i]->why),
@@ -711,8 +734,8 @@ static int family_decide(struct family *f, const struct cmp_opts *o, double *wid
 	}
 	for (r = 0, kept = 0; r < R; r++) {
 		for (i = 0, d = 0; i < f->n; i++)
-			if (in[i] && !isnan(f->reps[i][r]))
-				d = fmax(d, spread_units(f->reps[i][r], mid[i], down[i], up[i]));
+			if (in[i] && !isnan(rep(f, i, r)))
+				d = fmax(d, spread_units(rep(f, i, r), mid[i], down[i], up[i]));
 		dist[kept++] = d;
 	}
 	if (kept)
@@ -869,10 +892,10 @@ static int lone_add(struct cmp_result *res, struct strpool *pool, const struct s
 	return v->layer && v->stage && v->labels ? 0 : -1;
 }
 
-/* Row ra of a against row rb of b, into out; its log ratios into *reps (made). 0, or -1. */
+/* Row ra of a against row rb of b, into out; its cells with enough data into fam. 0, or -1. */
 static int run_row(const struct cmp_set *a, const struct srow *ra, const struct cmp_set *b,
 		   const struct srow *rb, const struct cmp_opts *o, struct strpool *pool,
-		   struct cmp_row *out, float **reps)
+		   struct cmp_row *out, struct family *fam)
 {
 	int32_t *ca = cells_of(ra, a->nintervals), *cb = cells_of(rb, b->nintervals);
 	struct side A, B;
@@ -881,17 +904,16 @@ static int run_row(const struct cmp_set *a, const struct srow *ra, const struct 
 	memset(&A, 0, sizeof(A));
 	memset(&B, 0, sizeof(B));
 	memset(out, 0, sizeof(*out));
-	*reps = malloc((size_t)o->resamples * CMP_NQ * sizeof(**reps));
-	if (!ca || !cb || !*reps || side_build(&A, ra, ca, NULL, a->nintervals) ||
+	if (!ca || !cb || side_build(&A, ra, ca, NULL, a->nintervals) ||
 	    side_build(&B, rb, cb, NULL, b->nintervals))
 		goto out;
 	out->layer = strpool_intern(pool, ra->layer);
 	out->stage = strpool_intern(pool, ra->stage);
 	out->labels = strpool_intern(pool, ra->labels);
 	out->stage_order = ra->stage_order;
-	if (!out->layer || !out->stage || !out->labels)
+	if (!out->layer || !out->stage || !out->labels ||
+	    compare_row(&A, &B, o, o->seed, out->a.q, out->b.q, out->c, fam))
 		goto out;
-	compare_row(&A, &B, o, o->seed, out->a.q, out->b.q, out->c, *reps);
 	side_weigh(&A, NULL);
 	side_weigh(&B, NULL);
 	out->a.count = (uint64_t)A.total;
@@ -912,13 +934,11 @@ out:
 struct cmp_result *cmp_run(const struct cmp_set *a, const struct cmp_set *b,
 			   const struct cmp_opts *o)
 {
-	struct family fam = { 0 };
+	struct family fam = { .resamples = o->resamples };
 	struct cmp_result *res;
 	struct strpool *pool;
-	float **reps = NULL;
 	size_t i;
 	long j;
-	int k;
 
 	if (opts_check(o))
 		return NULL;
@@ -935,8 +955,8 @@ struct cmp_result *cmp_run(const struct cmp_set *a, const struct cmp_set *b,
 	pool = calloc(1, sizeof(*pool));
 	if (res)
 		res->pool = pool;
-	if (!res || !pool || !(res->rows = calloc(a->nrows + 1, sizeof(*res->rows))) ||
-	    !(reps = calloc(a->nrows + 1, sizeof(*reps))))
+	/* rows never move once made: the family points into them */
+	if (!res || !pool || !(res->rows = calloc(a->nrows + 1, sizeof(*res->rows))))
 		goto oom;
 	res->o = *o;
 	res->limit = limit_of(o);
@@ -953,7 +973,7 @@ struct cmp_result *cmp_run(const struct cmp_set *a, const struct cmp_set *b,
 			continue;
 		}
 		if (run_row(a, &a->rows[i], b, &b->rows[j], o, pool, &res->rows[res->nrows],
-			    &reps[res->nrows]))
+			    &fam))
 			goto oom;
 		res->nrows++;
 	}
@@ -965,18 +985,10 @@ struct cmp_result *cmp_run(const struct cmp_set *a, const struct cmp_set *b,
 		       a->nrows, b->nrows);
 		goto fail;
 	}
-	for (i = 0; i < res->nrows; i++)
-		for (k = 0; k < CMP_NQ; k++)
-			if (res->rows[i].c[k].v == CMP_NOT_ENOUGH && !res->rows[i].c[k].why[0] &&
-			    family_add(&fam, &res->rows[i].c[k], reps[i] + k * o->resamples))
-				goto oom;
 	if (family_decide(&fam, o, &res->widen))
 		goto oom;
 	res->family = (int)fam.n;
 	family_free(&fam);
-	for (i = 0; i < a->nrows; i++)
-		free(reps[i]);
-	free(reps);
 	qsort(res->rows, res->nrows, sizeof(*res->rows), row_cmp);
 	if (res->nlone)
 		qsort(res->lone, res->nlone, sizeof(*res->lone), lone_cmp);
@@ -985,10 +997,6 @@ oom:
 	errorf("out of memory comparing");
 fail:
 	family_free(&fam);
-	if (reps)
-		for (i = 0; i < a->nrows; i++)
-			free(reps[i]);
-	free(reps);
 	if (res)
 		cmp_result_free(res);
 	else
@@ -1056,39 +1064,25 @@ static int aa_row_cmp(const void *x, const void *y)
 /* One split: its halves compared, row by row, as one family. 0, or -1 (out of memory). */
 static int aa_split(const struct cmp_set *s, int32_t **cell_of, const uint32_t *ivs,
 		    uint32_t half, const struct cmp_opts *o, uint64_t seed, struct cmp_aa *aa,
-		    struct cmp_cell *cells, float *reps, bool *any)
+		    struct cmp_cell *cells, struct family *fam, bool *any)
 {
 	double qa[CMP_NQ], qb[CMP_NQ], widen;
-	struct family fam = { 0 };
 	struct side A, B;
 	size_t i;
 	int k, err = 0;
 
+	fam->n = 0;
 	for (i = 0; i < s->nrows && !err; i++) {
-		struct cmp_cell *c = cells + i * CMP_NQ;
-		float *rp = reps + i * CMP_NQ * (size_t)o->resamples;
-		unsigned want;
-
-		if (side_build(&A, &s->rows[i], cell_of[i], ivs, half)) {
-			err = -1;
-			break;
-		}
-		if (side_build(&B, &s->rows[i], cell_of[i], ivs + half, half)) {
+		err = side_build(&A, &s->rows[i], cell_of[i], ivs, half);
+		if (!err && (err = side_build(&B, &s->rows[i], cell_of[i], ivs + half, half)))
 			side_free(&A);
-			err = -1;
+		if (err)
 			break;
-		}
-		want = compare_row(&A, &B, o, seed, qa, qb, c, rp);
-		for (k = 0; k < CMP_NQ && !err; k++)
-			if (want & (1u << k))
-				err = family_add(&fam, &c[k], rp + k * o->resamples);
+		err = compare_row(&A, &B, o, seed, qa, qb, cells + i * CMP_NQ, fam);
 		side_free(&A);
 		side_free(&B);
 	}
-	if (!err)
-		err = family_decide(&fam, o, &widen);
-	family_free(&fam);
-	if (err)
+	if (err || family_decide(fam, o, &widen))
 		return -1;
 	for (i = 0; i < s->nrows; i++) {
 		for (k = 0; k < CMP_NQ; k++) {
@@ -1109,9 +1103,9 @@ static int aa_split(const struct cmp_set *s, int32_t **cell_of, const uint32_t *
 struct cmp_aa *cmp_aa_run(const struct cmp_set *s, int nsplits, const struct cmp_opts *o)
 {
 	uint32_t half = s->nintervals / 2, *perm = NULL, i, j, t;
+	struct family fam = { .resamples = o->resamples };
 	struct cmp_cell *cells = NULL;
 	int32_t **cell_of = NULL;
-	float *reps = NULL;
 	struct strpool *pool;
 	struct cmp_aa *aa;
 	struct rng rng;
@@ -1135,7 +1129,6 @@ struct cmp_aa *cmp_aa_run(const struct cmp_set *s, int nsplits, const struct cmp
 	if (!aa || !pool || !(aa->rows = calloc(s->nrows + 1, sizeof(*aa->rows))) ||
 	    !(cell_of = calloc(s->nrows + 1, sizeof(*cell_of))) ||
 	    !(cells = calloc(s->nrows * CMP_NQ + 1, sizeof(*cells))) ||
-	    !(reps = malloc((s->nrows * CMP_NQ * (size_t)o->resamples + 1) * sizeof(*reps))) ||
 	    !(perm = malloc(s->nintervals * sizeof(*perm))))
 		goto oom;
 	aa->o = *o;
@@ -1168,7 +1161,7 @@ struct cmp_aa *cmp_aa_run(const struct cmp_set *s, int nsplits, const struct cmp
 		}
 		/* each split its own resamples, the same for every row */
 		if (aa_split(s, cell_of, perm, half, o,
-			     o->seed + 0x9e3779b97f4a7c15ULL * (uint64_t)(sp + 1), aa, cells, reps,
+			     o->seed + 0x9e3779b97f4a7c15ULL * (uint64_t)(sp + 1), aa, cells, &fam,
 			     &any))
 			goto oom;
 		aa->any += any;
@@ -1178,7 +1171,7 @@ struct cmp_aa *cmp_aa_run(const struct cmp_set *s, int nsplits, const struct cmp
 		free(cell_of[r]);
 	free(cell_of);
 	free(cells);
-	free(reps);
+	family_free(&fam);
 	free(perm);
 	return aa;
 oom:
@@ -1188,7 +1181,7 @@ oom:
 			free(cell_of[r]);
 	free(cell_of);
 	free(cells);
-	free(reps);
+	family_free(&fam);
 	free(perm);
 	if (aa)
 		cmp_aa_free(aa);
