@@ -32,9 +32,7 @@ extern const char *const cmp_q_name[CMP_NQ];
  * in effect (Kish's effective number): a tail made of a few intervals' bursts can only be
  * reshuffled by the bootstrap, whose interval then comes out too narrow (docs/compare.md).
  */
-#ifndef CMP_MIN_TAIL_INTERVALS
 #define CMP_MIN_TAIL_INTERVALS	8
-#endif
 
 struct cmp_opts {
 	double threshold;	/* the smallest change called, as a fraction (0.05) */
