@@ -162,8 +162,11 @@ def test_one_interval_each_is_not_enough_data(tmp_path):
     r = compare(a, b)
     assert r.returncode == 0 and not re.search(r"(slower|faster)$", r.stdout, re.M), r.stdout
     assert "0 of 0 compared quantiles changed" in r.stdout
-    # and a gate on it cannot fail the build on data that cannot say
-    assert compare(a, b, "--gate", "block:device:p50").returncode == 0
+    # and a gate on it cannot fail the build on data that cannot say, and says so
+    r = compare(a, b, "--gate", "block:device:p50")
+    assert r.returncode == 0 and "passed without a verdict (not enough data)" in r.stdout
+    doc = compare_json(a, b, "--gate", "block:device:p50")
+    assert doc["gates"][0]["judged"] is False and doc["gates"][0]["regressed"] is False
 
 
 def test_tail_needs_samples_above_it(tmp_path):
@@ -208,7 +211,8 @@ def test_gate(tmp_path):
     assert r.returncode == 3, r
     assert "gate block:device:p50: REGRESSED" in r.stdout
     doc = compare_json(a, b, "--gate", "block:device:p90", status=3)
-    assert doc["gates"] == [{"layer": "block", "stage": "device", "q": "p90", "regressed": True}]
+    assert doc["gates"] == [{"layer": "block", "stage": "device", "q": "p90", "regressed": True,
+                             "judged": True}]
     assert compare(a, c, "--gate", "block:device:p50").returncode == 0   # faster passes
     assert compare(a, b).returncode == 0                                   # no gate, no 3
     r = compare(a, b, "--gate", "uring:submit_cqe:p50")

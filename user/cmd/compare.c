@@ -219,11 +219,14 @@ static int gates_check(const struct compare_args *a, const struct cmp_result *r)
 	return 0;
 }
 
-/* The gates' outcome, said (into w under -j): 3 when one is slower, else 0. */
+/*
+ * The gates' outcome, said (into w under -j): 3 when one is slower, else 0. A gate whose
+ * quantile had not enough data in every label set passes, and says it could not judge.
+ */
 static int gates(const struct compare_args *a, const struct cmp_result *r, struct jw *w)
 {
+	bool found, slower, judged;
 	int status = 0, i;
-	bool found, slower;
 
 	if (w)
 		jw_arr(w, "gates");
@@ -231,6 +234,7 @@ static int gates(const struct compare_args *a, const struct cmp_result *r, struc
 		const struct gate *g = &a->gates[i];
 
 		slower = cmp_regressed(r, g->layer, g->stage, g->q, &found);
+		judged = cmp_stage_compared(r, g->layer, g->stage, g->q) > 0;
 		if (slower)
 			status = 3;
 		if (w) {
@@ -239,10 +243,12 @@ static int gates(const struct compare_args *a, const struct cmp_result *r, struc
 			jw_str(w, "stage", g->stage);
 			jw_str(w, "q", cmp_q_name[g->q]);
 			jw_bool(w, "regressed", slower);
+			jw_bool(w, "judged", judged);
 			jw_end_obj(w);
 		} else {
 			printf("gate %s:%s:%s: %s\n", g->layer, g->stage, cmp_q_name[g->q],
-			       slower ? "REGRESSED (slower beyond the limit)" : "passed");
+			       slower ? "REGRESSED (slower beyond the limit)" :
+			       judged ? "passed" : "passed without a verdict (not enough data)");
 		}
 	}
 	if (w)

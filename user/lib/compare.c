@@ -1039,6 +1039,19 @@ bool cmp_regressed(const struct cmp_result *r, const char *layer, const char *st
 	return slower;
 }
 
+int cmp_stage_compared(const struct cmp_result *r, const char *layer, const char *stage, int qi)
+{
+	size_t i;
+	int n = 0;
+
+	if (qi < 0 || qi >= CMP_NQ)
+		return 0;
+	for (i = 0; i < r->nrows; i++)
+		n += !strcmp(r->rows[i].layer, layer) && !strcmp(r->rows[i].stage, stage) &&
+		     r->rows[i].c[qi].v != CMP_NOT_ENOUGH;
+	return n;
+}
+
 void cmp_result_free(struct cmp_result *r)
 {
 	if (!r)

@@ -112,6 +112,8 @@ int cmp_changes(const struct cmp_result *r, int *ncompared);
 /* Is layer:stage slower at quantile qi in any label set? *found: the stage was compared. */
 bool cmp_regressed(const struct cmp_result *r, const char *layer, const char *stage, int qi,
 		   bool *found);
+/* Label sets of layer:stage with a verdict at quantile qi (not "not enough data"). */
+int cmp_stage_compared(const struct cmp_result *r, const char *layer, const char *stage, int qi);
 /* The quantile index of "p50", "p90", "p99", "p99.9"; -1 if none. */
 int cmp_q_index(const char *name);
 void cmp_result_free(struct cmp_result *r);
