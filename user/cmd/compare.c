@@ -42,7 +42,7 @@ static const char usage_text[] =
 "      --seed=N          seed of the resampling (default 1)\n"
 "      --resamples=N     bootstrap resamples (default 1000)\n"
 "  -j, --json            one JSON document on stdout\n"
-"  -v, --verbose         say what was read\n"
+"  -v, --verbose         say what was read, and why data was not enough\n"
 "  -h, --help            show this help\n"
 "\n"
 "Examples:\n"
@@ -319,6 +319,8 @@ static int run_compare(const struct compare_args *a)
 		jw_free(&w);
 	} else {
 		cmp_print_text(r, stdout);
+		if (a->verbose)
+			cmp_print_why(r, stdout);
 		status = gates(a, r, NULL);
 		if (fflush(stdout) || ferror(stdout)) {
 			errorf("writing the output: %s", strerror(errno));

@@ -148,6 +148,8 @@ void cmp_aa_free(struct cmp_aa *aa);
  * the caller has opened, so that it can stand alone or inside a larger document. */
 struct jw;
 void cmp_print_text(const struct cmp_result *r, FILE *f);
+/* One line per quantile without enough data, saying why. */
+void cmp_print_why(const struct cmp_result *r, FILE *f);
 void cmp_write_json(const struct cmp_result *r, struct jw *w);
 void cmp_aa_print_text(const struct cmp_aa *aa, FILE *f);
 void cmp_aa_write_json(const struct cmp_aa *aa, struct jw *w);

@@ -117,8 +117,21 @@ void cmp_print_text(const struct cmp_result *r, FILE *f)
 	lone_lines(r, 'A', f);
 	lone_lines(r, 'B', f);
 	fprintf(f, "\n%d of %d compared quantiles changed (%d slower, %d faster); %d without enough "
-		"data (-j says why)\n", changes, compared, slower, faster,
+		"data (-v says why)\n", changes, compared, slower, faster,
 		(int)(r->nrows * CMP_NQ) - compared);
+}
+
+void cmp_print_why(const struct cmp_result *r, FILE *f)
+{
+	size_t i;
+	int k;
+
+	for (i = 0; i < r->nrows; i++)
+		for (k = 0; k < CMP_NQ; k++)
+			if (r->rows[i].c[k].v == CMP_NOT_ENOUGH)
+				fprintf(f, "not enough data: %s/%s %s %s: %s\n", r->rows[i].layer,
+					r->rows[i].stage, r->rows[i].labels, cmp_q_name[k],
+					r->rows[i].c[k].why);
 }
 
 static void side_json(struct jw *w, const char *key, const struct cmp_side *s)
