@@ -21,6 +21,7 @@ static const char usage_head[] =
 "       iostrata record -o FILE [--force] [OPTIONS] [INTERVAL [COUNT]]\n"
 "       iostrata report FILE... -o HTML [--svg DIR] [--top N] [--scale S]\n"
 "       iostrata compare A B [--gate L:S:Q]... [--html FILE] [-j] [OPTIONS]\n"
+"       iostrata compare A --aa N [-j] [OPTIONS]\n"
 "       iostrata snoop [--slower DURATION] [-l LIST] [-d DISK] [-p PID] [-c PATH] [-j]\n"
 "       iostrata serve [OPTIONS]\n"
 "       iostrata features [-j] [-v]\n"
