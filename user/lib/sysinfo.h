@@ -44,6 +44,9 @@ bool syscall_tp_exists(const char *name);
 bool tracefs_ready(bool *mounted);
 void tracefs_release(bool mounted);
 
+/* The first line of a sysfs or procfs file, without its newline. 0, or -errno. */
+int sysfs_line(const char *path, char *buf, size_t len);
+
 /* Disks: name <-> kernel dev_t (major << 20 | minor). */
 int disk_resolve(const char *name, uint32_t *dev);
 const char *disk_name(uint32_t dev, char *buf, size_t len);
