@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,6 +124,16 @@ void jw_i64(struct jw *w, const char *key, int64_t val)
 {
 	member(w, key);
 	putf(w, "%lld", (long long)val);
+}
+
+void jw_f64(struct jw *w, const char *key, double val)
+{
+	if (!isfinite(val)) {
+		jw_null(w, key);
+		return;
+	}
+	member(w, key);
+	putf(w, "%.6g", val);
 }
 
 void jw_bool(struct jw *w, const char *key, bool val)

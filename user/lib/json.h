@@ -28,6 +28,8 @@ void jw_end_arr(struct jw *w);
 void jw_str(struct jw *w, const char *key, const char *val);
 void jw_u64(struct jw *w, const char *key, uint64_t val);
 void jw_i64(struct jw *w, const char *key, int64_t val);
+/* A number to 6 significant digits; null when it is not finite (NaN, infinity). */
+void jw_f64(struct jw *w, const char *key, double val);
 void jw_bool(struct jw *w, const char *key, bool val);
 void jw_null(struct jw *w, const char *key);
 /* "key": [[lo_ns, hi_ns, count], ...] for every non-empty bucket; hi is null for the overflow. */

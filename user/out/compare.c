@@ -1,0 +1,277 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* compare's text and JSON: one aligned table per layer, or the members of one JSON object. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "compare.h"
+#include "histfmt.h"
+#include "json.h"
+
+static const char *q_value(char *buf, size_t len, double ns)
+{
+	if (isnan(ns))
+		return "-";
+	return fmt_ns(buf, len, (uint64_t)llround(ns), false);
+}
+
+static void ci_text(char *buf, size_t len, const struct cmp_cell *c)
+{
+	if (isnan(c->lo))
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%.3f..%.3f", c->lo, c->hi);
+}
+
+static void ratio_text(char *buf, size_t len, double v)
+{
+	if (isfinite(v))
+		snprintf(buf, len, "%.3f", v);
+	else
+		snprintf(buf, len, "-");
+}
+
+/* Column widths of one layer's rows [from, to). */
+static void widths(const struct cmp_result *r, size_t from, size_t to, int *ws, int *wl)
+{
+	size_t i;
+	int n;
+
+	*ws = 5;
+	*wl = 6;
+	for (i = from; i < to; i++) {
+		n = (int)strlen(r->rows[i].stage);
+		*ws = n > *ws ? n : *ws;
+		n = (int)strlen(r->rows[i].labels);
+		*wl = n > *wl ? n : *wl;
+	}
+}
+
+static void layer_table(const struct cmp_result *r, size_t from, size_t to, FILE *f)
+{
+	char a[32], b[32], ra[32], ci[48], na[24], nb[24];
+	int ws, wl, k;
+	size_t i;
+
+	widths(r, from, to, &ws, &wl);
+	fprintf(f, "\n%s\n", r->rows[from].layer);
+	fprintf(f, "  %-*s  %-*s  %-5s  %9s  %9s  %9s  %9s  %7s  %-14s  %s\n", ws, "STAGE", wl,
+		"LABELS", "Q", "COUNT A", "COUNT B", "A", "B", "B/A", "95% CI", "VERDICT");
+	for (i = from; i < to; i++) {
+		const struct cmp_row *row = &r->rows[i];
+
+		for (k = 0; k < CMP_NQ; k++) {
+			snprintf(na, sizeof(na), "%llu", (unsigned long long)row->a.count);
+			snprintf(nb, sizeof(nb), "%llu", (unsigned long long)row->b.count);
+			ratio_text(ra, sizeof(ra), row->c[k].ratio);
+			ci_text(ci, sizeof(ci), &row->c[k]);
+			fprintf(f, "  %-*s  %-*s  %-5s  %9s  %9s  %9s  %9s  %7s  %-14s  %s\n",
+				ws, k ? "" : row->stage, wl, k ? "" : row->labels, cmp_q_name[k],
+				k ? "" : na, k ? "" : nb, q_value(a, sizeof(a), row->a.q[k]),
+				q_value(b, sizeof(b), row->b.q[k]), ra, ci,
+				cmp_verdict_name(row->c[k].v));
+		}
+	}
+}
+
+static void lone_lines(const struct cmp_result *r, char side, FILE *f)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < r->nlone; i++) {
+		if (r->lone[i].side != side)
+			continue;
+		if (!n++)
+			fprintf(f, "\nonly in %c (not compared): ", side);
+		else
+			fputs("; ", f);
+		fprintf(f, "%s/%s %s", r->lone[i].layer, r->lone[i].stage, r->lone[i].labels);
+	}
+	if (n)
+		fputc('\n', f);
+}
+
+void cmp_print_text(const struct cmp_result *r, FILE *f)
+{
+	int compared, changes = cmp_changes(r, &compared), slower = 0, faster = 0, k;
+	size_t i, from;
+
+	fprintf(f, "A: %u intervals from %u file(s); B: %u intervals from %u file(s)\n",
+		r->a_intervals, r->a_files, r->b_intervals, r->b_files);
+	fprintf(f, "a change is called when the %.0f%% interval of B/A lies wholly outside "
+		"1 +/- %.2f%% (the larger of twice the bucket error and --threshold %.2f%%)\n",
+		100 * (1 - r->o.alpha), 100 * r->limit, 100 * r->o.threshold);
+	for (from = 0; from < r->nrows; from = i) {
+		for (i = from; i < r->nrows && !strcmp(r->rows[i].layer, r->rows[from].layer); i++)
+			;
+		layer_table(r, from, i, f);
+	}
+	for (i = 0; i < r->nrows; i++) {
+		for (k = 0; k < CMP_NQ; k++) {
+			slower += r->rows[i].c[k].v == CMP_SLOWER;
+			faster += r->rows[i].c[k].v == CMP_FASTER;
+		}
+	}
+	lone_lines(r, 'A', f);
+	lone_lines(r, 'B', f);
+	fprintf(f, "\n%d of %d compared quantiles changed (%d slower, %d faster); %d without enough "
+		"data (-j says why)\n", changes, compared, slower, faster,
+		(int)(r->nrows * CMP_NQ) - compared);
+}
+
+static void side_json(struct jw *w, const char *key, const struct cmp_side *s)
+{
+	int k;
+
+	jw_obj(w, key);
+	jw_u64(w, "count", s->count);
+	jw_u64(w, "intervals", s->intervals);
+	for (k = 0; k < CMP_NQ; k++)
+		jw_f64(w, cmp_q_name[k], s->q[k]);
+	jw_end_obj(w);
+}
+
+static void lone_json(struct jw *w, const struct cmp_result *r, char side)
+{
+	size_t i;
+
+	jw_arr(w, side == 'A' ? "only_a" : "only_b");
+	for (i = 0; i < r->nlone; i++) {
+		if (r->lone[i].side != side)
+			continue;
+		jw_obj(w, NULL);
+		jw_str(w, "layer", r->lone[i].layer);
+		jw_str(w, "stage", r->lone[i].stage);
+		jw_str(w, "labels", r->lone[i].labels);
+		jw_end_obj(w);
+	}
+	jw_end_arr(w);
+}
+
+void cmp_write_json(const struct cmp_result *r, struct jw *w)
+{
+	int compared, changes = cmp_changes(r, &compared), k;
+	size_t i;
+
+	jw_obj(w, "a");
+	jw_u64(w, "files", r->a_files);
+	jw_u64(w, "intervals", r->a_intervals);
+	jw_end_obj(w);
+	jw_obj(w, "b");
+	jw_u64(w, "files", r->b_files);
+	jw_u64(w, "intervals", r->b_intervals);
+	jw_end_obj(w);
+	jw_obj(w, "method");
+	jw_str(w, "resampling", "interval block bootstrap");
+	jw_u64(w, "resamples", (uint64_t)r->o.resamples);
+	jw_u64(w, "seed", r->o.seed);
+	jw_f64(w, "alpha", r->o.alpha);
+	jw_f64(w, "threshold", r->o.threshold);
+	jw_f64(w, "limit", r->limit);
+	jw_u64(w, "min_intervals", CMP_MIN_INTERVALS);
+	jw_u64(w, "min_tail", CMP_MIN_TAIL);
+	jw_end_obj(w);
+	jw_arr(w, "rows");
+	for (i = 0; i < r->nrows; i++) {
+		const struct cmp_row *row = &r->rows[i];
+
+		jw_obj(w, NULL);
+		jw_str(w, "layer", row->layer);
+		jw_str(w, "stage", row->stage);
+		jw_str(w, "labels", row->labels);
+		side_json(w, "a", &row->a);
+		side_json(w, "b", &row->b);
+		jw_arr(w, "quantiles");
+		for (k = 0; k < CMP_NQ; k++) {
+			const struct cmp_cell *c = &row->c[k];
+
+			jw_obj(w, NULL);
+			jw_str(w, "q", cmp_q_name[k]);
+			jw_f64(w, "a_ns", row->a.q[k]);
+			jw_f64(w, "b_ns", row->b.q[k]);
+			jw_f64(w, "ratio", c->ratio);
+			jw_f64(w, "ci_lo", c->lo);
+			jw_f64(w, "ci_hi", c->hi);
+			jw_str(w, "verdict", cmp_verdict_name(c->v));
+			if (c->v == CMP_NOT_ENOUGH)
+				jw_str(w, "reason", c->why);
+			jw_end_obj(w);
+		}
+		jw_end_arr(w);
+		jw_end_obj(w);
+	}
+	jw_end_arr(w);
+	lone_json(w, r, 'A');
+	lone_json(w, r, 'B');
+	jw_u64(w, "compared", (uint64_t)compared);
+	jw_u64(w, "changes", (uint64_t)changes);
+}
+
+void cmp_aa_print_text(const struct cmp_aa *aa, FILE *f)
+{
+	int wl = 6, ws = 5, n, k;
+	char rate[CMP_NQ][16];
+	size_t i;
+
+	for (i = 0; i < aa->nrows; i++) {
+		n = (int)strlen(aa->rows[i].labels);
+		wl = n > wl ? n : wl;
+		n = (int)strlen(aa->rows[i].stage) + (int)strlen(aa->rows[i].layer) + 1;
+		ws = n > ws ? n : ws;
+	}
+	fprintf(f, "A/A: %d random splits of %u intervals into halves of %u, each compared as "
+		"compare would (limit 1 +/- %.2f%%, %d resamples)\n", aa->nsplits, aa->intervals,
+		aa->intervals / 2, 100 * aa->limit, aa->o.resamples);
+	fprintf(f, "  %-*s  %-*s  %12s  %12s  %12s  %12s\n", ws, "STAGE", wl, "LABELS", "P50",
+		"P90", "P99", "P99.9");
+	for (i = 0; i < aa->nrows; i++) {
+		const struct cmp_aa_row *row = &aa->rows[i];
+		char stage[160];
+
+		snprintf(stage, sizeof(stage), "%s/%s", row->layer, row->stage);
+		for (k = 0; k < CMP_NQ; k++) {
+			if (row->compared[k])
+				snprintf(rate[k], sizeof(rate[k]), "%d/%d", row->changes[k],
+					 row->compared[k]);
+			else
+				snprintf(rate[k], sizeof(rate[k]), "-");
+		}
+		fprintf(f, "  %-*s  %-*s  %12s  %12s  %12s  %12s\n", ws, stage, wl, row->labels,
+			rate[0], rate[1], rate[2], rate[3]);
+	}
+	fprintf(f, "false-positive rate: %d of %d splits called a change (%.1f%%); alpha %.0f%%\n",
+		aa->any, aa->nsplits, 100.0 * aa->any / aa->nsplits, 100 * aa->o.alpha);
+}
+
+void cmp_aa_write_json(const struct cmp_aa *aa, struct jw *w)
+{
+	size_t i;
+	int k;
+
+	jw_u64(w, "splits", (uint64_t)aa->nsplits);
+	jw_u64(w, "intervals", aa->intervals);
+	jw_u64(w, "half", aa->intervals / 2);
+	jw_u64(w, "resamples", (uint64_t)aa->o.resamples);
+	jw_u64(w, "seed", aa->o.seed);
+	jw_f64(w, "alpha", aa->o.alpha);
+	jw_f64(w, "limit", aa->limit);
+	jw_u64(w, "splits_with_change", (uint64_t)aa->any);
+	jw_f64(w, "false_positive_rate", (double)aa->any / aa->nsplits);
+	jw_arr(w, "rows");
+	for (i = 0; i < aa->nrows; i++) {
+		jw_obj(w, NULL);
+		jw_str(w, "layer", aa->rows[i].layer);
+		jw_str(w, "stage", aa->rows[i].stage);
+		jw_str(w, "labels", aa->rows[i].labels);
+		jw_arr(w, "quantiles");
+		for (k = 0; k < CMP_NQ; k++) {
+			jw_obj(w, NULL);
+			jw_str(w, "q", cmp_q_name[k]);
+			jw_u64(w, "compared", (uint64_t)aa->rows[i].compared[k]);
+			jw_u64(w, "changes", (uint64_t)aa->rows[i].changes[k]);
+			jw_end_obj(w);
+		}
+		jw_end_arr(w);
+		jw_end_obj(w);
+	}
+	jw_end_arr(w);
+}
