@@ -68,6 +68,8 @@ def load_procs(dev):
 def disk(loopdev):
     """The loop device, set to kyber, read_lat_nsec 3 ms, nr_requests 100; (dev, that state)."""
     q = f"/sys/block/{os.path.basename(loopdev)}/queue"
+    # a loop device keeps its queue settings when detached: the next user gets them back
+    was = sysfs(f"{q}/scheduler").split("[")[1].split("]")[0], sysfs(f"{q}/nr_requests")
     sysfs(f"{q}/scheduler", "kyber")
     sysfs(f"{q}/iosched/read_lat_nsec", "3000000")
     sysfs(f"{q}/nr_requests", "100")
@@ -76,6 +78,8 @@ def disk(loopdev):
     assert state["nr_requests"] == "100"
     assert our_bpf_programs() == [], "iostrata programs loaded before the test started"
     yield loopdev, state
+    sysfs(f"{q}/scheduler", was[0])
+    sysfs(f"{q}/nr_requests", was[1])
     assert wait_no_bpf_programs() == [], "sched-ab left BPF programs loaded"
     assert load_procs(loopdev) == [], "sched-ab left its load running"
 

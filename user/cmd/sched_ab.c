@@ -105,9 +105,8 @@ static const char usage_text[] =
 "\n"
 "Exit status: 0, 3 when a --gate regressed, 1 on an error or a signal.\n"
 "\n"
-"Examples:\n"
-"  iostrata sched-ab -d nvme0n1 mq-deadline none -- --device /dev/nvme0n1 \\\n"
-"      --force --rw randread    does none help 4 KiB random reads?\n";
+"Example: is none faster than mq-deadline for 4 KiB random reads on sdb?\n"
+"  iostrata sched-ab -d sdb mq-deadline none -- --device /dev/sdb --force --rw randread\n";
 
 static void usage(FILE *f)
 {
