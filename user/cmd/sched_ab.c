@@ -63,10 +63,12 @@ struct sab {
 	struct run_limits lim;
 	char dir[PATH_MAX];
 	struct iosched_state *orig;
+	struct iosched_state *now;	/* as the round's spec left it */
 	char orig_text[1024];
 	struct child child;
 	int round;		/* the one running, from 0 */
-	uint64_t requests[2 * MAX_ROUNDS];
+	uint64_t requests[2 * MAX_ROUNDS];	/* seen: block total, measured or not */
+	int64_t completed[2 * MAX_ROUNDS];	/* the disk's own count over the round, -1 unknown */
 	double seconds[2 * MAX_ROUNDS];
 };
 
@@ -411,10 +413,15 @@ static int round_interval(const struct interval *iv, void *arg)
 	struct round_sink *k = arg;
 	struct sab *a = k->a;
 	size_t i;
+	int j;
 
 	for (i = 0; i < iv->recs.n; i++)
 		if (!strcmp(iv->recs.v[i].stage, "total"))
-			a->requests[a->round] += iv->recs.v[i].h.count;
+			a->requests[a->round] += iv->recs.v[i].h.count + iv->recs.v[i].h.unmeasured;
+	/* completed with no program running (docs/trust.md): requests too, not measured */
+	for (j = 0; j < iv->ndrops; j++)
+		if (!strcmp(iv->drops[j].name, "complete_unseen"))
+			a->requests[a->round] += iv->drops[j].n;
 	a->seconds[a->round] += iv->interval_ns / 1e9;
 	if (a->verbose && !a->json)
 		output_text(iv, &(struct text_opts){ 0 }, stdout);
@@ -440,6 +447,11 @@ static void round_meta(struct jw *w, const void *arg)
 	jw_str(w, "a", a->spec_arg[0]);
 	jw_str(w, "b", a->spec_arg[1]);
 	jw_str(w, "original", a->orig_text);
+	jw_str(w, "scheduler", a->now->sched);
+	jw_obj(w, "tunables");	/* as they read in the round: the spec's over the defaults */
+	for (i = 0; i < a->now->ntun; i++)
+		jw_str(w, a->now->tun[i].name, a->now->tun[i].val);
+	jw_end_obj(w);
 	jw_end_obj(w);
 }
 
@@ -495,11 +507,16 @@ static int round_run(struct sab *a)
 	struct session *s = NULL;
 	char path[PATH_MAX + 32], logpath[PATH_MAX + 32], why[1200], st[64];
 	const char *reason;
+	int64_t done0, done1;
 	bool early;
 	int logfd;
 
 	why[0] = '\0';
 	if (iosched_apply(a->disk, &a->spec[side], why, sizeof(why))) {
+		errorf("%s", why);
+		return 1;
+	}
+	if (iosched_save(a->disk, a->now, why, sizeof(why))) {
 		errorf("%s", why);
 		return 1;
 	}
@@ -519,6 +536,7 @@ static int round_run(struct sab *a)
 		return 1;
 	}
 	m.s = s;
+	done0 = disk_completed(a->cfg.dev);	/* attached, and the disk idle: the round starts */
 	if (recorder_meta(k.rc, &m) || child_start(a->load, logfd, &a->child, why, sizeof(why))) {
 		if (*why)
 			errorf("%s", why);
@@ -533,6 +551,8 @@ static int round_run(struct sab *a)
 	a->lim.duration_s = a->lim.stop_fd ? 0 : a->round_s;
 	round_timer(a->child.pid, a->round_s);
 	err = session_run(s, &a->lim, round_interval, &k);
+	done1 = disk_completed(a->cfg.dev);
+	a->completed[a->round] = done0 >= 0 && done1 >= 0 ? done1 - done0 : -1;
 	round_timer_off();
 	early = !round_alarms && !session_stopping();
 	child_stop(&a->child, STOP_GRACE_MS);
@@ -554,6 +574,12 @@ static int round_run(struct sab *a)
 		       a->round + 1, side_name(side), a->spec_arg[side], *why ? ": " : "", why);
 		return 1;
 	}
+	/* the kernel's count: the same unless something queued I/O around the round's edges */
+	if (a->completed[a->round] >= 0 && (uint64_t)a->completed[a->round] != a->requests[a->round])
+		warnf("round %d: %llu requests traced, but %s completed %lld in the round (requests "
+		      "queued before it began or done after it ended)", a->round + 1,
+		      (unsigned long long)a->requests[a->round], a->disk,
+		      (long long)a->completed[a->round]);
 	if (early)
 		warnf("round %d: the load ended by itself after %.1f s: the round is that long",
 		      a->round + 1, a->seconds[a->round]);
@@ -749,6 +775,8 @@ static int print_json(const struct sab *a, const struct verdicts *v)
 		jw_str(&w, "file", path);
 		jw_f64(&w, "seconds", a->seconds[i]);
 		jw_u64(&w, "requests", a->requests[i]);
+		if (a->completed[i] >= 0)
+			jw_u64(&w, "disk_completed", (uint64_t)a->completed[i]);
 		jw_end_obj(&w);
 	}
 	jw_end_arr(&w);
@@ -833,14 +861,19 @@ int cmd_sched_ab(int argc, char **argv)
 	a.cfg.layers = 1u << LAYER_BLOCK;
 	a.cfg.per_op = true;
 	a.lim.interval_s = a.round_s >= 10 ? 1 : a.round_s / 10;
-	if (!(a.orig = malloc(sizeof(*a.orig)))) {
+	a.orig = malloc(sizeof(*a.orig));
+	a.now = malloc(sizeof(*a.now));
+	if (!a.orig || !a.now) {
 		errorf("out of memory");
+		free(a.orig);
+		free(a.now);
 		return 1;
 	}
 	session_signals();	/* from here a signal stops the run, and the disk is put back */
 	if (iosched_save(a.disk, a.orig, why, sizeof(why))) {
 		errorf("%s", why);
 		free(a.orig);
+		free(a.now);
 		return 1;
 	}
 	iosched_describe(a.orig, a.orig_text, sizeof(a.orig_text));
@@ -855,6 +888,7 @@ int cmd_sched_ab(int argc, char **argv)
 		if (r)
 			errorf("%s; it was %s", why, a.orig_text);
 		free(a.orig);
+		free(a.now);
 		return 1;
 	}
 	if (!a.json) {
@@ -866,6 +900,7 @@ int cmd_sched_ab(int argc, char **argv)
 	}
 	r = run(&a);
 	free(a.orig);
+	free(a.now);
 	if (r)
 		return 1;
 	if (compare_rounds(&a, &v)) {
