@@ -168,7 +168,7 @@ def test_json_and_gate(disk, tmp_path):
     assert doc["reliable"] == (doc["aa"]["changes"] <= 0.05 * doc["aa"]["compared"]
                                and doc["aa"]["compared"] > 0)
     (gate,) = doc["gates"]
-    assert gate["gate"] == "block:total:p99" and gate["compared"]
+    assert (gate["layer"], gate["stage"], gate["q"]) == ("block", "total", "p99")
     assert r.returncode == (3 if gate["regressed"] else 0), r.stderr
 
 
@@ -284,7 +284,9 @@ def test_usage_errors(tmp_path):
         (["-d", "loop0", "none", "bfq", "--rounds", "0", "--", "true"], "bad --rounds '0'"),
         (["-d", "loop0", "none", "bfq", "--gate", "block:total", "--", "true"], "bad --gate"),
         (["-d", "loop0", "none", "bfq", "--gate", "nope:total:p99", "--", "true"],
-         "no layer 'nope'"),
+         "sched-ab traces the block layer"),
+        (["-d", "loop0", "none", "bfq", "--gate", "block:nosuch:p99", "--", "true"],
+         "whose stages are wait, device and total"),
         (["-d", "loop0", "none", "bfq", "--threshold", "x", "--", "true"], "bad --threshold"),
     ]:
         r = subprocess.run([str(IOSTRATA), "sched-ab", *args], capture_output=True, text=True,
