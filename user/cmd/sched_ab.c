@@ -94,7 +94,7 @@ static const char usage_text[] =
 "      --gate=L:S:Q      exit 3 when layer L's stage S is slower in B at\n"
 "                        quantile Q (block:total:p99); may be repeated\n"
 "  -j, --json            one JSON document on stdout\n"
-"  -v, --verbose         each interval's table, and the layers' diagnostics\n"
+"  -v, --verbose         why data was not enough, and the layers' diagnostics\n"
 "  -h, --help            show this help\n"
 "  -V, --version         show the version\n"
 "\n"
@@ -386,8 +386,6 @@ static int round_interval(const struct interval *iv, void *arg)
 		if (!strcmp(iv->drops[j].name, "complete_unseen"))
 			a->requests[a->round] += iv->drops[j].n;
 	a->seconds[a->round] += iv->interval_ns / 1e9;
-	if (a->verbose && !a->json)
-		output_text(iv, &(struct text_opts){ 0 }, stdout);
 	return recorder_interval(k->rc, iv);
 }
 
@@ -677,6 +675,8 @@ static void print_text(const struct sab *a, struct verdicts *v)
 	printf("\nB (%s) against A (%s): the block layer of %s, %ld rounds of each\n",
 	       a->spec_arg[1], a->spec_arg[0], a->disk, a->rounds);
 	cmp_print_text(v->ab, stdout);
+	if (a->verbose)
+		cmp_print_why(v->ab, stdout);
 	half_rounds(a, 0, h0, sizeof(h0));
 	half_rounds(a, 1, h1, sizeof(h1));
 	if (v->aa)
