@@ -41,7 +41,8 @@ TEST_BINS := $(BIN)/test_hist $(BIN)/test_stats $(BIN)/slowfs $(BIN)/reaper
 BENCH_BINS := $(BIN)/bench-floor
 LOAD_SRCS  := $(wildcard tools/load/*.c)
 LOAD_OBJS  := $(patsubst tools/load/%.c,$(BUILD)/load/%.o,$(LOAD_SRCS)) \
-              $(BUILD)/user/lib/json.o $(BUILD)/user/lib/histfmt.o $(BUILD)/user/lib/cli.o
+              $(BUILD)/user/lib/json.o $(BUILD)/user/lib/histfmt.o $(BUILD)/user/lib/cli.o \
+              $(BUILD)/user/lib/blkdev.o
 
 .PHONY: all deps run test test-vm test-unit test-root bench bench-load bench-layers bench-overhead check-exact bench-report sample-report interfaces soak vmlinux clean
 .DELETE_ON_ERROR:

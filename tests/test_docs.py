@@ -556,6 +556,32 @@ def rewrite_iostrata(args, takes, subs, pid, disk, tmpdir="/scratch"):
     return sub + join_options(parts) + positional
 
 
+def rewrite_sched_ab(args, takes, tmpdir, device):
+    """sched-ab examples: on a loop device (-d and the load's --device), 2 rounds of 1 s each,
+    the rounds recorded in the scratch directory, never in the working tree."""
+    cut = args.index("--") if "--" in args else len(args)
+    parts, have = [], set()
+    for opt, val, pos in split_options(args[:cut], takes):
+        if opt in ("-d", "--disk"):
+            val = os.path.basename(device())
+        elif opt == "--rounds":
+            val = str(min(int(val), 2))
+        elif opt == "--round-secs":
+            val = num(min(float(val), 1.0))
+        elif opt in ("-o", "--output"):
+            val = str(Path(tmpdir) / os.path.basename(val.rstrip("/")))
+        have.add(opt)
+        parts.append((opt, val, pos))
+    for opt, val in (("--rounds", "2"), ("--round-secs", "1")):
+        if opt not in have:
+            parts.append((opt, val, False))
+    if not have & {"-o", "--output"}:
+        parts.append(("-o", str(Path(tmpdir) / "sched-ab"), False))
+    load = args[cut + 1:]
+    load = [device() if i and load[i - 1] == "--device" else a for i, a in enumerate(load)]
+    return ["sched-ab"] + join_options(parts) + ["--"] + load
+
+
 def rewrite_load(args, takes, tmpdir, device):
     """iostrata-load examples: at most 1 s (--runtime 1s unless --ios), files in a scratch
     directory, a loop device in place of a real one."""
@@ -605,7 +631,10 @@ def test_example_runs(source, lineno, cmd, takes_argument, request):
     prog = PROGRAMS.get(argv[0])
     assert prog, f"{source}:{lineno}: {cmd!r}: unknown program {argv[0]!r}"
     with tempfile.TemporaryDirectory(prefix="iostrata-docs.", dir="/var/tmp") as tmp:
-        if prog == IOSTRATA:
+        if prog == IOSTRATA and argv[1:2] == ["sched-ab"]:
+            args = rewrite_sched_ab(argv[2:], takes_argument["iostrata"], tmp,
+                                    lambda: request.getfixturevalue("loopdev"))
+        elif prog == IOSTRATA:
             subs = subcommands(run_help(IOSTRATA), "iostrata")
             args = rewrite_iostrata(argv[1:], takes_argument["iostrata"], subs, pid,
                                     first_disk(), tmp)
@@ -661,6 +690,14 @@ def test_example_rewriting():
     assert rw("bin/iostrata report run.ndjson.gz -o r.html --svg panels --top 8") == \
         ["report", "-o", "/scratch/r.html", "--svg", "/scratch/panels", "--top", "8",
          str(SAMPLE)]
+    sab = lambda c: rewrite_sched_ab(command_line(c, 42)[2:], takes | {"--rounds", "--round-secs"},
+                                     "/scratch", lambda: "/dev/loop9")
+    assert sab("bin/iostrata sched-ab -d sdb mq-deadline none -- --device /dev/sdb --force") == \
+        ["sched-ab", "-d", "loop9", "mq-deadline", "none", "--rounds", "2", "--round-secs", "1",
+         "-o", "/scratch/sched-ab", "--", "--device", "/dev/loop9", "--force"]
+    assert sab("iostrata sched-ab -d sdb a b --rounds 8 --round-secs=30 -o ab/ -- fio j.fio") == \
+        ["sched-ab", "-d", "loop9", "a", "b", "--rounds", "2", "--round-secs", "1", "-o",
+         "/scratch/ab", "--", "fio", "j.fio"]
     assert rw("iostrata compare a.ndjson.gz b/ --gate block:device:p99 --html c.html") == \
         ["compare", "--gate", "block:device:p99", "--html", "/scratch/c.html", str(SAMPLE),
          str(SAMPLE)]

@@ -18,6 +18,7 @@ static const struct {
 	{ "record", cmd_record },
 	{ "report", cmd_report },
 	{ "compare", cmd_compare },
+	{ "sched-ab", cmd_sched_ab },
 };
 
 int main(int argc, char **argv)

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/statfs.h>
 #include <bpf/bpf.h>
@@ -43,7 +44,7 @@ static volatile sig_atomic_t stopping;
 
 static void on_signal(int sig)
 {
-	stopping = 1;
+	stopping = sig;
 }
 
 void session_signals(void)
@@ -61,7 +62,19 @@ void session_signals(void)
 	signal(SIGPIPE, SIG_IGN);
 }
 
+void session_stop_on(int sig)
+{
+	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
+
+	sigaction(sig, &sa, NULL);
+}
+
 bool session_stopping(void)
+{
+	return stopping;
+}
+
+int session_stop_signal(void)
 {
 	return stopping;
 }
@@ -409,15 +422,23 @@ int session_snoop(struct session *s, session_req_sink fn, void *arg)
  * it is half full, so that a record costs no wakeup. */
 #define SNOOP_POLL_MS 100
 
-/* Sleep until deadline (monotonic ns), a signal, or a stop the record sink asks for; with snoop,
- * reading the ring buffer meanwhile. */
-static void wait_until(struct session *s, uint64_t deadline)
+/* Has stop_fd (> 0) become readable: the process it stands for has ended? */
+static bool stop_fd_ready(int stop_fd, int timeout_ms)
+{
+	struct pollfd p = { .fd = stop_fd, .events = POLLIN };
+
+	return stop_fd > 0 && poll(&p, 1, timeout_ms) > 0;
+}
+
+/* Sleep until deadline (monotonic ns), a signal, stop_fd readable, or a stop the record sink
+ * asks for; with snoop, reading the ring buffer meanwhile. */
+static void wait_until(struct session *s, uint64_t deadline, int stop_fd)
 {
 	struct timespec ts = { (time_t)(deadline / 1000000000ULL),
 			       (long)(deadline % 1000000000ULL) };
 	uint64_t now;
 
-	if (!s->rb) {
+	if (!s->rb && stop_fd <= 0) {
 		while (!stopping &&
 		       clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 			;
@@ -425,9 +446,45 @@ static void wait_until(struct session *s, uint64_t deadline)
 	}
 	while (!stopping && !s->req_out && (now = clock_ns(CLOCK_MONOTONIC)) < deadline) {
 		uint64_t ms = (deadline - now + 999999) / 1000000;
+		int wait = ms < SNOOP_POLL_MS ? (int)ms : SNOOP_POLL_MS;
 
-		/* epoll_wait returns on a signal (EINTR) whatever SA_RESTART says */
-		ring_buffer__poll(s->rb, ms < SNOOP_POLL_MS ? (int)ms : SNOOP_POLL_MS);
+		/* poll and epoll_wait return on a signal (EINTR) whatever SA_RESTART says */
+		if (!s->rb) {
+			if (stop_fd_ready(stop_fd, (int)ms))
+				return;
+			continue;
+		}
+		ring_buffer__poll(s->rb, wait);
+		if (stop_fd_ready(stop_fd, 0))
+			return;
+	}
+}
+
+/*
+ * The process stop_fd stands for has ended, but requests it queued on the disk traced may still
+ * be in flight (io_uring tears a ring down after its process is gone) or held by the scheduler,
+ * which inflight does not count: wait until the disk has none in flight and has completed none
+ * for QUIET_NS (longer than a scheduler idles for a queue: bfq's slice_idle is 8 ms), so that
+ * they are in the last interval; for at most SETTLE_NS.
+ */
+#define QUIET_NS (100ULL * 1000 * 1000)
+#define SETTLE_NS (5ULL * 1000 * 1000 * 1000)
+
+static void disk_settle(const struct session *s)
+{
+	uint64_t now = clock_ns(CLOCK_MONOTONIC), end = now + SETTLE_NS, since = now;
+	struct timespec ms = { 0, 1000 * 1000 };
+	int64_t done = disk_completed(s->cfg.dev), d;
+
+	while (s->cfg.dev && !stopping && (now = clock_ns(CLOCK_MONOTONIC)) < end) {
+		d = disk_completed(s->cfg.dev);
+		if (d != done || disk_inflight(s->cfg.dev) > 0) {
+			done = d;
+			since = now;
+		} else if (now - since >= QUIET_NS) {
+			break;
+		}
+		nanosleep(&ms, NULL);
 	}
 }
 
@@ -445,15 +502,18 @@ int session_run(struct session *s, const struct run_limits *lim, session_sink si
 		end = next + (uint64_t)(lim->duration_s * 1e9);
 	memset(&iv, 0, sizeof(iv));
 	for (;;) {
-		bool final;
+		bool final, ended;
 
 		next += step;
 		if (end && next > end)
 			next = end;
-		wait_until(s, next);
+		wait_until(s, next, lim->stop_fd);
+		ended = stop_fd_ready(lim->stop_fd, 0);
+		if (ended)
+			disk_settle(s);
 		/* the record sink said stop (a closed pipe, an error): this interval is the last */
 		final = stopping || s->req_out || (lim->count && n + 1 >= lim->count) ||
-			(end && next >= end);
+			(end && next >= end) || ended;
 		if (final) {
 			rc = session_finish(s, &iv);
 		} else {

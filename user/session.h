@@ -53,11 +53,17 @@ void session_run_time(const struct session *s, uint64_t ns[NLAYERS]);
 /* SIGINT and SIGTERM end a session_run (and tell a command to stop); SIGPIPE is ignored. */
 void session_signals(void);
 bool session_stopping(void);
+/* Sig stops it too (sched-ab: SIGHUP, a closed terminal, must not leave a disk switched). */
+void session_stop_on(int sig);
+/* The signal that asked the stop (SIGINT, SIGTERM), 0 if none did. */
+int session_stop_signal(void);
 
 struct run_limits {
 	double interval_s;	/* length of an interval */
 	long count;		/* intervals, 0 = unlimited */
 	double duration_s;	/* 0 = unlimited */
+	int stop_fd;		/* > 0: also end once it is readable (a pidfd: the process ended),
+				 * after the disk cfg->dev names has gone quiet */
 };
 
 /* Receives each interval; 0 to go on, -1 to stop (a closed pipe: quietly), 1 on error. */
@@ -74,8 +80,8 @@ typedef int (*session_req_sink)(const struct req_rec *r, void *arg);
 int session_snoop(struct session *s, session_req_sink fn, void *arg);
 
 /*
- * Interval after interval until a signal, lim->count or lim->duration_s, the last one from
- * session_finish: one final interval, partial if cut short. 0, or 1 on an error said.
+ * Interval after interval until a signal, lim->count, lim->duration_s or lim->stop_fd, the last
+ * one from session_finish: one final interval, partial if cut short. 0, or 1 on an error said.
  */
 int session_run(struct session *s, const struct run_limits *lim, session_sink sink, void *arg);
 

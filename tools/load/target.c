@@ -11,11 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <dirent.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <linux/fs.h>
+#include "blkdev.h"
 #include "load.h"
 
 static char path[PATH_MAX];	/* what jobs open */
@@ -114,81 +113,6 @@ static int create_file(const char *p, bool temp)
 	return 0;
 }
 
-static bool has_holders_or_parts(const char *name, char *why, size_t len)
-{
-	char p[PATH_MAX];
-	struct dirent *de;
-	DIR *d;
-	bool found = false;
-
-	snprintf(p, sizeof(p), "/sys/class/block/%s/holders", name);
-	if ((d = opendir(p))) {
-		while ((de = readdir(d)))
-			if (de->d_name[0] != '.') {
-				snprintf(why, len, "it is in use by %s", de->d_name);
-				found = true;
-				break;
-			}
-		closedir(d);
-	}
-	if (found)
-		return true;
-	snprintf(p, sizeof(p), "/sys/block/%s", name);
-	if ((d = opendir(p))) {
-		while ((de = readdir(d))) {
-			char q[PATH_MAX + 300];
-
-			if (de->d_name[0] == '.')
-				continue;
-			snprintf(q, sizeof(q), "%s/%s/partition", p, de->d_name);
-			if (!access(q, F_OK)) {
-				snprintf(why, len, "it holds partition %s", de->d_name);
-				found = true;
-				break;
-			}
-		}
-		closedir(d);
-	}
-	return found;
-}
-
-static bool mounted(dev_t dev, char *why, size_t len)
-{
-	FILE *f = fopen("/proc/self/mountinfo", "r");
-	char line[4096], mnt[1024];
-	unsigned int ma, mi;
-	bool found = false;
-
-	if (!f)
-		return false;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%*d %*d %u:%u %*s %1023s", &ma, &mi, mnt) == 3 &&
-		    ma == major(dev) && mi == minor(dev)) {
-			snprintf(why, len, "it is mounted on %s", mnt);
-			found = true;
-			break;
-		}
-	}
-	fclose(f);
-	if (!found) {
-		/* swap areas do not show in mountinfo */
-		f = fopen("/proc/swaps", "r");
-		if (f) {
-			char name[1024];
-			struct stat st;
-
-			while (fgets(line, sizeof(line), f))
-				if (sscanf(line, "%1023s", name) == 1 && !stat(name, &st) &&
-				    S_ISBLK(st.st_mode) && st.st_rdev == dev) {
-					snprintf(why, len, "it is an active swap area");
-					found = true;
-				}
-			fclose(f);
-		}
-	}
-	return found;
-}
-
 /* Known on-disk signatures in the first 68 KiB. */
 static const char *signature(int fd)
 {
@@ -228,7 +152,7 @@ static const char *signature(int fd)
 static int open_device(void)
 {
 	const char *name;
-	char why[1200];
+	char why[1200], kname[64];
 	struct stat st;
 	uint64_t bytes = 0;
 	const char *sig;
@@ -243,9 +167,12 @@ static int open_device(void)
 		     "overwritten)", lo.device);
 		return -1;
 	}
-	name = strrchr(lo.device, '/');
-	name = name ? name + 1 : lo.device;
-	if (mounted(st.st_rdev, why, sizeof(why)) || has_holders_or_parts(name, why, sizeof(why))) {
+	/* by its kernel name: the path may be a link (/dev/disk/by-id/...) */
+	if (!(name = blkdev_name(st.st_rdev, kname, sizeof(kname)))) {
+		lerr("%s: not known to sysfs (/sys/dev/block)", lo.device);
+		return -1;
+	}
+	if (blkdev_in_use(name, why, sizeof(why)) || blkdev_has_partitions(name, why, sizeof(why))) {
 		lerr("refusing %s: %s", lo.device, why);
 		return -1;
 	}

@@ -31,6 +31,7 @@
 #include "ksyms.h"
 #include "log.h"
 #include "session.h"
+#include "spawn.h"
 
 enum {
 	L_BLOCK = 1 << LAYER_BLOCK, L_URING = 1 << LAYER_URING, L_AIO = 1 << LAYER_AIO,
@@ -508,37 +509,6 @@ static const char usage[] =
 "  -v, --verbose show the load's errors and the layers' diagnostics\n"
 "  -h, --help    show this help\n";
 
-static const char *find_load(void)
-{
-	static char path[PATH_MAX + 16];
-	char self[PATH_MAX], *slash, *env, *dir, *save = NULL;
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-
-	if (n > 0) {
-		self[n] = '\0';
-		slash = strrchr(self, '/');
-		if (slash) {
-			*slash = '\0';
-			snprintf(path, sizeof(path), "%s/iostrata-load", self);
-			if (!access(path, X_OK))
-				return path;
-		}
-	}
-	env = getenv("PATH");
-	if (!env)
-		return NULL;
-	env = strdup(env);
-	for (dir = strtok_r(env, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
-		snprintf(path, sizeof(path), "%s/iostrata-load", dir);
-		if (!access(path, X_OK)) {
-			free(env);
-			return path;
-		}
-	}
-	free(env);
-	return NULL;
-}
-
 int cmd_calibrate(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -599,7 +569,7 @@ int cmd_calibrate(int argc, char **argv)
 		errorf("--dir %s: not a writable directory", c.dir);
 		return 2;
 	}
-	c.load = find_load();
+	c.load = load_binary();
 	if (!c.load) {
 		errorf("calibrate needs iostrata-load beside iostrata or on PATH");
 		return 1;

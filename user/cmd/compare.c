@@ -14,6 +14,7 @@
 #include <string.h>
 #include "cli.h"
 #include "cmd.h"
+#include "cmp_opts.h"
 #include "compare.h"
 #include "json.h"
 #include "log.h"
@@ -50,14 +51,12 @@ static const char usage_text[] =
 "  iostrata compare runs/none runs/mq-deadline --gate block:device:p99\n"
 "  iostrata compare run.ndjson.gz --aa 200\n";
 
-enum { OPT_THRESHOLD = 256, OPT_GATE, OPT_AA, OPT_HTML, OPT_SEED, OPT_RESAMPLES };
+enum { OPT_AA = COPT_NEXT, OPT_HTML, OPT_RESAMPLES };
 
 static const struct option long_opts[] = {
-	{ "threshold", required_argument, NULL, OPT_THRESHOLD },
-	{ "gate", required_argument, NULL, OPT_GATE },
+	CMP_OPTS_LONG,
 	{ "aa", required_argument, NULL, OPT_AA },
 	{ "html", required_argument, NULL, OPT_HTML },
-	{ "seed", required_argument, NULL, OPT_SEED },
 	{ "resamples", required_argument, NULL, OPT_RESAMPLES },
 	{ "json", no_argument, NULL, 'j' },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -65,36 +64,13 @@ static const struct option long_opts[] = {
 	{ 0 },
 };
 
-#define MAX_GATES 32
-
-struct gate {
-	char layer[64], stage[64];
-	int q;
-};
-
 struct compare_args {
 	struct cmp_opts o;
-	struct gate gates[MAX_GATES];
-	int ngates, aa, verbose;
+	struct cmp_gates g;
+	int aa, verbose;
 	bool json;
 	const char *html, *a, *b;
 };
-
-/* "layer:stage:q". 0, or -1 said. */
-static int parse_gate(const char *s, struct gate *g)
-{
-	const char *c1 = strchr(s, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-
-	if (!c1 || !c2 || c1 == s || c2 == c1 + 1 || (size_t)(c1 - s) >= sizeof(g->layer) ||
-	    (size_t)(c2 - c1 - 1) >= sizeof(g->stage) || (g->q = cmp_q_index(c2 + 1)) < 0) {
-		errorf("bad --gate '%s': expected LAYER:STAGE:Q with Q one of p50, p90, p99, p99.9",
-		       s);
-		return -1;
-	}
-	snprintf(g->layer, sizeof(g->layer), "%.*s", (int)(c1 - s), s);
-	snprintf(g->stage, sizeof(g->stage), "%.*s", (int)(c2 - c1 - 1), c1 + 1);
-	return 0;
-}
 
 static int parse_ulong(const char *opt, const char *s, unsigned long long lo,
 		       unsigned long long hi, unsigned long long *out)
@@ -114,43 +90,24 @@ static int parse_ulong(const char *opt, const char *s, unsigned long long lo,
 static int parse(int argc, char **argv, struct compare_args *a)
 {
 	unsigned long long v;
-	char msg[256], *end;
-	double pct;
-	int c;
+	char msg[256];
+	int c, r;
 
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":jvh", long_opts, NULL)) != -1) {
+		r = cmp_opt(&a->o, &a->g, c, optarg);	/* --threshold, --gate, --seed */
+		if (r < 0)
+			return -1;
+		if (r)
+			continue;
 		switch (c) {
-		case OPT_THRESHOLD:
-			errno = 0;
-			pct = strtod(optarg, &end);
-			if (errno || end == optarg || (*end && strcmp(end, "%")) ||
-			    !(pct >= 0 && pct <= 100)) {
-				errorf("bad --threshold '%s': a percentage from 0 to 100", optarg);
-				return -1;
-			}
-			a->o.threshold = pct / 100;
-			break;
-		case OPT_GATE:
-			if (a->ngates == MAX_GATES) {
-				errorf("too many --gate options (at most %d)", MAX_GATES);
-				return -1;
-			}
-			if (parse_gate(optarg, &a->gates[a->ngates++]))
-				return -1;
-			break;
 		case OPT_AA:
 			if (parse_ulong("--aa", optarg, 1, 100000, &v))
 				return -1;
 			a->aa = (int)v;
 			break;
 		case OPT_HTML: a->html = optarg; break;
-		case OPT_SEED:
-			if (parse_ulong("--seed", optarg, 0, UINT64_MAX, &v))
-				return -1;
-			a->o.seed = v;
-			break;
 		case OPT_RESAMPLES:
 			if (parse_ulong("--resamples", optarg, 100, 1000000, &v))
 				return -1;
@@ -172,7 +129,7 @@ static int parse(int argc, char **argv, struct compare_args *a)
 			       argc - optind);
 			return -1;
 		}
-		if (a->ngates || a->html) {
+		if (a->g.n || a->html) {
 			errorf("compare --aa has no --gate or --html: it compares a set with itself");
 			return -1;
 		}
@@ -198,62 +155,6 @@ static struct cmp_set *load(const char *path)
 		return NULL;
 	}
 	return s;
-}
-
-/* Does every gate name a layer and stage compared? 0, or -1 said (before anything is printed). */
-static int gates_check(const struct compare_args *a, const struct cmp_result *r)
-{
-	bool found;
-	int i;
-
-	for (i = 0; i < a->ngates; i++) {
-		const struct gate *g = &a->gates[i];
-
-		cmp_regressed(r, g->layer, g->stage, g->q, &found);
-		if (!found) {
-			errorf("--gate %s:%s:%s: no such layer and stage in both A and B",
-			       g->layer, g->stage, cmp_q_name[g->q]);
-			return -1;
-		}
-	}
-	return 0;
-}
-
-/*
- * The gates' outcome, said (into w under -j): 3 when one is slower, else 0. A gate whose
- * quantile had not enough data in every label set passes, and says it could not judge.
- */
-static int gates(const struct compare_args *a, const struct cmp_result *r, struct jw *w)
-{
-	bool found, slower, judged;
-	int status = 0, i;
-
-	if (w)
-		jw_arr(w, "gates");
-	for (i = 0; i < a->ngates; i++) {
-		const struct gate *g = &a->gates[i];
-
-		slower = cmp_regressed(r, g->layer, g->stage, g->q, &found);
-		judged = cmp_stage_compared(r, g->layer, g->stage, g->q) > 0;
-		if (slower)
-			status = 3;
-		if (w) {
-			jw_obj(w, NULL);
-			jw_str(w, "layer", g->layer);
-			jw_str(w, "stage", g->stage);
-			jw_str(w, "q", cmp_q_name[g->q]);
-			jw_bool(w, "regressed", slower);
-			jw_bool(w, "judged", judged);
-			jw_end_obj(w);
-		} else {
-			printf("gate %s:%s:%s: %s\n", g->layer, g->stage, cmp_q_name[g->q],
-			       slower ? "REGRESSED (slower beyond the limit)" :
-			       judged ? "passed" : "passed without a verdict (not enough data)");
-		}
-	}
-	if (w)
-		jw_end_arr(w);
-	return status;
 }
 
 static int run_aa(const struct compare_args *a)
@@ -299,7 +200,7 @@ static int run_compare(const struct compare_args *a)
 	cmp_set_free(sb);
 	if (!r)
 		return 1;
-	if (gates_check(a, r) || (a->html && cmp_write_html(r, a->a, a->b, a->html)))
+	if (cmp_gates_check(&a->g, r) || (a->html && cmp_write_html(r, a->a, a->b, a->html)))
 		goto out;
 	if (a->json) {
 		jw_init(&w);
@@ -308,7 +209,7 @@ static int run_compare(const struct compare_args *a)
 		jw_str(&w, "a_path", a->a);
 		jw_str(&w, "b_path", a->b);
 		cmp_write_json(r, &w);
-		status = gates(a, r, &w);
+		status = cmp_gates_say(&a->g, r, &w);
 		jw_end_obj(&w);
 		if (w.oom)
 			errorf("out of memory");
@@ -321,7 +222,7 @@ static int run_compare(const struct compare_args *a)
 		cmp_print_text(r, stdout);
 		if (a->verbose)
 			cmp_print_why(r, stdout);
-		status = gates(a, r, NULL);
+		status = cmp_gates_say(&a->g, r, NULL);
 		if (fflush(stdout) || ferror(stdout)) {
 			errorf("writing the output: %s", strerror(errno));
 			status = 1;

@@ -5,323 +5,33 @@
  * record a line, docs/interval.schema.json). stdout shows the usual view, or with -j the very
  * lines the file gets.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
-#include <sys/utsname.h>
 #include "cmd.h"
-#include "json.h"
 #include "log.h"
-#include "recfile.h"
-#include "sysinfo.h"
+#include "recorder.h"
 #include "trace_opts.h"
 
-/* The recording's format: a reader warns about a newer one and reads what it knows. */
-#define RECORD_FORMAT 1
-
-struct stage_total {
-	const char *layer, *stage;
-	uint64_t count, unmeasured;
-};
-
-struct recorder {
+struct recorder_cmd {
 	const struct trace_args *a;
-	struct recfile *file;
-	struct jw w;
-	long intervals;
-	uint64_t duration_ns;
-	struct stage_total totals[NLAYERS * MAX_STAGES];
-	int ntotals;
-	struct counter drops[MAX_COUNTERS], events[MAX_COUNTERS];
-	int ndrops, nevents;
-	bool out_closed;	/* stdout went away (a closed pipe under -j) */
-	bool failed;		/* the file could not be written: said once */
+	struct recorder *rc;
+	bool out_closed;	/* stdout went away (a closed pipe) */
 };
-
-/* The line in w to the file, and to stdout under -j; then w is emptied. 0, or 1 said. */
-static int emit(struct recorder *rc)
-{
-	int err = 0;
-
-	if (rc->w.oom) {
-		errorf("out of memory");
-		return 1;
-	}
-	if (!rc->failed && recfile_line(rc->file, rc->w.buf, rc->w.len)) {
-		errorf("writing %s: %s", rc->a->output, strerror(errno));
-		rc->failed = true;
-	}
-	err = rc->failed;
-	if (!err && rc->a->json && !rc->out_closed && jw_flush_line(&rc->w, stdout) &&
-	    errno == EPIPE)
-		rc->out_closed = true;	/* the file goes on; only the copy on stdout stops */
-	rc->w.len = 0;
-	rc->w.depth = 0;
-	rc->w.first[0] = true;
-	return err;
-}
-
-static void read_line(const char *path, char *buf, size_t len)
-{
-	FILE *f = fopen(path, "r");
-	char *nl;
-
-	buf[0] = '\0';
-	if (!f)
-		return;
-	if (!fgets(buf, (int)len, f))
-		buf[0] = '\0';
-	fclose(f);
-	if ((nl = strchr(buf, '\n')))
-		*nl = '\0';
-}
-
-/* "[mq-deadline] kyber none" -> "mq-deadline"; "none" when there is no choice. */
-static void scheduler_of(const char *disk, char *buf, size_t len)
-{
-	char path[300], line[256], *a, *b;
-
-	snprintf(path, sizeof(path), "/sys/block/%s/queue/scheduler", disk);
-	read_line(path, line, sizeof(line));
-	a = strchr(line, '[');
-	b = a ? strchr(a, ']') : NULL;
-	if (a && b) {
-		*b = '\0';
-		snprintf(buf, len, "%s", a + 1);
-	} else {
-		snprintf(buf, len, "%s", *line ? line : "unknown");
-	}
-}
-
-static int name_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static void meta_disks(struct jw *w)
-{
-	char *names[512], sched[64];
-	struct dirent *de;
-	DIR *d = opendir("/sys/block");
-	size_t n = 0, i;
-
-	jw_arr(w, "disks");
-	while (d && (de = readdir(d)) && n < 512)
-		if (de->d_name[0] != '.' && (names[n] = strdup(de->d_name)))
-			n++;
-	if (d)
-		closedir(d);
-	qsort(names, n, sizeof(names[0]), name_cmp);
-	for (i = 0; i < n; i++) {
-		scheduler_of(names[i], sched, sizeof(sched));
-		jw_obj(w, NULL);
-		jw_str(w, "name", names[i]);
-		jw_str(w, "scheduler", sched);
-		jw_end_obj(w);
-		free(names[i]);
-	}
-	jw_end_arr(w);
-}
-
-static void meta_options(struct jw *w, const struct trace_args *a, int argc, char **argv)
-{
-	const struct trace_config *c = &a->t.cfg;
-	char disk[64];
-	int i;
-
-	jw_arr(w, "argv");
-	for (i = 0; i < argc; i++)
-		jw_str(w, NULL, argv[i]);
-	jw_end_arr(w);
-	jw_obj(w, "options");
-	jw_arr(w, "layers");
-	for (i = 0; i < NLAYERS; i++)
-		if (c->layers & (1u << i))
-			jw_str(w, NULL, layers[i]->name);
-	jw_end_arr(w);
-	if (c->dev)
-		jw_str(w, "disk", disk_name(c->dev, disk, sizeof(disk)));
-	if (c->tgid)
-		jw_u64(w, "pid", (uint64_t)c->tgid);
-	if (c->cgroup)
-		jw_str(w, "cgroup", c->cgroup);
-	if (c->comm)
-		jw_str(w, "comm", c->comm);
-	jw_arr(w, "stages");	/* --stages, as layer.stage; empty: every stage */
-	for (i = 0; i < NLAYERS; i++) {
-		int s;
-
-		for (s = 0; s < layers[i]->nstages; s++) {
-			char name[64];
-
-			if (!(c->stages[i] & (1u << s)) || !layers[i]->stages[s].name)
-				continue;
-			snprintf(name, sizeof(name), "%s.%s", layers[i]->name,
-				 layers[i]->stages[s].name);
-			jw_str(w, NULL, name);
-		}
-	}
-	jw_end_arr(w);
-	jw_bool(w, "per_disk", c->per_disk);
-	jw_bool(w, "per_op", c->per_op);
-	jw_bool(w, "per_process", c->per_process);
-	jw_bool(w, "per_opcode", c->per_opcode);
-	jw_u64(w, "interval_ns", (uint64_t)(a->t.lim.interval_s * 1e9));
-	jw_u64(w, "count", (uint64_t)a->t.lim.count);
-	jw_u64(w, "duration_ns", (uint64_t)(a->t.lim.duration_s * 1e9));
-	jw_u64(w, "inflight", c->inflight_slots);
-	jw_end_obj(w);
-}
-
-/* The layers that run, each with the tracepoints it attached and how. */
-static void meta_layers(struct jw *w, const struct session *s, const struct layer_report *reps)
-{
-	int i, e;
-
-	jw_arr(w, "layers");
-	for (i = 0; i < NLAYERS; i++) {
-		if (!session_has(s, i))
-			continue;
-		jw_obj(w, NULL);
-		jw_str(w, "name", layers[i]->name);
-		jw_arr(w, "stages");
-		for (e = 0; e < layers[i]->nstages; e++)
-			if (layers[i]->stages[e].name)
-				jw_str(w, NULL, layers[i]->stages[e].name);
-		jw_end_arr(w);
-		jw_arr(w, "attach");
-		for (e = 0; e < reps[i].nevents; e++) {
-			const struct event_status *ev = &reps[i].events[e];
-
-			if (!ev->method)
-				continue;
-			jw_obj(w, NULL);
-			jw_str(w, "event", ev->event);
-			jw_str(w, "method", ev->method);
-			jw_end_obj(w);
-		}
-		jw_end_arr(w);
-		jw_end_obj(w);
-	}
-	jw_end_arr(w);
-}
-
-static void meta_build(struct jw *w, const struct trace_args *a, int argc, char **argv,
-		       const struct session *s, const struct layer_report *reps)
-{
-	struct utsname u;
-	char host[256] = "";
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-
-	uname(&u);
-	gethostname(host, sizeof(host) - 1);
-	jw_obj(w, NULL);
-	jw_str(w, "type", "meta");
-	jw_u64(w, "format", RECORD_FORMAT);
-	jw_str(w, "tool", "iostrata");
-	jw_str(w, "version", IOSTRATA_VERSION);
-	jw_str(w, "host", host);
-	jw_obj(w, "kernel");
-	jw_str(w, "release", u.release);
-	jw_str(w, "version", u.version);
-	jw_str(w, "machine", u.machine);
-	jw_end_obj(w);
-	jw_u64(w, "cpus", cpus > 0 ? (uint64_t)cpus : 0);
-	jw_u64(w, "start_ns", clock_ns(CLOCK_REALTIME));
-	meta_options(w, a, argc, argv);
-	meta_layers(w, s, reps);
-	/* the scheme the buckets of every interval record follow (bpf/hist.h) */
-	jw_obj(w, "buckets");
-	jw_str(w, "scheme", "log-linear");
-	jw_u64(w, "exact_below_ns", HIST_SUB);
-	jw_u64(w, "per_octave", HIST_SUB);
-	jw_u64(w, "overflow_from_ns", 1ULL << HIST_MAX_LOG2);
-	jw_u64(w, "slots", HIST_NSLOTS);
-	jw_end_obj(w);
-	meta_disks(w);
-	jw_end_obj(w);
-}
-
-static void totals_add(struct recorder *rc, const struct interval *iv)
-{
-	size_t i;
-	int t, j;
-
-	rc->intervals++;
-	rc->duration_ns += iv->interval_ns;
-	for (i = 0; i < iv->recs.n; i++) {
-		const struct rec *r = &iv->recs.v[i];
-
-		for (t = 0; t < rc->ntotals; t++)
-			if (rc->totals[t].layer == r->layer && !strcmp(rc->totals[t].stage, r->stage))
-				break;
-		if (t == rc->ntotals) {
-			if (t == (int)ARRAY_LEN(rc->totals))
-				continue;
-			rc->totals[t] = (struct stage_total){ r->layer, r->stage, 0, 0 };
-			rc->ntotals++;
-		}
-		rc->totals[t].count += r->h.count;
-		rc->totals[t].unmeasured += r->h.unmeasured;
-	}
-	for (j = 0; j < iv->ndrops; j++)
-		counters_add(rc->drops, &rc->ndrops, iv->drops[j].name, iv->drops[j].n);
-	for (j = 0; j < iv->nevents; j++)
-		counters_add(rc->events, &rc->nevents, iv->events[j].name, iv->events[j].n);
-}
 
 /* The sink: the interval to the file (and stdout), then the view on stdout. */
 static int record_interval(const struct interval *iv, void *arg)
 {
-	struct recorder *rc = arg;
+	struct recorder_cmd *c = arg;
 
-	output_json_build(iv, &rc->w);
-	if (emit(rc))
+	if (recorder_interval(c->rc, iv))
 		return 1;
-	totals_add(rc, iv);
-	if (!rc->a->json && !rc->out_closed) {
-		output_text(iv, &rc->a->text, stdout);
+	if (!c->a->json && !c->out_closed) {
+		output_text(iv, &c->a->text, stdout);
 		if (ferror(stdout) && errno == EPIPE)
-			rc->out_closed = true;
+			c->out_closed = true;
 	}
 	return 0;
-}
-
-static int end_write(struct recorder *rc, const char *reason)
-{
-	struct jw *w = &rc->w;
-	int t, j;
-
-	jw_obj(w, NULL);
-	jw_str(w, "type", "end");
-	jw_u64(w, "ts", clock_ns(CLOCK_REALTIME));
-	jw_str(w, "reason", reason);
-	jw_u64(w, "intervals", (uint64_t)rc->intervals);
-	jw_u64(w, "duration_ns", rc->duration_ns);
-	jw_arr(w, "totals");
-	for (t = 0; t < rc->ntotals; t++) {
-		jw_obj(w, NULL);
-		jw_str(w, "layer", rc->totals[t].layer);
-		jw_str(w, "stage", rc->totals[t].stage);
-		jw_u64(w, "count", rc->totals[t].count);
-		jw_u64(w, "unmeasured", rc->totals[t].unmeasured);
-		jw_end_obj(w);
-	}
-	jw_end_arr(w);
-	jw_obj(w, "drops");
-	for (j = 0; j < rc->ndrops; j++)
-		jw_u64(w, rc->drops[j].name, rc->drops[j].n);
-	jw_end_obj(w);
-	jw_obj(w, "events");
-	for (j = 0; j < rc->nevents; j++)
-		jw_u64(w, rc->events[j].name, rc->events[j].n);
-	jw_end_obj(w);
-	jw_end_obj(w);
-	return emit(rc);
 }
 
 int cmd_record(int argc, char **argv)
@@ -329,7 +39,9 @@ int cmd_record(int argc, char **argv)
 	struct trace_args a = { .t = TRACE_OPTS_DEFAULT,
 				.json = log_json() };
 	struct layer_report reps[NLAYERS];
-	struct recorder rc = { .a = &a };
+	struct recorder_cmd c = { .a = &a };
+	struct rec_meta m = { .cfg = &a.t.cfg, .lim = &a.t.lim, .argc = argc, .argv = argv,
+			      .reps = reps };
 	struct session *s;
 	const char *reason;
 	int r = trace_args_parse(argc, argv, &a, true), err;
@@ -342,32 +54,28 @@ int cmd_record(int argc, char **argv)
 		return 1;
 	}
 	/* the file first: a name that cannot be written is said before anything loads */
-	rc.file = recfile_create(a.output, a.force);
-	if (!rc.file)
+	c.rc = recorder_create(a.output, a.force, a.json);
+	if (!c.rc)
 		return 1;
 	session_signals();
 	memset(reps, 0, sizeof(reps));
 	if (session_open(&a.t.cfg, false, &s, reps, NULL)) {
-		recfile_discard(rc.file);
+		recorder_discard(c.rc);
 		return 1;
 	}
-	jw_init(&rc.w);
-	meta_build(&rc.w, &a, argc, argv, s, reps);
-	r = emit(&rc);
+	m.s = s;
+	r = recorder_meta(c.rc, &m);
 	if (!r)	/* else session_close detaches: there is nothing to record into */
-		r = session_run(s, &a.t.lim, record_interval, &rc);
+		r = session_run(s, &a.t.lim, record_interval, &c);
 	if (session_stopping())
 		reason = "signal";
 	else if (r)
 		reason = "error";
-	else if (a.t.lim.count && rc.intervals >= a.t.lim.count)
+	else if (a.t.lim.count && recorder_intervals(c.rc) >= a.t.lim.count)
 		reason = "count";
 	else
 		reason = "duration";
 	session_close(s);
-	err = rc.failed ? 1 : end_write(&rc, reason);
-	jw_free(&rc.w);
-	if (recfile_close(rc.file))
-		err = 1;
+	err = recorder_close(c.rc, reason);
 	return r ? r : err;
 }

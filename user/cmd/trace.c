@@ -23,6 +23,7 @@ static const char usage_head[] =
 "       iostrata compare A B [--gate L:S:Q]... [--html FILE] [-j] [OPTIONS]\n"
 "       iostrata compare A --aa N [-j] [OPTIONS]\n"
 "       iostrata snoop [--slower DURATION] [-l LIST] [-d DISK] [-p PID] [-c PATH] [-j]\n"
+"       iostrata sched-ab -d DISK A B [--rounds N] [--round-secs S] [-o DIR] -- LOAD...\n"
 "       iostrata serve [OPTIONS]\n"
 "       iostrata features [-j] [-v]\n"
 "       iostrata calibrate [-j] [-v] [--dir DIR]\n"
@@ -69,6 +70,8 @@ static const char usage_tail[] =
 "  iostrata compare before.ndjson.gz after.ndjson.gz --gate block:device:p99\n"
 "                                    faster, slower or no change, and how sure\n"
 "  iostrata snoop --slower 20ms      every request of 20 ms or more, one a line\n"
+"  iostrata sched-ab -d sdb mq-deadline none -- --device /dev/sdb --force\n"
+"                                    is none faster than mq-deadline on sdb?\n"
 "  iostrata serve                    Prometheus metrics on 127.0.0.1:9750\n"
 "  iostrata features                 what this kernel supports\n"
 "  iostrata calibrate                check the tracer against known I/O here\n";

@@ -44,13 +44,20 @@ bool syscall_tp_exists(const char *name);
 bool tracefs_ready(bool *mounted);
 void tracefs_release(bool mounted);
 
+/* The first line of a sysfs or procfs file, without its newline. 0, or -errno. */
+int sysfs_line(const char *path, char *buf, size_t len);
+
 /* Disks: name <-> kernel dev_t (major << 20 | minor). */
 int disk_resolve(const char *name, uint32_t *dev);
 const char *disk_name(uint32_t dev, char *buf, size_t len);
 /* Whole disks in /sys/block. */
 int disk_count(void);
-/* Requests the kernel has in flight on disk dev now (/sys/dev/block/M:m/inflight), -1 unknown. */
+/* Requests the kernel has in flight on disk dev now (/sys/dev/block/M:m/inflight), -1 unknown.
+ * On blk-mq, only those issued to the driver: a scheduler may hold more. */
 long disk_inflight(uint32_t dev);
+/* Requests disk dev has completed since boot: reads, writes, discards and flushes of
+ * /sys/dev/block/M:m/stat (after merging, as the block layer counts them); -1 unknown. */
+int64_t disk_completed(uint32_t dev);
 /* Has no disk in /sys/block a request in flight now? */
 bool disks_idle(void);
 

@@ -1,0 +1,895 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * iostrata sched-ab -d DISK A B [OPTIONS] -- LOAD...: is scheduler B faster or slower than A on
+ * DISK under LOAD, and how sure? Rounds in ABBA order (drift cancels), each one: switch the
+ * scheduler, wait for the queue to drain, trace DISK's block layer while LOAD runs, record
+ * the round; then compare every A round with every B round, and A's rounds with each other
+ * (the A/A control: a change called there is noise). The disk's scheduler, its tunables and
+ * every queue attribute a switch resets are put back on every exit path.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include "blkdev.h"
+#include "cli.h"
+#include "cmp_opts.h"
+#include "cmd.h"
+#include "compare.h"
+#include "iosched.h"
+#include "json.h"
+#include "log.h"
+#include "recorder.h"
+#include "spawn.h"
+#include "sysinfo.h"
+#include "trace_opts.h"
+
+#define MAX_ROUNDS	100	/* per side */
+#define DRAIN_WAIT_S	10	/* for the queue to empty before a round */
+#define STOP_GRACE_MS	2000	/* between SIGTERM and SIGKILL to the load */
+
+struct sab {
+	/* the command line */
+	const char *disk_arg, *spec_arg[2], *dir_arg;
+	struct sched_spec spec[2];
+	long rounds;
+	double round_s;
+	bool force, allow_mounted, json;
+	int verbose;
+	struct cmp_opts co;
+	struct cmp_gates gates;
+	char **load;		/* LOAD's argv, NULL-terminated */
+	int argc;
+	char **argv;
+	/* the run */
+	char disk[32];
+	struct trace_config cfg;
+	struct run_limits lim;
+	char dir[PATH_MAX];
+	struct iosched_state *orig;
+	struct iosched_state *now;	/* as the round's spec left it */
+	char orig_text[1024];
+	struct child child;
+	int round;		/* the one running, from 0 */
+	uint64_t requests[2 * MAX_ROUNDS];	/* seen: block total, measured or not */
+	int64_t completed[2 * MAX_ROUNDS];	/* the disk's own count over the round, -1 unknown */
+	double seconds[2 * MAX_ROUNDS];
+};
+
+static const char usage_text[] =
+"Usage: iostrata sched-ab -d DISK A B [OPTIONS] -- LOAD...\n"
+"\n"
+"Is I/O scheduler B faster or slower than A on DISK under LOAD, and how sure?\n"
+"A and B: NAME[:TUNABLE=VALUE,...], e.g. mq-deadline, none, bfq:low_latency=0,\n"
+"kyber:read_lat_nsec=500000. Runs LOAD in 2 x --rounds rounds in ABBA order\n"
+"(A B B A A B B A ...), tracing the block layer of DISK (every request on it)\n"
+"and recording each round to DIR/A or DIR/B; then compares all A rounds with\n"
+"all B rounds, and A's rounds with each other (the A/A control: if it calls more\n"
+"than 5 % of its quantiles changed, the verdicts are marked UNRELIABLE). The\n"
+"scheduler, its tunables and the queue settings a switch resets are restored on\n"
+"every exit (success, error, the load failing, SIGINT, SIGTERM, SIGHUP). LOAD is\n"
+"any command, or iostrata-load's options when it starts with '-'.\n"
+"\n"
+"  -d, --disk=DISK       the disk: blk-mq, and not in use (mounted, swap,\n"
+"                        stacked) unless --allow-mounted\n"
+"      --rounds=N        rounds of each side (default 4, so 8 rounds)\n"
+"      --round-secs=SEC  seconds of LOAD a round (default 10); intervals of 1 s,\n"
+"                        or a tenth of a shorter round\n"
+"  -o, --output=DIR      where the rounds go (default: a new directory\n"
+"                        ./sched-ab-YYYYmmdd-HHMMSS); DIR/A and DIR/B are what\n"
+"                        `iostrata compare DIR/A DIR/B` reads later\n"
+"      --force           overwrite recordings already in DIR\n"
+"      --allow-mounted   switch the scheduler of a disk in use: your call\n"
+"      --threshold=PCT   the smallest change called, in percent (default 5)\n"
+"      --seed=N          of the bootstrap resampling (default 1)\n"
+"      --gate=L:S:Q      exit 3 when layer L's stage S is slower in B at\n"
+"                        quantile Q (block:total:p99); may be repeated\n"
+"      --fail-probe=TP   testing: act as if the kernel lacked tracepoint TP\n"
+"  -j, --json            one JSON document on stdout\n"
+"  -v, --verbose         why data was not enough, and the layers' diagnostics\n"
+"  -h, --help            show this help\n"
+"  -V, --version         show the version\n"
+"\n"
+"Exit status: 0, 3 when a --gate regressed, 1 on an error or a signal.\n"
+"\n"
+"Example: is none faster than mq-deadline for 4 KiB random reads on sdb?\n"
+"  iostrata sched-ab -d sdb mq-deadline none -- --device /dev/sdb --force --rw randread\n";
+
+static void usage(FILE *f)
+{
+	fputs(usage_text, f);
+}
+
+enum { OPT_ROUNDS = COPT_NEXT, OPT_ROUND_SECS, OPT_FORCE, OPT_ALLOW_MOUNTED, OPT_FAIL_PROBE };
+
+static const struct option long_opts[] = {
+	{ "disk", required_argument, NULL, 'd' },
+	{ "rounds", required_argument, NULL, OPT_ROUNDS },
+	{ "round-secs", required_argument, NULL, OPT_ROUND_SECS },
+	{ "output", required_argument, NULL, 'o' },
+	{ "force", no_argument, NULL, OPT_FORCE },
+	{ "allow-mounted", no_argument, NULL, OPT_ALLOW_MOUNTED },
+	{ "fail-probe", required_argument, NULL, OPT_FAIL_PROBE },
+	CMP_OPTS_LONG,
+	{ "json", no_argument, NULL, 'j' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ 0 },
+};
+
+/*
+ * Gates are checked before the rounds run: sched-ab traces the block layer, so a gate names
+ * one of its stages. 0, or -1 said.
+ */
+static int gates_traced(const struct cmp_gates *g)
+{
+	const struct layer *l;
+	int i, id, st;
+
+	for (i = 0; i < g->n; i++) {
+		l = layer_by_name(g->g[i].layer, &id);
+		for (st = 0; l && id == LAYER_BLOCK && st < l->nstages; st++)
+			if (l->stages[st].name && !strcmp(l->stages[st].name, g->g[i].stage))
+				break;
+		if (!l || id != LAYER_BLOCK || st == l->nstages) {
+			errorf("--gate %s:%s:%s: sched-ab traces the block layer, whose stages are "
+			       "wait, device and total", g->g[i].layer, g->g[i].stage,
+			       cmp_q_name[g->g[i].q]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* 0 ok, 1 exit 0 (help, version), -1 usage error (said) */
+static int parse_args(int argc, char **argv, struct sab *a)
+{
+	char why[512], msg[256];
+	int o, i, dashdash = -1;
+
+	/* LOAD starts after "--": getopt must not read its options as ours */
+	for (i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--")) {
+			dashdash = i;
+			break;
+		}
+	if (dashdash < 0)
+		dashdash = argc;
+	opterr = 0;
+	optind = 1;
+	while ((o = getopt_long(dashdash, argv, ":d:o:jvhV", long_opts, NULL)) != -1) {
+		i = cmp_opt(&a->co, &a->gates, o, optarg);	/* --threshold, --gate, --seed */
+		if (i < 0)
+			return -1;
+		if (i)
+			continue;
+		switch (o) {
+		case 'd': a->disk_arg = optarg; break;
+		case 'o': a->dir_arg = optarg; break;
+		case 'j': a->json = true; break;
+		case 'v': a->verbose++; break;
+		case OPT_FORCE: a->force = true; break;
+		case OPT_ALLOW_MOUNTED: a->allow_mounted = true; break;
+		case OPT_ROUNDS:
+			if (parse_long("--rounds", optarg, 1, MAX_ROUNDS, &a->rounds))
+				return -1;
+			break;
+		case OPT_FAIL_PROBE:
+			if (a->cfg.nfail_tp == MAX_FAIL_TPS) {
+				errorf("too many --fail-probe options");
+				return -1;
+			}
+			a->cfg.fail_tp[a->cfg.nfail_tp++] = optarg;
+			break;
+		case OPT_ROUND_SECS:
+			if (parse_seconds("--round-secs", optarg, &a->round_s))
+				return -1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 1;
+		case 'V':
+			printf("iostrata %s\n", IOSTRATA_VERSION);
+			return 1;
+		default:
+			errorf("%s", cli_getopt_problem(o, argv, msg, sizeof(msg)));
+			return -1;
+		}
+	}
+	if (dashdash == argc) {
+		errorf("no LOAD: give the command to run after '--' (see iostrata sched-ab --help)");
+		return -1;
+	}
+	if (dashdash - optind != 2) {
+		errorf("expected two scheduler specs, A and B, before '--' (got %d; see iostrata "
+		       "sched-ab --help)", dashdash - optind);
+		return -1;
+	}
+	if (!a->disk_arg) {
+		errorf("no disk: -d DISK names the disk whose scheduler is compared");
+		return -1;
+	}
+	if (gates_traced(&a->gates))
+		return -1;
+	for (i = 0; i < 2; i++) {
+		a->spec_arg[i] = argv[optind + i];
+		if (sched_spec_parse(a->spec_arg[i], &a->spec[i], why, sizeof(why))) {
+			errorf("%s", why);
+			return -1;
+		}
+	}
+	if (dashdash + 1 == argc) {
+		errorf("no LOAD after '--': give the command to run");
+		return -1;
+	}
+	a->load = argv + dashdash + 1;
+	return 0;
+}
+
+/*
+ * LOAD's argv: as given, or iostrata-load with them when they start with '-'; then it runs
+ * past the round unless told otherwise (the round stops it), not iostrata-load's 10 s.
+ */
+static int load_argv(struct sab *a)
+{
+	static char runtime[32];
+	const char *bin;
+	char **v;
+	int n, i, timed = 0;
+
+	if (a->load[0][0] != '-')
+		return 0;
+	bin = load_binary();
+	if (!bin) {
+		errorf("LOAD starts with '%s', iostrata-load's options, but iostrata-load is neither "
+		       "beside this binary nor in PATH", a->load[0]);
+		return -1;
+	}
+	for (n = 0; a->load[n]; n++)
+		timed |= !strncmp(a->load[n], "--runtime", 9) || !strncmp(a->load[n], "--ios", 5);
+	v = calloc((size_t)n + 4, sizeof(*v));
+	if (!v) {
+		errorf("out of memory");
+		return -1;
+	}
+	v[0] = (char *)bin;
+	for (i = 0; i < n; i++)
+		v[i + 1] = a->load[i];
+	if (!timed) {
+		snprintf(runtime, sizeof(runtime), "--runtime=%.0fs", ceil(a->round_s) + 60);
+		v[++i] = runtime;
+	}
+	a->load = v;
+	return 0;
+}
+
+/* Round i (from 0) of A B B A A B B A ...: 0 for A, 1 for B. */
+static int side_of(int i)
+{
+	return (i / 2) % 2 ? 1 - i % 2 : i % 2;
+}
+
+static char side_name(int side)
+{
+	return side ? 'B' : 'A';
+}
+
+/* Round i's recording (ext "ndjson") or the load's output (ext "log"). */
+static void round_path(const struct sab *a, int i, const char *ext, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%c/round-%02d.%s", a->dir, side_name(side_of(i)), i + 1, ext);
+}
+
+/* The load's output goes to a file of its own: ours stays readable, its stays whole. */
+static int log_open(const struct sab *a, const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (a->force ? O_TRUNC : O_EXCL), 0644);
+
+	if (fd < 0)
+		errorf("cannot create %s: %s%s", path, strerror(errno),
+		       errno == EEXIST ? " (--force overwrites)" : "");
+	return fd;
+}
+
+/* The last line the load wrote, for the error that says it failed. */
+static void log_last_line(const char *path, char *buf, size_t len)
+{
+	char line[512];
+	FILE *f = fopen(path, "r");
+
+	buf[0] = '\0';
+	while (f && fgets(line, sizeof(line), f))
+		if (line[strspn(line, " \t\n")]) {
+			line[strcspn(line, "\n")] = '\0';
+			snprintf(buf, len, "%s", line);
+		}
+	if (f)
+		fclose(f);
+}
+
+/* ---- the disk */
+
+static int check_disk(struct sab *a)
+{
+	char list[256], active[IOSCHED_NAME], why[1200];
+	uint32_t dev;
+	int i;
+
+	if (disk_resolve(a->disk_arg, &a->cfg.dev))
+		return -1;
+	dev = a->cfg.dev;
+	disk_name(dev, a->disk, sizeof(a->disk));
+	if (iosched_offered(a->disk, list, sizeof(list), active, sizeof(active), why,
+			    sizeof(why))) {
+		errorf("%s", why);
+		return -1;
+	}
+	for (i = 0; i < 2; i++)
+		if (!iosched_in_list(list, a->spec[i].name)) {
+			errorf("%s offers no scheduler '%s' (it offers: %s); a scheduler built as a "
+			       "module is loaded with `modprobe %s-iosched`", a->disk,
+			       a->spec[i].name, list, a->spec[i].name);
+			return -1;
+		}
+	if (!a->allow_mounted && blkdev_in_use(a->disk, why, sizeof(why))) {
+		errorf("refusing %s: %s (switching the scheduler of a disk in use is your call: "
+		       "--allow-mounted)", a->disk, why);
+		return -1;
+	}
+	return 0;
+}
+
+/* The queue empty (inflight 0 0), so that no request of the last round is counted in this
+ * one; -1 said, or on a signal (the caller says it). */
+static int drain_wait(const struct sab *a)
+{
+	uint64_t end = clock_ns(CLOCK_MONOTONIC) + DRAIN_WAIT_S * 1000000000ULL;
+	long n;
+
+	while ((n = disk_inflight(a->cfg.dev))) {
+		if (n < 0) {
+			errorf("cannot read /sys/block/%s/inflight", a->disk);
+			return -1;
+		}
+		if (session_stopping())
+			return -1;
+		if (clock_ns(CLOCK_MONOTONIC) > end) {
+			errorf("%s still has %ld requests in flight after %d s: something else is "
+			       "using it", a->disk, n, DRAIN_WAIT_S);
+			return -1;
+		}
+		usleep(10000);
+	}
+	return 0;
+}
+
+/* ---- a round */
+
+/* The meta record says which round of which side this is. */
+static void round_meta(struct jw *w, const void *arg)
+{
+	const struct sab *a = arg;
+	int side = side_of(a->round), i;
+	char order[2 * MAX_ROUNDS + 1];
+
+	for (i = 0; i < 2 * a->rounds; i++)
+		order[i] = side_name(side_of(i));
+	order[i] = '\0';
+	jw_obj(w, "sched_ab");
+	jw_u64(w, "round", (uint64_t)a->round + 1);
+	jw_u64(w, "rounds", (uint64_t)(2 * a->rounds));
+	jw_str(w, "order", order);
+	jw_str(w, "side", side ? "B" : "A");
+	jw_str(w, "spec", a->spec_arg[side]);
+	jw_str(w, "a", a->spec_arg[0]);
+	jw_str(w, "b", a->spec_arg[1]);
+	jw_str(w, "original", a->orig_text);
+	jw_str(w, "scheduler", a->now->sched);
+	jw_obj(w, "tunables");	/* as they read in the round: the spec's over the defaults */
+	for (i = 0; i < a->now->ntun; i++)
+		jw_str(w, a->now->tun[i].name, a->now->tun[i].val);
+	jw_end_obj(w);
+	jw_end_obj(w);
+}
+
+/*
+ * The end of a round: the load is told to stop while tracing still runs, and tracing ends when
+ * the load has (its pidfd), so that every request it issued, those in flight when it was told
+ * included, is in the round. SIGTERM to its group at the round's end, SIGKILL a grace later.
+ */
+static volatile sig_atomic_t round_pgid, round_alarms;
+
+static void on_round_end(int sig)
+{
+	struct itimerval grace = { .it_value = { STOP_GRACE_MS / 1000,
+						 STOP_GRACE_MS % 1000 * 1000 } };
+
+	if (round_pgid <= 0)
+		return;
+	kill(-round_pgid, round_alarms++ ? SIGKILL : SIGTERM);
+	if (round_alarms == 1)
+		setitimer(ITIMER_REAL, &grace, NULL);
+}
+
+static void round_timer(pid_t pgid, double secs)
+{
+	struct sigaction sa = { .sa_handler = on_round_end, .sa_flags = SA_RESTART };
+	struct itimerval t = { .it_value = { (time_t)secs,
+					     (suseconds_t)((secs - (time_t)secs) * 1e6) } };
+
+	if (!t.it_value.tv_sec && !t.it_value.tv_usec)
+		t.it_value.tv_usec = 1;
+	round_alarms = 0;
+	round_pgid = pgid;
+	sigaction(SIGALRM, &sa, NULL);
+	setitimer(ITIMER_REAL, &t, NULL);
+}
+
+static void round_timer_off(void)
+{
+	struct itimerval off = { 0 };
+
+	setitimer(ITIMER_REAL, &off, NULL);
+	round_pgid = 0;
+}
+
+/* A round under way: its files, its tracing session, the disk's count when it began. */
+struct round {
+	struct sab *a;
+	struct recorder *rc;
+	struct session *s;
+	int logfd;
+	int64_t done0;
+	char path[PATH_MAX + 32], logpath[PATH_MAX + 32];
+	struct layer_report reps[NLAYERS];
+};
+
+/* The sink: the interval to the round's recording, its requests counted. */
+static int round_interval(const struct interval *iv, void *arg)
+{
+	struct round *r = arg;
+	struct sab *a = r->a;
+	size_t i;
+	int j;
+
+	for (i = 0; i < iv->recs.n; i++)
+		if (!strcmp(iv->recs.v[i].stage, "total"))
+			a->requests[a->round] += iv->recs.v[i].h.count + iv->recs.v[i].h.unmeasured;
+	/* completed with no program running (docs/trust.md): requests too, not measured */
+	for (j = 0; j < iv->ndrops; j++)
+		if (!strcmp(iv->drops[j].name, "complete_unseen"))
+			a->requests[a->round] += iv->drops[j].n;
+	a->seconds[a->round] += iv->interval_ns / 1e9;
+	return recorder_interval(r->rc, iv);
+}
+
+/* A round that never ran leaves nothing: tracing detached, its files removed. */
+static void round_abandon(struct round *r)
+{
+	session_close(r->s);
+	if (r->rc)
+		recorder_discard(r->rc);
+	if (r->logfd >= 0) {
+		close(r->logfd);
+		unlink(r->logpath);
+	}
+}
+
+/*
+ * The disk set to the round's spec and drained, its files made, tracing attached, then LOAD
+ * started. 0, or 1 with one line said and nothing of the round left.
+ */
+static int round_start(struct sab *a, struct round *r)
+{
+	struct rec_meta m = { .cfg = &a->cfg, .lim = &a->lim, .argc = a->argc, .argv = a->argv,
+			      .reps = r->reps, .extra = round_meta, .extra_arg = a };
+	const struct sched_spec *sp = &a->spec[side_of(a->round)];
+	char why[1200] = "";
+
+	if (iosched_apply(a->disk, sp, why, sizeof(why)) ||
+	    iosched_save(a->disk, a->now, why, sizeof(why))) {
+		errorf("%s", why);
+		return 1;
+	}
+	if (drain_wait(a))
+		return 1;
+	round_path(a, a->round, "log", r->logpath, sizeof(r->logpath));
+	round_path(a, a->round, "ndjson", r->path, sizeof(r->path));
+	if ((r->logfd = log_open(a, r->logpath)) < 0 ||
+	    !(r->rc = recorder_create(r->path, a->force, false)) ||
+	    session_open(&a->cfg, false, &r->s, r->reps, NULL))
+		goto fail;
+	m.s = r->s;
+	r->done0 = disk_completed(a->cfg.dev);	/* attached, the disk idle: the round starts */
+	if (recorder_meta(r->rc, &m))
+		goto fail;
+	if (child_start(a->load, r->logfd, &a->child, why, sizeof(why))) {
+		errorf("%s", why);
+		goto fail;
+	}
+	close(r->logfd);
+	r->logfd = -1;
+	return 0;
+fail:
+	round_abandon(r);
+	return 1;
+}
+
+/* The round's line, and what the disk's own count says about it. */
+static void round_said(const struct sab *a, const struct round *r, bool early)
+{
+	int side = side_of(a->round);
+
+	/* the kernel's count: the same unless something queued I/O around the round's edges */
+	if (a->completed[a->round] >= 0 && (uint64_t)a->completed[a->round] != a->requests[a->round])
+		warnf("round %d: %llu requests traced, but %s completed %lld in the round (requests "
+		      "queued before it began or done after it ended)", a->round + 1,
+		      (unsigned long long)a->requests[a->round], a->disk,
+		      (long long)a->completed[a->round]);
+	if (early)
+		warnf("round %d: the load ended by itself after %.1f s: the round is that long",
+		      a->round + 1, a->seconds[a->round]);
+	if (!a->json)
+		printf("round %2d/%ld  %c  %-24s %6.1f s %10llu requests  %s\n", a->round + 1,
+		       2 * a->rounds, side_name(side), a->spec_arg[side], a->seconds[a->round],
+		       (unsigned long long)a->requests[a->round], r->path + strlen(a->dir) + 1);
+	fflush(stdout);
+}
+
+/* Run round a->round: 0, or 1 with one line said (the caller restores). */
+static int round_run(struct sab *a)
+{
+	struct round r = { .a = a, .logfd = -1 };
+	int side = side_of(a->round), err;
+	char why[1200], st[64];
+	const char *reason;
+	int64_t done1;
+	bool early;
+
+	if (round_start(a, &r))
+		return 1;
+	/* without a pidfd (before Linux 5.3) tracing ends with the round, before the load */
+	a->lim.stop_fd = a->child.pidfd > 0 ? a->child.pidfd : 0;
+	a->lim.duration_s = a->lim.stop_fd ? 0 : a->round_s;
+	round_timer(a->child.pid, a->round_s);
+	err = session_run(r.s, &a->lim, round_interval, &r);
+	done1 = disk_completed(a->cfg.dev);
+	a->completed[a->round] = r.done0 >= 0 && done1 >= 0 ? done1 - r.done0 : -1;
+	round_timer_off();
+	early = !round_alarms && !session_stopping();
+	child_stop(&a->child, STOP_GRACE_MS);
+	session_close(r.s);	/* detached before anything else is said or done */
+	if (session_stopping())
+		reason = "signal";
+	else if (err)
+		reason = "error";
+	else if (early)
+		reason = "load-ended";
+	else
+		reason = "duration";
+	err |= recorder_close(r.rc, reason);
+	if (err || session_stopping())
+		return 1;
+	if (early && !child_ok(&a->child)) {
+		log_last_line(r.logpath, why, sizeof(why));
+		errorf("the load %s in round %d (%c: %s)%s%s", child_status(&a->child, st, sizeof(st)),
+		       a->round + 1, side_name(side), a->spec_arg[side], *why ? ": " : "", why);
+		return 1;
+	}
+	round_said(a, &r, early);
+	return 0;
+}
+
+/* ---- the output directory */
+
+static int make_dir(const char *path, bool existing_ok)
+{
+	struct stat st;
+
+	if (!mkdir(path, 0755))
+		return 0;
+	if (errno == EEXIST && existing_ok && !stat(path, &st) && S_ISDIR(st.st_mode))
+		return 0;
+	errorf("cannot create directory %s: %s", path,
+	       errno == EEXIST ? (existing_ok ? "it exists and is not a directory" : "it exists")
+			       : strerror(errno));
+	return -1;
+}
+
+static int make_dirs(struct sab *a)
+{
+	char sub[PATH_MAX + 8];
+	time_t now = time(NULL);
+	struct tm tm;
+	int i;
+
+	if (a->dir_arg) {
+		snprintf(a->dir, sizeof(a->dir), "%s", a->dir_arg);
+	} else {
+		localtime_r(&now, &tm);
+		strftime(a->dir, sizeof(a->dir), "sched-ab-%Y%m%d-%H%M%S", &tm);
+	}
+	if (make_dir(a->dir, a->dir_arg != NULL))
+		return -1;
+	for (i = 0; i < 2; i++) {
+		snprintf(sub, sizeof(sub), "%s/%c", a->dir, side_name(i));
+		if (make_dir(sub, true))
+			return -1;
+	}
+	return 0;
+}
+
+/* ---- the comparison */
+
+struct verdicts {
+	struct cmp_result *ab, *aa;
+	char aa_why[512];	/* why there is no A/A result */
+	int aa_changes, aa_compared;
+	bool reliable;
+	char reason[768];
+	int regressed;		/* 3 when a gate regressed, else 0 */
+};
+
+/* Every A round in one set and every B round in another; A's rounds alternately in two more. */
+static int compare_rounds(struct sab *a, struct verdicts *v)
+{
+	struct cmp_set *set[4] = { cmp_set_new(), cmp_set_new(), cmp_set_new(), cmp_set_new() };
+	char path[PATH_MAX + 32];
+	int i, nth_a = 0, err = -1;
+
+	for (i = 0; i < 4; i++)
+		if (!set[i]) {
+			errorf("out of memory");
+			goto out;
+		}
+	for (i = 0; i < 2 * a->rounds; i++) {
+		int side = side_of(i);
+
+		round_path(a, i, "ndjson", path, sizeof(path));
+		if (cmp_set_add_file(set[side], path) ||
+		    (!side && cmp_set_add_file(set[2 + nth_a++ % 2], path)))
+			goto out;
+	}
+	if (!(v->ab = cmp_run(set[0], set[1], &a->co)))
+		goto out;
+	log_mute(true);		/* a control that cannot be run is a reason, not an error */
+	v->aa = cmp_set_files(set[3]) ? cmp_run(set[2], set[3], &a->co) : NULL;
+	log_mute(false);
+	if (!v->aa)
+		snprintf(v->aa_why, sizeof(v->aa_why), "%s", cmp_set_files(set[3]) ?
+			 log_muted_error() : "A has one round: nothing to split (--rounds 2 or more)");
+	err = 0;
+out:
+	for (i = 0; i < 4; i++)
+		cmp_set_free(set[i]);
+	return err;
+}
+
+static void judge(const struct sab *a, struct verdicts *v)
+{
+	if (v->aa)
+		v->aa_changes = cmp_changes(v->aa, &v->aa_compared);
+	if (!v->aa)
+		snprintf(v->reason, sizeof(v->reason), "the A/A control could not be run (%s): "
+			 "the machine's noise is unknown", v->aa_why);
+	else if (!v->aa_compared)
+		snprintf(v->reason, sizeof(v->reason), "the A/A control had enough data for no "
+			 "quantile: the machine's noise is unknown; use more or longer rounds");
+	else if (v->aa_changes > a->co.alpha * v->aa_compared)
+		snprintf(v->reason, sizeof(v->reason), "A/A called %d of %d quantiles changed: the "
+			 "machine's noise exceeds the threshold; use more rounds or a larger "
+			 "--threshold", v->aa_changes, v->aa_compared);
+	else
+		v->reliable = true;
+}
+
+/* "1, 5" for the A rounds of half h (alternate A rounds), 1-based in the whole order. */
+static void half_rounds(const struct sab *a, int h, char *buf, size_t len)
+{
+	size_t used = 0;
+	int i, nth = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < 2 * a->rounds && used < len; i++)
+		if (!side_of(i) && nth++ % 2 == h)
+			used += (size_t)snprintf(buf + used, len - used, "%s%d", used ? ", " : "",
+						 i + 1);
+}
+
+static void print_text(const struct sab *a, struct verdicts *v)
+{
+	char h0[256], h1[256];
+
+	printf("\nB (%s) against A (%s): the block layer of %s, %ld rounds of each\n",
+	       a->spec_arg[1], a->spec_arg[0], a->disk, a->rounds);
+	cmp_print_text(v->ab, stdout);
+	if (a->verbose)
+		cmp_print_why(v->ab, stdout);
+	half_rounds(a, 0, h0, sizeof(h0));
+	half_rounds(a, 1, h1, sizeof(h1));
+	if (v->aa)
+		printf("\nA/A control: A's rounds %s against %s, compared the same way: %d of %d "
+		       "quantiles called a change (%.1f%%; alpha %.0f%%)\n", h0, h1,
+		       v->aa_changes, v->aa_compared,
+		       v->aa_compared ? 100.0 * v->aa_changes / v->aa_compared : 0.0,
+		       100 * a->co.alpha);
+	else
+		printf("\nA/A control: not run: %s\n", v->aa_why);
+	if (v->reliable)
+		printf("verdicts: reliable (the A/A control called changes no more often than "
+		       "alpha)\n");
+	else
+		printf("verdicts: UNRELIABLE: %s\n", v->reason);
+	v->regressed = cmp_gates_say(&a->gates, v->ab, NULL);
+	printf("%s: original restored: %s\n", a->disk, a->orig_text);
+}
+
+static int print_json(const struct sab *a, struct verdicts *v)
+{
+	char path[PATH_MAX + 32];
+	struct jw w;
+	int i, err;
+
+	jw_init(&w);
+	jw_obj(&w, NULL);
+	jw_str(&w, "type", "sched_ab");
+	jw_str(&w, "disk", a->disk);
+	jw_str(&w, "a", a->spec_arg[0]);
+	jw_str(&w, "b", a->spec_arg[1]);
+	jw_str(&w, "original", a->orig_text);
+	jw_bool(&w, "restored", true);
+	jw_str(&w, "dir", a->dir);
+	jw_arr(&w, "rounds");
+	for (i = 0; i < 2 * a->rounds; i++) {
+		round_path(a, i, "ndjson", path, sizeof(path));
+		jw_obj(&w, NULL);
+		jw_u64(&w, "round", (uint64_t)i + 1);
+		jw_str(&w, "side", side_of(i) ? "B" : "A");
+		jw_str(&w, "file", path);
+		jw_f64(&w, "seconds", a->seconds[i]);
+		jw_u64(&w, "requests", a->requests[i]);
+		if (a->completed[i] >= 0)
+			jw_u64(&w, "disk_completed", (uint64_t)a->completed[i]);
+		jw_end_obj(&w);
+	}
+	jw_end_arr(&w);
+	jw_obj(&w, "compare");
+	cmp_write_json(v->ab, &w);
+	jw_end_obj(&w);
+	jw_obj(&w, "aa");
+	jw_str(&w, "split", "alternate A rounds");
+	if (v->aa) {
+		jw_u64(&w, "changes", (uint64_t)v->aa_changes);
+		jw_u64(&w, "compared", (uint64_t)v->aa_compared);
+	} else {
+		jw_str(&w, "not_run", v->aa_why);
+	}
+	jw_end_obj(&w);
+	jw_bool(&w, "reliable", v->reliable);
+	if (!v->reliable)
+		jw_str(&w, "reason", v->reason);
+	v->regressed = cmp_gates_say(&a->gates, v->ab, &w);
+	jw_end_obj(&w);
+	err = w.oom ? -1 : jw_flush_line(&w, stdout);
+	jw_free(&w);
+	return sink_written(err) > 0;
+}
+
+/* ---- the command */
+
+/* The rounds, with the disk as it was put back whatever happens. 0, or 1 said. */
+static int run(struct sab *a)
+{
+	char why[1200];
+	int err = 0, sig;
+
+	for (a->round = 0; a->round < 2 * a->rounds && !err; a->round++) {
+		if (session_stopping())
+			break;
+		err = round_run(a);
+	}
+	if (iosched_restore(a->orig, why, sizeof(why))) {
+		errorf("%s; it was %s", why, a->orig_text);
+		return 1;
+	}
+	if ((sig = session_stop_signal())) {
+		errorf("stopped by SIG%s in round %d of %ld: the load was stopped, tracing detached, "
+		       "%s restored to %s", sigabbrev_np(sig) ? : "?", a->round,
+		       2 * a->rounds, a->disk, a->orig_text);
+		return 1;
+	}
+	return err;
+}
+
+int cmd_sched_ab(int argc, char **argv)
+{
+	struct sab a = { .rounds = 4, .round_s = 10, .argc = argc, .argv = argv,
+			 .cfg = TRACE_CONFIG_DEFAULT, .co = CMP_OPTS_DEFAULT };
+	struct verdicts v = { 0 };
+	char why[1200];
+	int r, i;
+
+	log_init("iostrata", log_json(), 0);
+	r = parse_args(argc, argv, &a);
+	if (r)
+		return r > 0 ? 0 : 2;
+	log_init("iostrata", a.json, a.verbose);
+	if (!privileged()) {
+		errorf("must be run as root (switching schedulers and loading BPF need it)");
+		return 1;
+	}
+	if (check_disk(&a) || load_argv(&a))
+		return 1;
+	a.cfg.layers = 1u << LAYER_BLOCK;
+	a.cfg.per_op = true;
+	a.lim.interval_s = a.round_s >= 10 ? 1 : a.round_s / 10;
+	a.orig = malloc(sizeof(*a.orig));
+	a.now = malloc(sizeof(*a.now));
+	if (!a.orig || !a.now) {
+		errorf("out of memory");
+		free(a.orig);
+		free(a.now);
+		return 1;
+	}
+	/* from here a signal stops the run, and the disk is put back */
+	session_signals();
+	session_stop_on(SIGHUP);
+	if (iosched_save(a.disk, a.orig, why, sizeof(why))) {
+		errorf("%s", why);
+		free(a.orig);
+		free(a.now);
+		return 1;
+	}
+	iosched_describe(a.orig, a.orig_text, sizeof(a.orig_text));
+	/* both specs tried first: a bad tunable is said before anything is created or run */
+	for (i = 0; i < 2; i++)
+		if (iosched_apply(a.disk, &a.spec[i], why, sizeof(why)))
+			break;
+	if (i < 2 || make_dirs(&a)) {
+		if (i < 2)
+			errorf("%s", why);
+		r = iosched_restore(a.orig, why, sizeof(why));
+		if (r)
+			errorf("%s; it was %s", why, a.orig_text);
+		free(a.orig);
+		free(a.now);
+		return 1;
+	}
+	if (!a.json) {
+		printf("sched-ab on %s: A = %s, B = %s; %ld rounds of each, %.1f s, in ABBA order\n",
+		       a.disk, a.spec_arg[0], a.spec_arg[1], a.rounds, a.round_s);
+		printf("%s: original %s (restored on exit)\n", a.disk, a.orig_text);
+		printf("recording to %s/\n", a.dir);
+		fflush(stdout);
+	}
+	r = run(&a);
+	free(a.orig);
+	free(a.now);
+	if (r)
+		return 1;
+	if (compare_rounds(&a, &v)) {
+		cmp_result_free(v.ab);
+		return 1;
+	}
+	judge(&a, &v);
+	/* the gates were checked against what sched-ab traces; a stage with no data is said */
+	if (cmp_gates_check(&a.gates, v.ab)) {
+		cmp_result_free(v.ab);
+		cmp_result_free(v.aa);
+		return 1;
+	}
+	r = a.json ? print_json(&a, &v) : (print_text(&a, &v), sink_written(fflush(stdout)) > 0);
+	cmp_result_free(v.ab);
+	cmp_result_free(v.aa);
+	return r ? 1 : v.regressed;
+}

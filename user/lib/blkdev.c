@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Is a block device in use (blkdev.h)? */
+#include <dirent.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include "blkdev.h"
+
+/* /sys/class/block/NAME/dev ("253:0") as a dev_t; false when NAME is not a block device. */
+static bool dev_of_name(const char *name, dev_t *dev)
+{
+	char p[PATH_MAX];
+	unsigned int ma, mi;
+	FILE *f;
+	int n;
+
+	snprintf(p, sizeof(p), "/sys/class/block/%s/dev", name);
+	f = fopen(p, "r");
+	if (!f)
+		return false;
+	n = fscanf(f, "%u:%u", &ma, &mi);
+	fclose(f);
+	if (n != 2)
+		return false;
+	*dev = makedev(ma, mi);
+	return true;
+}
+
+const char *blkdev_name(dev_t dev, char *buf, size_t len)
+{
+	char p[64], target[PATH_MAX], *slash;
+	ssize_t n;
+
+	snprintf(p, sizeof(p), "/sys/dev/block/%u:%u", major(dev), minor(dev));
+	n = readlink(p, target, sizeof(target) - 1);
+	if (n <= 0)
+		return NULL;
+	target[n] = '\0';
+	slash = strrchr(target, '/');
+	snprintf(buf, len, "%s", slash ? slash + 1 : target);
+	return buf;
+}
+
+static bool mounted(dev_t dev, char *mnt, size_t len)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	char line[4096], at[1024];
+	unsigned int ma, mi;
+	bool found = false;
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%*d %*d %u:%u %*s %1023s", &ma, &mi, at) == 3 &&
+		    ma == major(dev) && mi == minor(dev)) {
+			snprintf(mnt, len, "%s", at);
+			found = true;
+		}
+	fclose(f);
+	return found;
+}
+
+/* Swap areas do not show in mountinfo. */
+static bool swapping(dev_t dev)
+{
+	FILE *f = fopen("/proc/swaps", "r");
+	char line[4096], name[1024];
+	struct stat st;
+	bool found = false;
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "%1023s", name) == 1 && !stat(name, &st) &&
+			S_ISBLK(st.st_mode) && st.st_rdev == dev;
+	fclose(f);
+	return found;
+}
+
+/* The first entry of /sys/class/block/NAME/holders, or false. */
+static bool held(const char *name, char *holder, size_t len)
+{
+	char p[PATH_MAX];
+	struct dirent *de;
+	bool found = false;
+	DIR *d;
+
+	snprintf(p, sizeof(p), "/sys/class/block/%s/holders", name);
+	if (!(d = opendir(p)))
+		return false;
+	while (!found && (de = readdir(d)))
+		if (de->d_name[0] != '.') {
+			snprintf(holder, len, "%s", de->d_name);
+			found = true;
+		}
+	closedir(d);
+	return found;
+}
+
+/* One device: who = "it" for the device asked about, "partition vda1" for one of its parts. */
+static bool one_in_use(const char *name, const char *who, char *why, size_t len)
+{
+	char what[1024];
+	dev_t dev;
+
+	if (dev_of_name(name, &dev) && mounted(dev, what, sizeof(what))) {
+		snprintf(why, len, "%s is mounted on %s", who, what);
+		return true;
+	}
+	if (dev_of_name(name, &dev) && swapping(dev)) {
+		snprintf(why, len, "%s is an active swap area", who);
+		return true;
+	}
+	if (held(name, what, sizeof(what))) {
+		snprintf(why, len, "%s is in use by %s", who, what);
+		return true;
+	}
+	return false;
+}
+
+/* The partitions of disk NAME are the subdirectories of its sysfs directory with a
+ * "partition" file; fn is called on each until it returns true. */
+static bool each_partition(const char *name, bool (*fn)(const char *part, char *why, size_t len),
+			   char *why, size_t len)
+{
+	char p[PATH_MAX], q[PATH_MAX + 300];
+	struct dirent *de;
+	bool found = false;
+	DIR *d;
+
+	snprintf(p, sizeof(p), "/sys/class/block/%s", name);
+	if (!(d = opendir(p)))
+		return false;
+	while (!found && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(q, sizeof(q), "%s/%s/partition", p, de->d_name);
+		if (!access(q, F_OK))
+			found = fn(de->d_name, why, len);
+	}
+	closedir(d);
+	return found;
+}
+
+static bool part_in_use(const char *part, char *why, size_t len)
+{
+	char who[300];
+
+	snprintf(who, sizeof(who), "partition %s", part);
+	return one_in_use(part, who, why, len);
+}
+
+static bool part_named(const char *part, char *why, size_t len)
+{
+	snprintf(why, len, "it holds partition %s", part);
+	return true;
+}
+
+bool blkdev_in_use(const char *name, char *why, size_t len)
+{
+	return one_in_use(name, "it", why, len) || each_partition(name, part_in_use, why, len);
+}
+
+bool blkdev_has_partitions(const char *name, char *why, size_t len)
+{
+	return each_partition(name, part_named, why, len);
+}

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * A command run beside the tracer (sched-ab's load): in its own process group, so that it and
+ * whatever it starts are stopped together, with a pidfd to notice at once when it ends.
+ */
+#ifndef IOSTRATA_SPAWN_H
+#define IOSTRATA_SPAWN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct child {
+	pid_t pid;		/* also its process group */
+	int pidfd;		/* readable once it has ended; -1 where the kernel has no pidfd */
+	int status;		/* waitpid's, once reaped */
+	bool reaped;
+};
+
+/*
+ * Start argv (argv[0] searched in PATH) with the signals at their defaults, stdin /dev/null,
+ * stdout and stderr to out_fd (-1: ours). 0, or -1 with why: a command that cannot be run
+ * (not found, not executable) is known before this returns.
+ */
+int child_start(char *const argv[], int out_fd, struct child *c, char *why, size_t len);
+/* Has it ended (reaped if so)? */
+bool child_ended(struct child *c);
+/* End it if it runs: SIGTERM to its group, SIGKILL after grace_ms; reaped. Whatever is left
+ * in its group is killed either way. true if it ran. */
+bool child_stop(struct child *c, int grace_ms);
+/* Did it end by itself with status 0? (reaped, not stopped) */
+bool child_ok(const struct child *c);
+/* "exited with status 1", "killed by SIGSEGV" */
+const char *child_status(const struct child *c, char *buf, size_t len);
+
+/* iostrata-load beside this binary (/proc/self/exe), else in PATH; NULL if neither. */
+const char *load_binary(void);
+
+#endif
