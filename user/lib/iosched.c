@@ -227,6 +227,26 @@ static void names(const struct sysfs_val *v, int n, char *buf, size_t len)
 		used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "", v[i].name);
 }
 
+/*
+ * The kernel ignores a write of the active scheduler's name: its instance, tunables and
+ * nr_requests stay as they are. To start sp's scheduler fresh, the disk first goes through
+ * another one it offers (none, unless none is the one wanted). 0, or -errno.
+ */
+static int leave_if_active(const char *disk, const char *name)
+{
+	char list[256], active[IOSCHED_NAME], why[256], *w, *save = NULL;
+
+	if (iosched_offered(disk, list, sizeof(list), active, sizeof(active), why, sizeof(why)) ||
+	    strcmp(active, name))
+		return 0;
+	if (strcmp(name, "none"))
+		return queue_write(disk, "scheduler", "none");
+	for (w = strtok_r(list, " ", &save); w; w = strtok_r(NULL, " ", &save))
+		if (strcmp(w, name))
+			return queue_write(disk, "scheduler", w);
+	return 0;
+}
+
 int iosched_apply(const char *disk, const struct sched_spec *sp, char *why, size_t len)
 {
 	struct sysfs_val *tun = calloc(IOSCHED_VALS, sizeof(*tun));
@@ -237,7 +257,7 @@ int iosched_apply(const char *disk, const struct sched_spec *sp, char *why, size
 		snprintf(why, len, "out of memory");
 		return -1;
 	}
-	if ((n = queue_write(disk, "scheduler", sp->name))) {
+	if ((n = leave_if_active(disk, sp->name)) || (n = queue_write(disk, "scheduler", sp->name))) {
 		snprintf(why, len, "cannot switch %s to %s: %s", disk, sp->name, strerror(-n));
 		goto out;
 	}
