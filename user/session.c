@@ -453,6 +453,23 @@ static void wait_until(struct session *s, uint64_t deadline, int stop_fd)
 	}
 }
 
+/*
+ * The process stop_fd stands for has ended, but requests it queued on the disk traced may still
+ * be in flight (io_uring tears a ring down after its process is gone): wait for the disk to
+ * have none, so that they are in the last interval, for at most SETTLE_NS.
+ */
+#define SETTLE_NS (5ULL * 1000 * 1000 * 1000)
+
+static void disk_settle(const struct session *s)
+{
+	uint64_t end = clock_ns(CLOCK_MONOTONIC) + SETTLE_NS;
+	struct timespec ms = { 0, 1000 * 1000 };
+
+	while (s->cfg.dev && disk_inflight(s->cfg.dev) > 0 && !stopping &&
+	       clock_ns(CLOCK_MONOTONIC) < end)
+		nanosleep(&ms, NULL);
+}
+
 int session_run(struct session *s, const struct run_limits *lim, session_sink sink, void *arg)
 {
 	uint64_t step = (uint64_t)(lim->interval_s * 1e9), next, end = 0;
@@ -467,15 +484,18 @@ int session_run(struct session *s, const struct run_limits *lim, session_sink si
 		end = next + (uint64_t)(lim->duration_s * 1e9);
 	memset(&iv, 0, sizeof(iv));
 	for (;;) {
-		bool final;
+		bool final, ended;
 
 		next += step;
 		if (end && next > end)
 			next = end;
 		wait_until(s, next, lim->stop_fd);
+		ended = stop_fd_ready(lim->stop_fd, 0);
+		if (ended)
+			disk_settle(s);
 		/* the record sink said stop (a closed pipe, an error): this interval is the last */
 		final = stopping || s->req_out || (lim->count && n + 1 >= lim->count) ||
-			(end && next >= end) || stop_fd_ready(lim->stop_fd, 0);
+			(end && next >= end) || ended;
 		if (final) {
 			rc = session_finish(s, &iv);
 		} else {

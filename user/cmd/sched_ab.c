@@ -12,12 +12,14 @@
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include "blkdev.h"
 #include "cli.h"
 #include "cmd.h"
@@ -442,6 +444,47 @@ static void round_meta(struct jw *w, const void *arg)
 	jw_end_obj(w);
 }
 
+/*
+ * The end of a round: the load is told to stop while tracing still runs, and tracing ends when
+ * the load has (its pidfd), so that every request it issued, those in flight when it was told
+ * included, is in the round. SIGTERM to its group at the round's end, SIGKILL a grace later.
+ */
+static volatile sig_atomic_t round_pgid, round_alarms;
+
+static void on_round_end(int sig)
+{
+	struct itimerval grace = { .it_value = { STOP_GRACE_MS / 1000,
+						 STOP_GRACE_MS % 1000 * 1000 } };
+
+	if (round_pgid <= 0)
+		return;
+	kill(-round_pgid, round_alarms++ ? SIGKILL : SIGTERM);
+	if (round_alarms == 1)
+		setitimer(ITIMER_REAL, &grace, NULL);
+}
+
+static void round_timer(pid_t pgid, double secs)
+{
+	struct sigaction sa = { .sa_handler = on_round_end, .sa_flags = SA_RESTART };
+	struct itimerval t = { .it_value = { (time_t)secs,
+					     (suseconds_t)((secs - (time_t)secs) * 1e6) } };
+
+	if (!t.it_value.tv_sec && !t.it_value.tv_usec)
+		t.it_value.tv_usec = 1;
+	round_alarms = 0;
+	round_pgid = pgid;
+	sigaction(SIGALRM, &sa, NULL);
+	setitimer(ITIMER_REAL, &t, NULL);
+}
+
+static void round_timer_off(void)
+{
+	struct itimerval off = { 0 };
+
+	setitimer(ITIMER_REAL, &off, NULL);
+	round_pgid = 0;
+}
+
 /* Run round a->round: 0, or 1 with one line said (the caller restores). */
 static int round_run(struct sab *a)
 {
@@ -453,7 +496,7 @@ static int round_run(struct sab *a)
 	struct session *s = NULL;
 	char path[PATH_MAX + 32], logpath[PATH_MAX + 32], why[1200], st[64];
 	const char *reason;
-	bool stopped;
+	bool early;
 	int logfd;
 
 	why[0] = '\0';
@@ -486,28 +529,33 @@ static int round_run(struct sab *a)
 		return 1;
 	}
 	close(logfd);
+	/* without a pidfd (before Linux 5.3) tracing ends with the round, before the load */
 	a->lim.stop_fd = a->child.pidfd > 0 ? a->child.pidfd : 0;
+	a->lim.duration_s = a->lim.stop_fd ? 0 : a->round_s;
+	round_timer(a->child.pid, a->round_s);
 	err = session_run(s, &a->lim, round_interval, &k);
-	stopped = child_stop(&a->child, STOP_GRACE_MS);
+	round_timer_off();
+	early = !round_alarms && !session_stopping();
+	child_stop(&a->child, STOP_GRACE_MS);
 	session_close(s);	/* detached before anything else is said or done */
 	if (session_stopping())
 		reason = "signal";
 	else if (err)
 		reason = "error";
-	else if (!stopped)
+	else if (early)
 		reason = "load-ended";
 	else
 		reason = "duration";
 	err |= recorder_close(k.rc, reason);
 	if (err || session_stopping())
 		return 1;
-	if (!stopped && !child_ok(&a->child)) {
+	if (early && !child_ok(&a->child)) {
 		log_last_line(logpath, why, sizeof(why));
 		errorf("the load %s in round %d (%c: %s)%s%s", child_status(&a->child, st, sizeof(st)),
 		       a->round + 1, side_name(side), a->spec_arg[side], *why ? ": " : "", why);
 		return 1;
 	}
-	if (!stopped)
+	if (early)
 		warnf("round %d: the load ended by itself after %.1f s: the round is that long",
 		      a->round + 1, a->seconds[a->round]);
 	if (!a->json)
@@ -786,7 +834,6 @@ int cmd_sched_ab(int argc, char **argv)
 	a.cfg.layers = 1u << LAYER_BLOCK;
 	a.cfg.per_op = true;
 	a.lim.interval_s = a.round_s >= 10 ? 1 : a.round_s / 10;
-	a.lim.duration_s = a.round_s;
 	if (!(a.orig = malloc(sizeof(*a.orig)))) {
 		errorf("out of memory");
 		return 1;

@@ -1,0 +1,276 @@
+"""iostrata sched-ab on a loop device: every pair of the four schedulers, the disk put back
+exactly after each, and every exit path (the load failing or missing, SIGINT and SIGTERM in a
+round, bad specs, unknown schedulers and tunables, a disk in use, a bio-based disk) putting it
+back too, with no BPF program left.
+
+The loop device starts from settings no restore-to-defaults would give: kyber with
+read_lat_nsec 3 ms (its default is 2 ms) and nr_requests 100 (a switch resets it). Every
+writable queue attribute and every iosched tunable is compared, not only the scheduler."""
+import json
+import os
+import select
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import IOSTRATA, assert_one_line_error, our_bpf_programs, wait_no_bpf_programs
+
+pytestmark = pytest.mark.root
+
+SCHEDULERS = ["none", "mq-deadline", "kyber:read_lat_nsec=500000",
+              "bfq:low_latency=0,slice_idle=0"]
+PAIRS = [(a, b) for i, a in enumerate(SCHEDULERS) for b in SCHEDULERS[i + 1:]]
+
+
+def sysfs(path, value=None):
+    if value is None:
+        return Path(path).read_text().strip()
+    Path(path).write_text(value)
+
+
+def queue_state(dev):
+    """The scheduler line, every iosched tunable and every writable queue attribute."""
+    q = Path("/sys/block") / os.path.basename(dev) / "queue"
+    state = {"scheduler": sysfs(q / "scheduler")}
+    for f in sorted(q.iterdir()):
+        if f.is_file() and f.name != "scheduler" and os.stat(f).st_mode & 0o200:
+            try:
+                state[f.name] = sysfs(f)
+            except OSError:
+                pass            # write-only
+    if (q / "iosched").is_dir():
+        for f in sorted((q / "iosched").iterdir()):
+            state["iosched/" + f.name] = sysfs(f)
+    return state
+
+
+def reads_completed(dev):
+    return int(sysfs(f"/sys/block/{os.path.basename(dev)}/stat").split()[0])
+
+
+def load_procs(dev):
+    """iostrata-load processes still running on dev."""
+    found = []
+    for p in Path("/proc").iterdir():
+        try:
+            argv = (p / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"iostrata-load") and dev.encode() in argv:
+            found.append(int(p.name))
+    return found
+
+
+@pytest.fixture
+def disk(loopdev):
+    """The loop device, set to kyber, read_lat_nsec 3 ms, nr_requests 100; (dev, that state)."""
+    q = f"/sys/block/{os.path.basename(loopdev)}/queue"
+    sysfs(f"{q}/scheduler", "kyber")
+    sysfs(f"{q}/iosched/read_lat_nsec", "3000000")
+    sysfs(f"{q}/nr_requests", "100")
+    state = queue_state(loopdev)
+    assert "[kyber]" in state["scheduler"] and state["iosched/read_lat_nsec"] == "3000000"
+    assert state["nr_requests"] == "100"
+    assert our_bpf_programs() == [], "iostrata programs loaded before the test started"
+    yield loopdev, state
+    assert wait_no_bpf_programs() == [], "sched-ab left BPF programs loaded"
+    assert load_procs(loopdev) == [], "sched-ab left its load running"
+
+
+def load_args(dev, *extra):
+    return ["--", "--device", dev, "--force", "--rw", "randread", "--qd", "8", "--size", "64m",
+            *extra]
+
+
+def sched_ab(dev, a, b, out, *opts, load=None, rounds=2, secs=1):
+    return subprocess.run([str(IOSTRATA), "sched-ab", "-d", dev, a, b, "--rounds", str(rounds),
+                           "--round-secs", str(secs), "-o", str(out), *opts,
+                           *(load if load is not None else load_args(dev))],
+                          capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
+
+
+def recordings(out):
+    """{round: (meta, interval records, end)} of the recordings sched-ab wrote."""
+    rounds = {}
+    for f in sorted(Path(out).glob("[AB]/round-*.ndjson")):
+        recs = [json.loads(line) for line in f.read_text().splitlines()]
+        meta, end = recs[0], recs[-1]
+        assert meta["type"] == "meta" and end["type"] == "end", f
+        assert f.parent.name == meta["sched_ab"]["side"], f
+        rounds[meta["sched_ab"]["round"]] = (meta, recs[1:-1], end)
+    return rounds
+
+
+@pytest.mark.parametrize("a,b", PAIRS, ids=[f"{a.split(':')[0]}-{b.split(':')[0]}"
+                                              for a, b in PAIRS])
+def test_pair_runs_and_restores(disk, tmp_path, a, b):
+    dev, before = disk
+    name = os.path.basename(dev)
+    reads0 = reads_completed(dev)
+    r = sched_ab(dev, a, b, tmp_path / "out")
+    reads1 = reads_completed(dev)
+    assert r.returncode == 0, r.stderr
+    assert queue_state(dev) == before, "the disk was not put back exactly"
+    out = r.stdout
+    assert f"A = {a}, B = {b}" in out
+    assert "B/A" in out and "VERDICT" in out, out          # the compare table
+    assert "A/A control: A's rounds 1 against 4" in out, out
+    assert "\nverdicts: " in out, out
+    assert f"{name}: original restored: kyber (read_lat_nsec=3000000 " in out, out
+    rounds = recordings(tmp_path / "out")
+    # ABBA, and each round ran under its own scheduler (the meta record reads it in the round)
+    assert [rounds[i][0]["sched_ab"]["side"] for i in sorted(rounds)] == list("ABBA")
+    for meta, ivs, end in rounds.values():
+        spec = meta["sched_ab"]["spec"]
+        assert spec == (a if meta["sched_ab"]["side"] == "A" else b)
+        sched = {d["name"]: d["scheduler"] for d in meta["disks"]}[name]
+        assert sched == spec.split(":")[0], meta["disks"]
+        assert end["reason"] == "duration" and ivs, end
+    # every read the disk completed during the run is in a round: the load is stopped while
+    # tracing runs, and tracing ends once its requests are done
+    traced = sum(t["count"] + t["unmeasured"] for _, _, end in rounds.values()
+                 for t in end["totals"] if t["stage"] == "total")
+    assert traced == reads1 - reads0, (traced, reads1 - reads0)
+
+
+def test_json_and_gate(disk, tmp_path):
+    """-j: one document; --gate: exit 3 exactly when the document says the stage regressed."""
+    dev, before = disk
+    r = sched_ab(dev, "mq-deadline", "none", tmp_path / "out", "-j", "--gate",
+                 "block:total:p99", "--threshold", "10", "--seed", "7")
+    assert queue_state(dev) == before
+    doc = json.loads(r.stdout)
+    assert doc["type"] == "sched_ab" and doc["restored"] is True
+    assert [x["side"] for x in doc["rounds"]] == list("ABBA")
+    assert doc["compare"]["method"]["threshold"] == pytest.approx(0.10)
+    assert doc["compare"]["method"]["seed"] == 7
+    assert doc["aa"]["split"] == "alternate A rounds"
+    assert doc["reliable"] == (doc["aa"]["changes"] <= 0.05 * doc["aa"]["compared"]
+                               and doc["aa"]["compared"] > 0)
+    (gate,) = doc["gates"]
+    assert gate["gate"] == "block:total:p99" and gate["compared"]
+    assert r.returncode == (3 if gate["regressed"] else 0), r.stderr
+
+
+@pytest.mark.parametrize("load,needle", [
+    (["--", "false"], "the load exited with status 1 in round 1 (A: mq-deadline)"),
+    (["--", "no-such-command-iostrata"], "cannot run 'no-such-command-iostrata'"),
+    (["--", "--device", "/dev/no-such-disk", "--force"], "the load exited with status"),
+])
+def test_load_failing_restores(disk, tmp_path, load, needle):
+    dev, before = disk
+    r = sched_ab(dev, "mq-deadline", "none", tmp_path / "out", load=load)
+    assert queue_state(dev) == before
+    line = assert_one_line_error(r, needle, quiet_stdout=False)
+    assert r.returncode == 1, line
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signal_in_a_round_restores(disk, tmp_path, sig):
+    dev, before = disk
+    out = tmp_path / "out"
+    p = subprocess.Popen([str(IOSTRATA), "sched-ab", "-d", dev, "bfq:low_latency=0", "none",
+                          "--rounds", "2", "--round-secs", "30", "-o", str(out),
+                          *load_args(dev)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, stdin=subprocess.DEVNULL)
+    # mid-round: the first round's recording holds an interval, its load is running
+    first = out / "A" / "round-01.ndjson"
+    deadline = time.monotonic() + 60
+    while not (first.exists() and first.read_text().count('"type":"interval"') >= 1
+               and load_procs(dev)):
+        assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+        select.select([], [], [], 0.05)
+    assert "[bfq]" in sysfs(f"/sys/block/{os.path.basename(dev)}/queue/scheduler")
+    p.send_signal(sig)
+    stdout, stderr = p.communicate(timeout=60)
+    assert p.returncode == 1, stderr
+    lines = stderr.splitlines()
+    assert len(lines) == 1, stderr
+    assert f"stopped by {sig.name} in round 1 of 4" in lines[0], lines[0]
+    assert "restored to kyber (read_lat_nsec=3000000" in lines[0], lines[0]
+    assert queue_state(dev) == before
+    (meta, _, end), = recordings(out).values()
+    assert end["reason"] == "signal"
+
+
+@pytest.mark.parametrize("a,b,needle,rc", [
+    ("bfq:low_latency", "none", "bad tunable 'low_latency' in scheduler spec", 2),
+    ("Bad!", "none", "bad scheduler spec 'Bad!'", 2),
+    ("none:x=1", "bfq", "none has no tunables", 2),
+    ("fifo", "none", "offers no scheduler 'fifo'", 1),
+    ("bfq:no_such=1", "none", "bfq has no tunable 'no_such' (its tunables: ", 1),
+    ("none", "kyber:read_lat_nsec=abc", "kyber's read_lat_nsec does not take 'abc'", 1),
+])
+def test_bad_spec_is_one_line_and_restores(disk, tmp_path, a, b, needle, rc):
+    """Refused before anything runs: no directory made, the disk as it was (a bad tunable is
+    found by switching to its scheduler: that is put back too)."""
+    dev, before = disk
+    r = sched_ab(dev, a, b, tmp_path / "out")
+    assert r.returncode == rc
+    assert_one_line_error(r, needle)
+    assert queue_state(dev) == before
+    assert not (tmp_path / "out").exists()
+
+
+def test_unknown_scheduler_says_how_to_load_it(disk, tmp_path):
+    r = sched_ab(disk[0], "noop", "none", tmp_path / "out")
+    assert_one_line_error(r, "offers no scheduler 'noop'", "modprobe noop-iosched")
+
+
+def test_mounted_disk_is_refused(loopdev, tmp_path):
+    """A loop device holding a mounted filesystem: refused and untouched, unless
+    --allow-mounted (whose run is not made here: that is the user's call)."""
+    subprocess.run(["mkfs.ext4", "-q", "-F", loopdev], check=True, capture_output=True)
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    subprocess.run(["mount", loopdev, str(mnt)], check=True)
+    try:
+        before = queue_state(loopdev)
+        r = sched_ab(loopdev, "mq-deadline", "none", tmp_path / "out", load=["--", "true"])
+        line = assert_one_line_error(r, f"refusing {os.path.basename(loopdev)}: it is mounted "
+                                     f"on {mnt}", "--allow-mounted")
+        assert r.returncode == 1, line
+        assert queue_state(loopdev) == before
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+
+
+def test_root_disk_is_refused(tmp_path):
+    root = os.stat("/").st_dev
+    disk = Path(f"/sys/dev/block/{os.major(root)}:{os.minor(root)}").resolve()
+    if (disk / "partition").exists():
+        disk = disk.parent
+    if not (disk / "queue" / "scheduler").exists():
+        pytest.skip(f"the root filesystem's disk {disk.name} has no scheduler")
+    before = queue_state(disk.name)
+    r = sched_ab(disk.name, "mq-deadline", "none", tmp_path / "out", load=["--", "true"])
+    assert_one_line_error(r, f"refusing {disk.name}: ", "mounted on /")
+    assert queue_state(disk.name) == before
+
+
+def test_bio_based_disk_is_refused(tmp_path):
+    zram = sorted(Path("/sys/block").glob("zram*"))
+    if not zram:
+        pytest.skip("no zram device here (bio-based, without a scheduler)")
+    r = sched_ab(zram[0].name, "mq-deadline", "none", tmp_path / "out", load=["--", "true"])
+    assert_one_line_error(r, f"{zram[0].name} is not a blk-mq disk")
+
+
+def test_usage_errors(tmp_path):
+    for args, needle in [
+        (["-d", "loop0", "none", "bfq"], "no LOAD"),
+        (["-d", "loop0", "none", "--", "true"], "expected two scheduler specs"),
+        (["none", "bfq", "--", "true"], "no disk"),
+        (["-d", "loop0", "none", "bfq", "--rounds", "0", "--", "true"], "bad --rounds '0'"),
+        (["-d", "loop0", "none", "bfq", "--gate", "block:total", "--", "true"], "bad --gate"),
+        (["-d", "loop0", "none", "bfq", "--gate", "nope:total:p99", "--", "true"],
+         "no layer 'nope'"),
+        (["-d", "loop0", "none", "bfq", "--threshold", "x", "--", "true"], "bad --threshold"),
+    ]:
+        r = subprocess.run([str(IOSTRATA), "sched-ab", *args], capture_output=True, text=True,
+                           timeout=30)
+        assert r.returncode == 2, (args, r)
+        assert_one_line_error(r, needle)
