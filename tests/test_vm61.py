@@ -162,13 +162,13 @@ def known_latency(name, v, set_ns):
 
 
 def sched_ab(out):
-    """sched-ab on a disk that serves one command at a time in 1 ms (scsi_debug, queue_depth 1),
+    """sched-ab on a disk that serves one command at a time in 2 ms (scsi_debug, queue_depth 1),
     a reader (qd 1) beside eight writers (docs/vm-scheduler-scenario.md). none serves the nine in
     arrival order: a read waits for the eight writes ahead of it, 9 cycles of the disk.
     mq-deadline with fifo_batch=1 dispatches a waiting read next: it waits for the write on the
     disk, then its own, 2 cycles; the writes get what the reader leaves, about every other
     command. mq-deadline's default fifo_batch (16) lets a read wait for up to 16 writes of a
-    sector-ordered batch. The disk's own 1 ms does not depend on the scheduler."""
+    sector-ordered batch. The disk's own 2 ms does not depend on the scheduler."""
     docs = [json.loads(line) for line in out.splitlines() if line.startswith('{"type":"sched_ab"')]
     states = [line.split(" ", 2)[2] for line in out.splitlines() if line.startswith("SCHED ")]
     assert [d["a"] for d in docs] == ["none", "mq-deadline"], out[-2000:]
@@ -180,7 +180,7 @@ def sched_ab(out):
         assert [r["side"] for r in d["rounds"]] == ["A", "B", "B", "A"], d["rounds"]
         assert all(r["requests"] > 0 for r in d["rounds"]), d["rounds"]
         # the A/A control (A's rounds 1 against 4) called no more changes than alpha allows
-        assert d["reliable"] and d["aa"]["compared"] >= 10, (d["aa"], d.get("reason"))
+        assert d["reliable"] and d["aa"]["compared"] >= 6, (d["aa"], d.get("reason"), d["rounds"])
         cell = {(r["stage"], r["labels"], q["q"]): q
                 for r in d["compare"]["rows"] for q in r["quantiles"]}
         for q in ("p50", "p90"):

@@ -5,7 +5,7 @@
 # 100 us of guest time. Without it, TCG's emulated timers fire 70-100 us late, and a known
 # latency of 100 us could not be told from the emulator's own delay. Boots a busybox initramfs holding bin/iostrata, bin/iostrata-load, configfs,
 # null_blk (2 ms and 100 us timer completion), dm-mod and dm-delay, and scsi_debug (a disk
-# serving one command at a time, in 1 ms, for sched-ab), prints what the tools print there, and
+# serving one command at a time, in 2 ms, for sched-ab), prints what the tools print there, and
 # exits non-zero when a marker is missing; tests/test_vm61.py checks the figures.
 # Downloads are cached in $CACHE.
 set -euo pipefail
@@ -110,12 +110,12 @@ grep -v "^iostrata: " /tmp/n.err; cat /tmp/n.json
 echo "=== PROBE"; /iostrata-load --engine io_uring --op timeout --latency 1ms --ios 50 | grep timeout
 echo "=== FAIL"; /iostrata -l block --fail-probe block_rq_complete --duration 1; echo "FAIL rc=$?"
 echo "=== SCHED-AB"
-# a disk that serves one command at a time, each in 1 ms (scsi_debug, queue_depth 1: the
+# a disk that serves one command at a time, each in 2 ms (scsi_debug, queue_depth 1: the
 # scheduler, not the device, holds what waits), a reader beside eight writers: none serves
 # them in arrival order, mq-deadline with fifo_batch=1 serves a waiting read next
 # (docs/vm-scheduler-scenario.md predicts the figures)
 for m in scsi_common scsi_mod sd_mod; do insmod /mod/$m.ko; done
-insmod /mod/scsi_debug.ko ndelay=1000000 dev_size_mb=16
+insmod /mod/scsi_debug.ko ndelay=2000000 dev_size_mb=16
 until [ -e /sys/block/sda ]; do sleep 0.1; done
 q=/sys/block/sda/queue
 echo 1 > /sys/block/sda/device/queue_depth
@@ -126,10 +126,13 @@ sched() { echo "SCHED $1 $(cat $q/scheduler) nr_requests=$(cat $q/nr_requests)" 
 sched before
 L="/iostrata-load --device /dev/sda --force --engine psync --size 16m"
 LOAD="$L --rw randwrite --jobs 8 >/dev/null & $L --rw randread >/dev/null; wait"
-# the scenario, then the tunable alone: mq-deadline's default fifo_batch (16) against 1
+# the scenario, then the tunable alone: mq-deadline's default fifo_batch (16) against 1.
+# --threshold 10: a round's cycle (2 ms + the CPU's share) drifts a few percent from round to
+# round here, -icount shift=auto following the host's load; 2-second rounds keep the writes'
+# p99 (TCG's scheduling hiccups) out of the A/A halves
 for a in none mq-deadline; do
-	/iostrata sched-ab -d sda $a mq-deadline:fifo_batch=1 --rounds 2 --round-secs 3 \
-		-o /tmp/ab-$a -j -- sh -c "$LOAD"
+	/iostrata sched-ab -d sda $a mq-deadline:fifo_batch=1 --rounds 2 --round-secs 2 \
+		--threshold 10 -o /tmp/ab-$a -j -- sh -c "$LOAD"
 	echo "SCHED-AB rc=$?"
 	sched after
 done
