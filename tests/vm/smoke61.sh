@@ -116,7 +116,8 @@ echo "=== SCHED-AB"
 # (docs/vm-scheduler-scenario.md predicts the figures)
 for m in scsi_common scsi_mod sd_mod; do insmod /mod/$m.ko; done
 insmod /mod/scsi_debug.ko ndelay=2000000 dev_size_mb=16
-until [ -e /sys/block/sda ]; do sleep 0.1; done
+# sd attaches the disk asynchronously; 10 s without it and sched-ab says what is missing
+n=0; until [ -e /sys/block/sda ] || [ $n = 100 ]; do sleep 0.1; n=$((n + 1)); done
 q=/sys/block/sda/queue
 echo 1 > /sys/block/sda/device/queue_depth
 # an original that is no scheduler's default, which sched-ab must put back
