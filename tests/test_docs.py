@@ -517,13 +517,14 @@ UNTIL_STOPPED = {"serve", "snoop"}
 def rewrite_iostrata(args, takes, subs, pid, disk, tmpdir="/scratch"):
     """Examples made short and runnable here, every option kept: placeholder pids, disks and
     cgroups replaced, --duration capped at 1 s; in trace mode (and record) INTERVAL COUNT
-    shortened, and --duration 1 added where the example would run until Ctrl-C. Files record
-    and report write (-o, --svg) go to a scratch directory; serve, which runs until SIGTERM, gets
+    shortened, and --duration 1 added where the example would run until Ctrl-C. Files record,
+    report and compare write (-o, --svg, --html) go to a scratch directory, recordings that
+    report and compare read but nobody made are the sample's; serve, which runs until SIGTERM, gets
     --duration 1 too. Other subcommands (features, calibrate, ...) end by themselves: only their
     options are rewritten."""
     sub = args[:1] if args and args[0] in subs else []
     traces = not sub or sub == ["record"]
-    writes = sub in (["record"], ["report"])
+    writes = sub in (["record"], ["report"], ["compare"])
     parts, positional, duration = [], [], False
     for opt, val, pos in split_options(args[len(sub):], takes):
         if pos:
@@ -539,10 +540,10 @@ def rewrite_iostrata(args, takes, subs, pid, disk, tmpdir="/scratch"):
         elif opt == "--duration":
             duration = True
             val = num(min(float(val), 1.0))
-        elif writes and opt in ("-o", "--output", "--svg"):
+        elif writes and opt in ("-o", "--output", "--svg", "--html"):
             val = str(Path(tmpdir) / os.path.basename(val))
         parts.append((opt, val, False))
-    if sub == ["report"]:   # a recording the example names but nobody made: the sample's
+    if sub in (["report"], ["compare"]):   # recordings the example names but nobody made:
         positional = [p if (ROOT / p).exists() else str(SAMPLE) for p in positional]
     if traces:
         if len(positional) >= 2:            # INTERVAL COUNT: a few short intervals
@@ -553,6 +554,32 @@ def rewrite_iostrata(args, takes, subs, pid, disk, tmpdir="/scratch"):
     elif sub[0] in UNTIL_STOPPED and not duration:
         parts.append(("--duration", "1", False))
     return sub + join_options(parts) + positional
+
+
+def rewrite_sched_ab(args, takes, tmpdir, device):
+    """sched-ab examples: on a loop device (-d and the load's --device), 2 rounds of 1 s each,
+    the rounds recorded in the scratch directory, never in the working tree."""
+    cut = args.index("--") if "--" in args else len(args)
+    parts, have = [], set()
+    for opt, val, pos in split_options(args[:cut], takes):
+        if opt in ("-d", "--disk"):
+            val = os.path.basename(device())
+        elif opt == "--rounds":
+            val = str(min(int(val), 2))
+        elif opt == "--round-secs":
+            val = num(min(float(val), 1.0))
+        elif opt in ("-o", "--output"):
+            val = str(Path(tmpdir) / os.path.basename(val.rstrip("/")))
+        have.add(opt)
+        parts.append((opt, val, pos))
+    for opt, val in (("--rounds", "2"), ("--round-secs", "1")):
+        if opt not in have:
+            parts.append((opt, val, False))
+    if not have & {"-o", "--output"}:
+        parts.append(("-o", str(Path(tmpdir) / "sched-ab"), False))
+    load = args[cut + 1:]
+    load = [device() if i and load[i - 1] == "--device" else a for i, a in enumerate(load)]
+    return ["sched-ab"] + join_options(parts) + ["--"] + load
 
 
 def rewrite_load(args, takes, tmpdir, device):
@@ -604,7 +631,10 @@ def test_example_runs(source, lineno, cmd, takes_argument, request):
     prog = PROGRAMS.get(argv[0])
     assert prog, f"{source}:{lineno}: {cmd!r}: unknown program {argv[0]!r}"
     with tempfile.TemporaryDirectory(prefix="iostrata-docs.", dir="/var/tmp") as tmp:
-        if prog == IOSTRATA:
+        if prog == IOSTRATA and argv[1:2] == ["sched-ab"]:
+            args = rewrite_sched_ab(argv[2:], takes_argument["iostrata"], tmp,
+                                    lambda: request.getfixturevalue("loopdev"))
+        elif prog == IOSTRATA:
             subs = subcommands(run_help(IOSTRATA), "iostrata")
             args = rewrite_iostrata(argv[1:], takes_argument["iostrata"], subs, pid,
                                     first_disk(), tmp)
@@ -637,8 +667,8 @@ def test_examples_found():
 def test_example_rewriting():
     takes = {"-d", "--disk", "-p", "--pid", "-c", "--cgroup", "-l", "--layers", "--duration",
              "--comm", "--inflight"}
-    subs = ["features", "calibrate", "serve", "record", "report"]
-    takes |= {"-o", "--output", "--svg", "--top"}
+    subs = ["features", "calibrate", "serve", "record", "report", "compare"]
+    takes |= {"-o", "--output", "--svg", "--top", "--gate", "--html", "--aa"}
     rw = lambda c: rewrite_iostrata(command_line(c, 42)[1:], takes, subs, 42, "vda")
     assert rw("bin/iostrata") == ["--duration", "1"]
     assert rw("bin/iostrata -D -F 5 3    # per disk") == ["-D", "-F", "0.5", "2"]
@@ -660,6 +690,19 @@ def test_example_rewriting():
     assert rw("bin/iostrata report run.ndjson.gz -o r.html --svg panels --top 8") == \
         ["report", "-o", "/scratch/r.html", "--svg", "/scratch/panels", "--top", "8",
          str(SAMPLE)]
+    sab = lambda c: rewrite_sched_ab(command_line(c, 42)[2:], takes | {"--rounds", "--round-secs"},
+                                     "/scratch", lambda: "/dev/loop9")
+    assert sab("bin/iostrata sched-ab -d sdb mq-deadline none -- --device /dev/sdb --force") == \
+        ["sched-ab", "-d", "loop9", "mq-deadline", "none", "--rounds", "2", "--round-secs", "1",
+         "-o", "/scratch/sched-ab", "--", "--device", "/dev/loop9", "--force"]
+    assert sab("iostrata sched-ab -d sdb a b --rounds 8 --round-secs=30 -o ab/ -- fio j.fio") == \
+        ["sched-ab", "-d", "loop9", "a", "b", "--rounds", "2", "--round-secs", "1", "-o",
+         "/scratch/ab", "--", "fio", "j.fio"]
+    assert rw("iostrata compare a.ndjson.gz b/ --gate block:device:p99 --html c.html") == \
+        ["compare", "--gate", "block:device:p99", "--html", "/scratch/c.html", str(SAMPLE),
+         str(SAMPLE)]
+    assert rw("iostrata compare run.ndjson.gz --aa 200") == ["compare", "--aa", "200",
+                                                             str(SAMPLE)]
     ltakes = {"--engine", "--runtime", "--ios", "--file", "--latency", "--op", "--qd", "--rw"}
     rl = lambda c: rewrite_load(command_line(c, 42)[1:], ltakes, "/scratch", lambda: "/dev/loop9")
     assert rl("bin/iostrata-load --engine io_uring # 10 s") == \

@@ -24,6 +24,9 @@ pytestmark = pytest.mark.root
 SCHEDULERS = ["none", "mq-deadline", "kyber:read_lat_nsec=500000",
               "bfq:low_latency=0,slice_idle=0"]
 PAIRS = [(a, b) for i, a in enumerate(SCHEDULERS) for b in SCHEDULERS[i + 1:]]
+# one scheduler, two settings: each round must start it afresh (a write of the active
+# scheduler's name is ignored by the kernel, tunables and all)
+PAIRS.append(("mq-deadline", "mq-deadline:fifo_batch=1"))
 
 
 def sysfs(path, value=None):
@@ -69,6 +72,8 @@ def load_procs(dev):
 def disk(loopdev):
     """The loop device, set to kyber, read_lat_nsec 3 ms, nr_requests 100; (dev, that state)."""
     q = f"/sys/block/{os.path.basename(loopdev)}/queue"
+    # a loop device keeps its queue settings when detached: the next user gets them back
+    was = sysfs(f"{q}/scheduler").split("[")[1].split("]")[0], sysfs(f"{q}/nr_requests")
     sysfs(f"{q}/scheduler", "kyber")
     sysfs(f"{q}/iosched/read_lat_nsec", "3000000")
     sysfs(f"{q}/nr_requests", "100")
@@ -77,6 +82,8 @@ def disk(loopdev):
     assert state["nr_requests"] == "100"
     assert our_bpf_programs() == [], "iostrata programs loaded before the test started"
     yield loopdev, state
+    sysfs(f"{q}/scheduler", was[0])
+    sysfs(f"{q}/nr_requests", was[1])
     assert wait_no_bpf_programs() == [], "sched-ab left BPF programs loaded"
     assert load_procs(loopdev) == [], "sched-ab left its load running"
 
@@ -105,8 +112,7 @@ def recordings(out):
     return rounds
 
 
-@pytest.mark.parametrize("a,b", PAIRS, ids=[f"{a.split(':')[0]}-{b.split(':')[0]}"
-                                              for a, b in PAIRS])
+@pytest.mark.parametrize("a,b", PAIRS, ids=[f"{a}-{b}".replace(":", "+") for a, b in PAIRS])
 def test_pair_runs_and_restores(disk, tmp_path, a, b):
     dev, before = disk
     name = os.path.basename(dev)
@@ -114,6 +120,7 @@ def test_pair_runs_and_restores(disk, tmp_path, a, b):
     r = sched_ab(dev, a, b, tmp_path / "out")
     reads1 = reads_completed(dev)
     assert r.returncode == 0, r.stderr
+    assert "requests traced" not in r.stderr, r.stderr     # each round against the disk's stat
     assert queue_state(dev) == before, "the disk was not put back exactly"
     out = r.stdout
     assert f"A = {a}, B = {b}" in out
@@ -128,12 +135,20 @@ def test_pair_runs_and_restores(disk, tmp_path, a, b):
         spec = meta["sched_ab"]["spec"]
         assert spec == (a if meta["sched_ab"]["side"] == "A" else b)
         sched = {d["name"]: d["scheduler"] for d in meta["disks"]}[name]
-        assert sched == spec.split(":")[0], meta["disks"]
+        assert sched == spec.split(":")[0] == meta["sched_ab"]["scheduler"], meta["disks"]
+        tunables = meta["sched_ab"]["tunables"]
+        for kv in spec.partition(":")[2].split(",") if ":" in spec else []:
+            k, v = kv.split("=")
+            assert tunables[k] == v, (spec, tunables)
+        if spec == "mq-deadline":
+            assert tunables["fifo_batch"] == "16", tunables        # its default
         assert end["reason"] == "duration" and ivs, end
     # every read the disk completed during the run is in a round: the load is stopped while
     # tracing runs, and tracing ends once its requests are done
+    # (complete_unseen: completed while no program could run, docs/trust.md)
     traced = sum(t["count"] + t["unmeasured"] for _, _, end in rounds.values()
                  for t in end["totals"] if t["stage"] == "total")
+    traced += sum(end["drops"].get("complete_unseen", 0) for _, _, end in rounds.values())
     assert traced == reads1 - reads0, (traced, reads1 - reads0)
 
 
@@ -162,13 +177,15 @@ def test_json_and_gate(disk, tmp_path):
     doc = json.loads(r.stdout)
     assert doc["type"] == "sched_ab" and doc["restored"] is True
     assert [x["side"] for x in doc["rounds"]] == list("ABBA")
+    for x in doc["rounds"]:
+        assert x["requests"] == x["disk_completed"] > 0, x
     assert doc["compare"]["method"]["threshold"] == pytest.approx(0.10)
     assert doc["compare"]["method"]["seed"] == 7
     assert doc["aa"]["split"] == "alternate A rounds"
     assert doc["reliable"] == (doc["aa"]["changes"] <= 0.05 * doc["aa"]["compared"]
                                and doc["aa"]["compared"] > 0)
     (gate,) = doc["gates"]
-    assert gate["gate"] == "block:total:p99" and gate["compared"]
+    assert (gate["layer"], gate["stage"], gate["q"]) == ("block", "total", "p99")
     assert r.returncode == (3 if gate["regressed"] else 0), r.stderr
 
 
@@ -284,7 +301,9 @@ def test_usage_errors(tmp_path):
         (["-d", "loop0", "none", "bfq", "--rounds", "0", "--", "true"], "bad --rounds '0'"),
         (["-d", "loop0", "none", "bfq", "--gate", "block:total", "--", "true"], "bad --gate"),
         (["-d", "loop0", "none", "bfq", "--gate", "nope:total:p99", "--", "true"],
-         "no layer 'nope'"),
+         "sched-ab traces the block layer"),
+        (["-d", "loop0", "none", "bfq", "--gate", "block:nosuch:p99", "--", "true"],
+         "whose stages are wait, device and total"),
         (["-d", "loop0", "none", "bfq", "--threshold", "x", "--", "true"], "bad --threshold"),
     ]:
         r = subprocess.run([str(IOSTRATA), "sched-ab", *args], capture_output=True, text=True,

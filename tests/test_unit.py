@@ -1,4 +1,5 @@
-"""Unit tests of the shared bucket scheme and percentile rule (no root): tests/unit/test_hist.c."""
+"""Unit tests (no root): the shared bucket scheme and percentile rule (tests/unit/test_hist.c);
+compare's statistics pieces and its quantile estimator's measured error (tests/unit/test_stats.c)."""
 import subprocess
 
 from conftest import ROOT
@@ -15,3 +16,19 @@ def test_bucket_scheme_and_percentiles():
     sweep = next(l for l in r.stdout.splitlines() if l.startswith("bucket sweep"))
     worst = float(sweep.split("relative error ")[1].split("%")[0])
     assert 0 < worst <= 3.2, sweep
+
+
+def test_stats_and_the_quantile_estimator():
+    r = subprocess.run([str(ROOT / "bin" / "test_stats")], capture_output=True, text=True)
+    print(r.stdout)
+    assert r.returncode == 0, r.stdout
+    last = r.stdout.strip().splitlines()[-1]
+    passed, failed = (int(x.split()[0]) for x in last.split(", "))
+    assert failed == 0 and passed >= 15, last
+    # the estimator's measured worst error on every distribution: within one bucket width,
+    # and on smooth ones no worse than the midpoint rule's bound (3.125 %)
+    lines = [l for l in r.stdout.splitlines() if l.startswith("estimator ")]
+    assert len(lines) == 5, r.stdout
+    for l in lines:
+        worst = float(l.split("interpolated: worst ")[1].split("%")[0])
+        assert worst <= 3.125, l

@@ -17,6 +17,7 @@ static const struct {
 	{ "serve", cmd_serve },
 	{ "record", cmd_record },
 	{ "report", cmd_report },
+	{ "compare", cmd_compare },
 	{ "sched-ab", cmd_sched_ab },
 };
 

@@ -455,19 +455,30 @@ static void wait_until(struct session *s, uint64_t deadline, int stop_fd)
 
 /*
  * The process stop_fd stands for has ended, but requests it queued on the disk traced may still
- * be in flight (io_uring tears a ring down after its process is gone): wait for the disk to
- * have none, so that they are in the last interval, for at most SETTLE_NS.
+ * be in flight (io_uring tears a ring down after its process is gone) or held by the scheduler,
+ * which inflight does not count: wait until the disk has none in flight and has completed none
+ * for QUIET_NS (longer than a scheduler idles for a queue: bfq's slice_idle is 8 ms), so that
+ * they are in the last interval; for at most SETTLE_NS.
  */
+#define QUIET_NS (100ULL * 1000 * 1000)
 #define SETTLE_NS (5ULL * 1000 * 1000 * 1000)
 
 static void disk_settle(const struct session *s)
 {
-	uint64_t end = clock_ns(CLOCK_MONOTONIC) + SETTLE_NS;
+	uint64_t now = clock_ns(CLOCK_MONOTONIC), end = now + SETTLE_NS, since = now;
 	struct timespec ms = { 0, 1000 * 1000 };
+	int64_t done = disk_completed(s->cfg.dev), d;
 
-	while (s->cfg.dev && disk_inflight(s->cfg.dev) > 0 && !stopping &&
-	       clock_ns(CLOCK_MONOTONIC) < end)
+	while (s->cfg.dev && !stopping && (now = clock_ns(CLOCK_MONOTONIC)) < end) {
+		d = disk_completed(s->cfg.dev);
+		if (d != done || disk_inflight(s->cfg.dev) > 0) {
+			done = d;
+			since = now;
+		} else if (now - since >= QUIET_NS) {
+			break;
+		}
 		nanosleep(&ms, NULL);
+	}
 }
 
 int session_run(struct session *s, const struct run_limits *lim, session_sink sink, void *arg)

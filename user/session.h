@@ -61,7 +61,7 @@ struct run_limits {
 	long count;		/* intervals, 0 = unlimited */
 	double duration_s;	/* 0 = unlimited */
 	int stop_fd;		/* > 0: also end once it is readable (a pidfd: the process ended),
-				 * after the disk cfg->dev names has no request in flight */
+				 * after the disk cfg->dev names has gone quiet */
 };
 
 /* Receives each interval; 0 to go on, -1 to stop (a closed pipe: quietly), 1 on error. */

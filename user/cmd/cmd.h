@@ -18,6 +18,7 @@ int cmd_calibrate(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
 int cmd_sched_ab(int argc, char **argv);
 
 /* Root, or the capabilities loading and attaching tracing programs takes. */

@@ -22,6 +22,7 @@
 #include <sys/time.h>
 #include "blkdev.h"
 #include "cli.h"
+#include "cmp_opts.h"
 #include "cmd.h"
 #include "compare.h"
 #include "iosched.h"
@@ -33,15 +34,8 @@
 #include "trace_opts.h"
 
 #define MAX_ROUNDS	100	/* per side */
-#define MAX_GATES	16
 #define DRAIN_WAIT_S	10	/* for the queue to empty before a round */
 #define STOP_GRACE_MS	2000	/* between SIGTERM and SIGKILL to the load */
-
-struct gate {
-	const char *text;
-	char layer[32], stage[32];
-	int qi;
-};
 
 struct sab {
 	/* the command line */
@@ -52,8 +46,7 @@ struct sab {
 	bool force, allow_mounted, json;
 	int verbose;
 	struct cmp_opts co;
-	struct gate gates[MAX_GATES];
-	int ngates;
+	struct cmp_gates gates;
 	char **load;		/* LOAD's argv, NULL-terminated */
 	int argc;
 	char **argv;
@@ -63,10 +56,12 @@ struct sab {
 	struct run_limits lim;
 	char dir[PATH_MAX];
 	struct iosched_state *orig;
+	struct iosched_state *now;	/* as the round's spec left it */
 	char orig_text[1024];
 	struct child child;
 	int round;		/* the one running, from 0 */
-	uint64_t requests[2 * MAX_ROUNDS];
+	uint64_t requests[2 * MAX_ROUNDS];	/* seen: block total, measured or not */
+	int64_t completed[2 * MAX_ROUNDS];	/* the disk's own count over the round, -1 unknown */
 	double seconds[2 * MAX_ROUNDS];
 };
 
@@ -105,17 +100,15 @@ static const char usage_text[] =
 "\n"
 "Exit status: 0, 3 when a --gate regressed, 1 on an error or a signal.\n"
 "\n"
-"Examples:\n"
-"  iostrata sched-ab -d nvme0n1 mq-deadline none -- --device /dev/nvme0n1 \\\n"
-"      --force --rw randread    does none help 4 KiB random reads?\n";
+"Example: is none faster than mq-deadline for 4 KiB random reads on sdb?\n"
+"  iostrata sched-ab -d sdb mq-deadline none -- --device /dev/sdb --force --rw randread\n";
 
 static void usage(FILE *f)
 {
 	fputs(usage_text, f);
 }
 
-enum { OPT_ROUNDS = 256, OPT_ROUND_SECS, OPT_FORCE, OPT_ALLOW_MOUNTED, OPT_THRESHOLD, OPT_SEED,
-       OPT_GATE };
+enum { OPT_ROUNDS = COPT_NEXT, OPT_ROUND_SECS, OPT_FORCE, OPT_ALLOW_MOUNTED };
 
 static const struct option long_opts[] = {
 	{ "disk", required_argument, NULL, 'd' },
@@ -124,9 +117,7 @@ static const struct option long_opts[] = {
 	{ "output", required_argument, NULL, 'o' },
 	{ "force", no_argument, NULL, OPT_FORCE },
 	{ "allow-mounted", no_argument, NULL, OPT_ALLOW_MOUNTED },
-	{ "threshold", required_argument, NULL, OPT_THRESHOLD },
-	{ "seed", required_argument, NULL, OPT_SEED },
-	{ "gate", required_argument, NULL, OPT_GATE },
+	CMP_OPTS_LONG,
 	{ "json", no_argument, NULL, 'j' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -134,42 +125,26 @@ static const struct option long_opts[] = {
 	{ 0 },
 };
 
-/* "5", "5%", "2.5": percent, as a fraction. */
-static int parse_threshold(const char *s, double *out)
+/*
+ * Gates are checked before the rounds run: sched-ab traces the block layer, so a gate names
+ * one of its stages. 0, or -1 said.
+ */
+static int gates_traced(const struct cmp_gates *g)
 {
-	char *end;
-	double v;
+	const struct layer *l;
+	int i, id, st;
 
-	errno = 0;
-	v = strtod(s, &end);
-	if (*end == '%')
-		end++;
-	if (errno || end == s || *end || !isfinite(v) || v < 0 || v >= 100) {
-		errorf("bad --threshold '%s': expected a percentage from 0 to 100 (5, 2.5%%)", s);
-		return -1;
-	}
-	*out = v / 100;
-	return 0;
-}
-
-/* "layer:stage:quantile", the quantile one compare reports (p50, p90, p99, p99.9). */
-static int parse_gate(const char *s, struct gate *g)
-{
-	const char *c1 = strchr(s, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-	int id;
-
-	g->text = s;
-	if (!c2 || c1 == s || c2 == c1 + 1 || (size_t)(c1 - s) >= sizeof(g->layer) ||
-	    (size_t)(c2 - c1 - 1) >= sizeof(g->stage) || (g->qi = cmp_q_index(c2 + 1)) < 0) {
-		errorf("bad --gate '%s': expected LAYER:STAGE:QUANTILE, e.g. block:total:p99 "
-		       "(quantiles p50, p90, p99, p99.9)", s);
-		return -1;
-	}
-	memcpy(g->layer, s, (size_t)(c1 - s));
-	memcpy(g->stage, c1 + 1, (size_t)(c2 - c1 - 1));
-	if (!layer_by_name(g->layer, &id)) {
-		errorf("bad --gate '%s': no layer '%s'", s, g->layer);
-		return -1;
+	for (i = 0; i < g->n; i++) {
+		l = layer_by_name(g->g[i].layer, &id);
+		for (st = 0; l && id == LAYER_BLOCK && st < l->nstages; st++)
+			if (l->stages[st].name && !strcmp(l->stages[st].name, g->g[i].stage))
+				break;
+		if (!l || id != LAYER_BLOCK || st == l->nstages) {
+			errorf("--gate %s:%s:%s: sched-ab traces the block layer, whose stages are "
+			       "wait, device and total", g->g[i].layer, g->g[i].stage,
+			       cmp_q_name[g->g[i].q]);
+			return -1;
+		}
 	}
 	return 0;
 }
@@ -179,7 +154,6 @@ static int parse_args(int argc, char **argv, struct sab *a)
 {
 	char why[512], msg[256];
 	int o, i, dashdash = -1;
-	long v;
 
 	/* LOAD starts after "--": getopt must not read its options as ours */
 	for (i = 1; i < argc; i++)
@@ -192,6 +166,11 @@ static int parse_args(int argc, char **argv, struct sab *a)
 	opterr = 0;
 	optind = 1;
 	while ((o = getopt_long(dashdash, argv, ":d:o:jvhV", long_opts, NULL)) != -1) {
+		i = cmp_opt(&a->co, &a->gates, o, optarg);	/* --threshold, --gate, --seed */
+		if (i < 0)
+			return -1;
+		if (i)
+			continue;
 		switch (o) {
 		case 'd': a->disk_arg = optarg; break;
 		case 'o': a->dir_arg = optarg; break;
@@ -205,23 +184,6 @@ static int parse_args(int argc, char **argv, struct sab *a)
 			break;
 		case OPT_ROUND_SECS:
 			if (parse_seconds("--round-secs", optarg, &a->round_s))
-				return -1;
-			break;
-		case OPT_THRESHOLD:
-			if (parse_threshold(optarg, &a->co.threshold))
-				return -1;
-			break;
-		case OPT_SEED:
-			if (parse_long("--seed", optarg, 0, LONG_MAX, &v))
-				return -1;
-			a->co.seed = (uint64_t)v;
-			break;
-		case OPT_GATE:
-			if (a->ngates == MAX_GATES) {
-				errorf("too many --gate options (at most %d)", MAX_GATES);
-				return -1;
-			}
-			if (parse_gate(optarg, &a->gates[a->ngates++]))
 				return -1;
 			break;
 		case 'h':
@@ -248,6 +210,8 @@ static int parse_args(int argc, char **argv, struct sab *a)
 		errorf("no disk: -d DISK names the disk whose scheduler is compared");
 		return -1;
 	}
+	if (gates_traced(&a->gates))
+		return -1;
 	for (i = 0; i < 2; i++) {
 		a->spec_arg[i] = argv[optind + i];
 		if (sched_spec_parse(a->spec_arg[i], &a->spec[i], why, sizeof(why))) {
@@ -412,10 +376,15 @@ static int round_interval(const struct interval *iv, void *arg)
 	struct round_sink *k = arg;
 	struct sab *a = k->a;
 	size_t i;
+	int j;
 
 	for (i = 0; i < iv->recs.n; i++)
 		if (!strcmp(iv->recs.v[i].stage, "total"))
-			a->requests[a->round] += iv->recs.v[i].h.count;
+			a->requests[a->round] += iv->recs.v[i].h.count + iv->recs.v[i].h.unmeasured;
+	/* completed with no program running (docs/trust.md): requests too, not measured */
+	for (j = 0; j < iv->ndrops; j++)
+		if (!strcmp(iv->drops[j].name, "complete_unseen"))
+			a->requests[a->round] += iv->drops[j].n;
 	a->seconds[a->round] += iv->interval_ns / 1e9;
 	if (a->verbose && !a->json)
 		output_text(iv, &(struct text_opts){ 0 }, stdout);
@@ -441,6 +410,11 @@ static void round_meta(struct jw *w, const void *arg)
 	jw_str(w, "a", a->spec_arg[0]);
 	jw_str(w, "b", a->spec_arg[1]);
 	jw_str(w, "original", a->orig_text);
+	jw_str(w, "scheduler", a->now->sched);
+	jw_obj(w, "tunables");	/* as they read in the round: the spec's over the defaults */
+	for (i = 0; i < a->now->ntun; i++)
+		jw_str(w, a->now->tun[i].name, a->now->tun[i].val);
+	jw_end_obj(w);
 	jw_end_obj(w);
 }
 
@@ -496,11 +470,16 @@ static int round_run(struct sab *a)
 	struct session *s = NULL;
 	char path[PATH_MAX + 32], logpath[PATH_MAX + 32], why[1200], st[64];
 	const char *reason;
+	int64_t done0, done1;
 	bool early;
 	int logfd;
 
 	why[0] = '\0';
 	if (iosched_apply(a->disk, &a->spec[side], why, sizeof(why))) {
+		errorf("%s", why);
+		return 1;
+	}
+	if (iosched_save(a->disk, a->now, why, sizeof(why))) {
 		errorf("%s", why);
 		return 1;
 	}
@@ -520,6 +499,7 @@ static int round_run(struct sab *a)
 		return 1;
 	}
 	m.s = s;
+	done0 = disk_completed(a->cfg.dev);	/* attached, and the disk idle: the round starts */
 	if (recorder_meta(k.rc, &m) || child_start(a->load, logfd, &a->child, why, sizeof(why))) {
 		if (*why)
 			errorf("%s", why);
@@ -534,6 +514,8 @@ static int round_run(struct sab *a)
 	a->lim.duration_s = a->lim.stop_fd ? 0 : a->round_s;
 	round_timer(a->child.pid, a->round_s);
 	err = session_run(s, &a->lim, round_interval, &k);
+	done1 = disk_completed(a->cfg.dev);
+	a->completed[a->round] = done0 >= 0 && done1 >= 0 ? done1 - done0 : -1;
 	round_timer_off();
 	early = !round_alarms && !session_stopping();
 	child_stop(&a->child, STOP_GRACE_MS);
@@ -555,6 +537,12 @@ static int round_run(struct sab *a)
 		       a->round + 1, side_name(side), a->spec_arg[side], *why ? ": " : "", why);
 		return 1;
 	}
+	/* the kernel's count: the same unless something queued I/O around the round's edges */
+	if (a->completed[a->round] >= 0 && (uint64_t)a->completed[a->round] != a->requests[a->round])
+		warnf("round %d: %llu requests traced, but %s completed %lld in the round (requests "
+		      "queued before it began or done after it ended)", a->round + 1,
+		      (unsigned long long)a->requests[a->round], a->disk,
+		      (long long)a->completed[a->round]);
 	if (early)
 		warnf("round %d: the load ended by itself after %.1f s: the round is that long",
 		      a->round + 1, a->seconds[a->round]);
@@ -613,7 +601,7 @@ struct verdicts {
 	int aa_changes, aa_compared;
 	bool reliable;
 	char reason[768];
-	int regressed;		/* gates that regressed */
+	int regressed;		/* 3 when a gate regressed, else 0 */
 };
 
 /* Every A round in one set and every B round in another; A's rounds alternately in two more. */
@@ -653,9 +641,6 @@ out:
 
 static void judge(const struct sab *a, struct verdicts *v)
 {
-	int i;
-	bool found;
-
 	if (v->aa)
 		v->aa_changes = cmp_changes(v->aa, &v->aa_compared);
 	if (!v->aa)
@@ -670,13 +655,6 @@ static void judge(const struct sab *a, struct verdicts *v)
 			 "--threshold", v->aa_changes, v->aa_compared);
 	else
 		v->reliable = true;
-	for (i = 0; i < a->ngates; i++) {
-		if (cmp_regressed(v->ab, a->gates[i].layer, a->gates[i].stage, a->gates[i].qi,
-				  &found))
-			v->regressed++;
-		if (!found)
-			warnf("--gate %s: no such stage was compared", a->gates[i].text);
-	}
 }
 
 /* "1, 5" for the A rounds of half h (alternate A rounds), 1-based in the whole order. */
@@ -692,10 +670,9 @@ static void half_rounds(const struct sab *a, int h, char *buf, size_t len)
 						 i + 1);
 }
 
-static void print_text(const struct sab *a, const struct verdicts *v)
+static void print_text(const struct sab *a, struct verdicts *v)
 {
 	char h0[256], h1[256];
-	int i;
 
 	printf("\nB (%s) against A (%s): the block layer of %s, %ld rounds of each\n",
 	       a->spec_arg[1], a->spec_arg[0], a->disk, a->rounds);
@@ -715,18 +692,11 @@ static void print_text(const struct sab *a, const struct verdicts *v)
 		       "alpha)\n");
 	else
 		printf("verdicts: UNRELIABLE: %s\n", v->reason);
-	for (i = 0; i < a->ngates; i++) {
-		bool found;
-
-		printf("gate %s: %s\n", a->gates[i].text,
-		       cmp_regressed(v->ab, a->gates[i].layer, a->gates[i].stage,
-				     a->gates[i].qi, &found) ? "REGRESSED" :
-		       found ? "passed" : "not compared");
-	}
+	v->regressed = cmp_gates_say(&a->gates, v->ab, NULL);
 	printf("%s: original restored: %s\n", a->disk, a->orig_text);
 }
 
-static int print_json(const struct sab *a, const struct verdicts *v)
+static int print_json(const struct sab *a, struct verdicts *v)
 {
 	char path[PATH_MAX + 32];
 	struct jw w;
@@ -750,6 +720,8 @@ static int print_json(const struct sab *a, const struct verdicts *v)
 		jw_str(&w, "file", path);
 		jw_f64(&w, "seconds", a->seconds[i]);
 		jw_u64(&w, "requests", a->requests[i]);
+		if (a->completed[i] >= 0)
+			jw_u64(&w, "disk_completed", (uint64_t)a->completed[i]);
 		jw_end_obj(&w);
 	}
 	jw_end_arr(&w);
@@ -768,18 +740,7 @@ static int print_json(const struct sab *a, const struct verdicts *v)
 	jw_bool(&w, "reliable", v->reliable);
 	if (!v->reliable)
 		jw_str(&w, "reason", v->reason);
-	jw_arr(&w, "gates");
-	for (i = 0; i < a->ngates; i++) {
-		bool found, bad = cmp_regressed(v->ab, a->gates[i].layer, a->gates[i].stage,
-						a->gates[i].qi, &found);
-
-		jw_obj(&w, NULL);
-		jw_str(&w, "gate", a->gates[i].text);
-		jw_bool(&w, "compared", found);
-		jw_bool(&w, "regressed", bad);
-		jw_end_obj(&w);
-	}
-	jw_end_arr(&w);
+	v->regressed = cmp_gates_say(&a->gates, v->ab, &w);
 	jw_end_obj(&w);
 	err = w.oom ? -1 : jw_flush_line(&w, stdout);
 	jw_free(&w);
@@ -834,14 +795,19 @@ int cmd_sched_ab(int argc, char **argv)
 	a.cfg.layers = 1u << LAYER_BLOCK;
 	a.cfg.per_op = true;
 	a.lim.interval_s = a.round_s >= 10 ? 1 : a.round_s / 10;
-	if (!(a.orig = malloc(sizeof(*a.orig)))) {
+	a.orig = malloc(sizeof(*a.orig));
+	a.now = malloc(sizeof(*a.now));
+	if (!a.orig || !a.now) {
 		errorf("out of memory");
+		free(a.orig);
+		free(a.now);
 		return 1;
 	}
 	session_signals();	/* from here a signal stops the run, and the disk is put back */
 	if (iosched_save(a.disk, a.orig, why, sizeof(why))) {
 		errorf("%s", why);
 		free(a.orig);
+		free(a.now);
 		return 1;
 	}
 	iosched_describe(a.orig, a.orig_text, sizeof(a.orig_text));
@@ -856,6 +822,7 @@ int cmd_sched_ab(int argc, char **argv)
 		if (r)
 			errorf("%s; it was %s", why, a.orig_text);
 		free(a.orig);
+		free(a.now);
 		return 1;
 	}
 	if (!a.json) {
@@ -867,6 +834,7 @@ int cmd_sched_ab(int argc, char **argv)
 	}
 	r = run(&a);
 	free(a.orig);
+	free(a.now);
 	if (r)
 		return 1;
 	if (compare_rounds(&a, &v)) {
@@ -874,8 +842,14 @@ int cmd_sched_ab(int argc, char **argv)
 		return 1;
 	}
 	judge(&a, &v);
+	/* the gates were checked against what sched-ab traces; a stage with no data is said */
+	if (cmp_gates_check(&a.gates, v.ab)) {
+		cmp_result_free(v.ab);
+		cmp_result_free(v.aa);
+		return 1;
+	}
 	r = a.json ? print_json(&a, &v) : (print_text(&a, &v), sink_written(fflush(stdout)) > 0);
 	cmp_result_free(v.ab);
 	cmp_result_free(v.aa);
-	return r ? 1 : v.regressed ? 3 : 0;
+	return r ? 1 : v.regressed;
 }

@@ -45,6 +45,8 @@ struct cmp_set {
 	size_t *table;		/* open addressing: row index + 1, 0 empty */
 	size_t tcap;
 	uint32_t nintervals, nfiles;
+	const char *scheme;	/* the bucket scheme the meta records declare; NULL: none seen */
+	const char *scheme_file;
 	struct strpool pool;
 };
 
@@ -259,6 +261,32 @@ int cmp_set_add_interval(struct cmp_set *s, const struct interval *iv)
 	return 0;
 }
 
+/*
+ * Quantiles of sums of buckets mean something only if every file counted into the same
+ * buckets: the reader refuses a bucket this build does not have; a set whose meta records
+ * declare two schemes is refused here. 0, or -1 said.
+ */
+static int set_scheme(struct cmp_set *s, const char *path, const struct recread_meta *m)
+{
+	size_t i;
+
+	for (i = 0; i < m->nkv && strcmp(m->kv[i].key, "buckets"); i++)
+		;
+	if (i == m->nkv)
+		return 0;
+	if (!s->scheme) {
+		s->scheme = strpool_intern(&s->pool, m->kv[i].val);
+		s->scheme_file = strpool_intern(&s->pool, path);
+		return s->scheme && s->scheme_file ? 0 : -1;
+	}
+	if (strcmp(s->scheme, m->kv[i].val)) {
+		errorf("%s and %s were recorded with different bucket schemes: not comparable",
+		       s->scheme_file, path);
+		return -1;
+	}
+	return 0;
+}
+
 int cmp_set_add_file(struct cmp_set *s, const char *path)
 {
 	struct recread *rr = recread_open(path);
@@ -271,7 +299,8 @@ int cmp_set_add_file(struct cmp_set *s, const char *path)
 		return -1;
 	memset(&iv, 0, sizeof(iv));
 	while ((k = recread_next(rr, &iv)) != RR_EOF) {
-		if (k == RR_ERROR || (k == RR_INTERVAL && cmp_set_add_interval(s, &iv))) {
+		if (k == RR_ERROR || (k == RR_INTERVAL && cmp_set_add_interval(s, &iv)) ||
+		    (k == RR_META && set_scheme(s, path, recread_meta(rr)))) {
 			err = -1;
 			break;
 		}
@@ -325,188 +354,219 @@ int cmp_set_add_path(struct cmp_set *s, const char *path)
 	return n ? err : -1;
 }
 
-/* ---- one row's matrix of cumulative counts, and quantiles of resamples ---- */
+/* ---- one side of one row: cumulative counts, and quantiles of weighted intervals ---- */
 
-struct mat {
-	uint32_t ncol, nslot;
-	uint32_t *slot;		/* local bucket -> the scheme's slot */
+struct side {
+	uint32_t n;		/* the side's intervals: a resample draws n of them */
+	uint32_t ncol, nslot;	/* columns: those of the n intervals holding samples of the row */
+	int32_t *col;		/* [n]: the column of the side's k-th interval; -1: no samples */
+	uint32_t *slot;		/* [nslot]: the scheme's slot of each local bucket */
 	double *cum;		/* [nslot][ncol]: column c's samples at or below local bucket s */
-	double *cnt;		/* per column: its samples */
-	uint64_t *min, *max;	/* per column: exact */
-	int32_t *col;		/* per interval of the set: its column, -1: no samples there */
+	double *cnt;		/* [ncol]: column c's samples */
+	uint64_t *min, *max;	/* [ncol]: exact */
+	/* the current weighting: w[c] is how often column c was drawn; drawn[] those with w > 0 */
+	uint32_t *w, *drawn, ndrawn;
+	double total;
+	uint64_t wmin, wmax;
 };
 
-static void mat_free(struct mat *m)
+static void side_free(struct side *sd)
 {
-	free(m->slot);
-	free(m->cum);
-	free(m->cnt);
-	free(m->min);
-	free(m->max);
-	free(m->col);
-	memset(m, 0, sizeof(*m));
+	free(sd->col);
+	free(sd->slot);
+	free(sd->cum);
+	free(sd->cnt);
+	free(sd->min);
+	free(sd->max);
+	free(sd->w);
+	free(sd->drawn);
+	memset(sd, 0, sizeof(*sd));
 }
 
-static int mat_build(struct mat *m, const struct srow *row, uint32_t nintervals)
+/*
+ * The side made of the set's intervals ivs[0..n) (NULL: 0 .. n - 1) of row; cell_of maps an
+ * interval of the set to the row's cell there, -1 when it has none. 0, or -1 (out of memory).
+ */
+static int side_build(struct side *sd, const struct srow *row, const int32_t *cell_of,
+		      const uint32_t *ivs, uint32_t n)
 {
-	uint32_t local[HIST_NSLOTS];
-	uint32_t c, s, k;
+	uint32_t local[HIST_NSLOTS], k, s, c, m;
+	const struct cell *ce;
+	int32_t ci;
 	size_t p;
 
-	memset(m, 0, sizeof(*m));
+	memset(sd, 0, sizeof(*sd));
 	memset(local, 0xff, sizeof(local));
-	for (p = 0; p < row->npairs; p++)
-		local[row->slot[p]] = 0;
+	sd->n = n;
+	sd->col = malloc((n + 1) * sizeof(*sd->col));
+	if (!sd->col)
+		return -1;
+	for (k = 0; k < n; k++) {
+		ci = cell_of[ivs ? ivs[k] : k];
+		sd->col[k] = ci < 0 ? -1 : (int32_t)sd->ncol++;
+		if (ci >= 0)
+			for (ce = &row->cells[ci], p = ce->off; p < ce->off + ce->n; p++)
+				local[row->slot[p]] = 0;
+	}
 	for (s = 0; s < HIST_NSLOTS; s++)
-		if (!local[s])
-			m->nslot++;
-	m->ncol = (uint32_t)row->ncells;
-	m->slot = malloc((m->nslot + 1) * sizeof(*m->slot));
-	m->cum = calloc((size_t)m->nslot * m->ncol + 1, sizeof(*m->cum));
-	m->cnt = malloc((m->ncol + 1) * sizeof(*m->cnt));
-	m->min = malloc((m->ncol + 1) * sizeof(*m->min));
-	m->max = malloc((m->ncol + 1) * sizeof(*m->max));
-	m->col = malloc((nintervals + 1) * sizeof(*m->col));
-	if (!m->slot || !m->cum || !m->cnt || !m->min || !m->max || !m->col) {
-		mat_free(m);
+		sd->nslot += !local[s];
+	m = sd->ncol + 1;
+	sd->slot = malloc((sd->nslot + 1) * sizeof(*sd->slot));
+	sd->cum = calloc((size_t)sd->nslot * sd->ncol + 1, sizeof(*sd->cum));
+	sd->cnt = malloc(m * sizeof(*sd->cnt));
+	sd->min = malloc(m * sizeof(*sd->min));
+	sd->max = malloc(m * sizeof(*sd->max));
+	sd->w = calloc(m, sizeof(*sd->w));
+	sd->drawn = malloc(m * sizeof(*sd->drawn));
+	if (!sd->slot || !sd->cum || !sd->cnt || !sd->min || !sd->max || !sd->w || !sd->drawn) {
+		side_free(sd);
 		return -1;
 	}
 	for (s = 0, k = 0; s < HIST_NSLOTS; s++) {
 		if (!local[s]) {
 			local[s] = k;
-			m->slot[k++] = s;
+			sd->slot[k++] = s;
 		}
 	}
-	memset(m->col, 0xff, nintervals * sizeof(*m->col));
-	for (c = 0; c < m->ncol; c++) {
-		const struct cell *ce = &row->cells[c];
-
-		m->col[ce->iv] = (int32_t)c;
-		m->cnt[c] = (double)ce->count;
-		m->min[c] = ce->min;
-		m->max[c] = ce->max;
+	for (k = 0; k < n; k++) {
+		if (sd->col[k] < 0)
+			continue;
+		c = (uint32_t)sd->col[k];
+		ce = &row->cells[cell_of[ivs ? ivs[k] : k]];
+		sd->cnt[c] = (double)ce->count;
+		sd->min[c] = ce->min;
+		sd->max[c] = ce->max;
 		for (p = ce->off; p < ce->off + ce->n; p++)
-			m->cum[(size_t)local[row->slot[p]] * m->ncol + c] += (double)row->cnt[p];
+			sd->cum[(size_t)local[row->slot[p]] * sd->ncol + c] += (double)row->cnt[p];
 	}
-	for (s = 1; s < m->nslot; s++)
-		for (c = 0; c < m->ncol; c++)
-			m->cum[(size_t)s * m->ncol + c] += m->cum[(size_t)(s - 1) * m->ncol + c];
+	for (s = 1; s < sd->nslot; s++)
+		for (c = 0; c < sd->ncol; c++)
+			sd->cum[(size_t)s * sd->ncol + c] += sd->cum[(size_t)(s - 1) * sd->ncol + c];
 	return 0;
 }
 
-/* One side of a comparison: a row's matrix and the set's intervals the side is made of. */
-struct side {
-	const struct mat *m;
-	const uint32_t *ivs;	/* NULL: every interval, 0 .. n - 1 */
-	uint32_t n;
-};
-
-/* A side's sample, weighted: w[c] is how many times column c was drawn. */
-struct wstat {
-	double total;
-	uint64_t min, max;
-	uint32_t intervals;	/* columns drawn at least once */
-};
-
-static void side_weights(const struct side *sd, struct rng *r, double *w, struct wstat *st)
+/* Weigh the columns: r, a resample (n draws with replacement); NULL, each interval once. */
+static void side_weigh(struct side *sd, struct rng *r)
 {
-	const struct mat *m = sd->m;
-	uint32_t k, iv, c;
+	uint32_t k, j, c;
 	int32_t col;
 
-	memset(w, 0, m->ncol * sizeof(*w));
+	for (j = 0; j < sd->ndrawn; j++)	/* w is zero but for the last draw's columns */
+		sd->w[sd->drawn[j]] = 0;
+	sd->ndrawn = 0;
 	for (k = 0; k < sd->n; k++) {
-		/* r: a resample, n draws with replacement; none: each of the side's intervals once */
-		iv = r ? rng_below(r, sd->n) : k;
-		col = m->col[sd->ivs ? sd->ivs[iv] : iv];
-		if (col >= 0)
-			w[col] += 1;
+		col = sd->col[r ? rng_below(r, sd->n) : k];
+		if (col >= 0 && !sd->w[col]++)
+			sd->drawn[sd->ndrawn++] = (uint32_t)col;
 	}
-	memset(st, 0, sizeof(*st));
-	st->min = UINT64_MAX;
-	for (c = 0; c < m->ncol; c++) {
-		if (!w[c])
-			continue;
-		st->total += w[c] * m->cnt[c];
-		st->intervals++;
-		if (m->min[c] < st->min)
-			st->min = m->min[c];
-		if (m->max[c] > st->max)
-			st->max = m->max[c];
+	sd->total = 0;
+	sd->wmin = UINT64_MAX;
+	sd->wmax = 0;
+	for (j = 0; j < sd->ndrawn; j++) {
+		c = sd->drawn[j];
+		sd->total += (double)sd->w[c] * sd->cnt[c];
+		if (sd->min[c] < sd->wmin)
+			sd->wmin = sd->min[c];
+		if (sd->max[c] > sd->wmax)
+			sd->wmax = sd->max[c];
 	}
 }
 
-static double dot(const double *a, const double *w, uint32_t n)
+/* The weighted samples at or below local bucket s. */
+static double side_at(const struct side *sd, uint32_t s)
 {
-	double s = 0;
-	uint32_t i;
+	const double *row = sd->cum + (size_t)s * sd->ncol;
+	double a = 0, b = 0;
+	uint32_t j = 0;
 
-	for (i = 0; i < n; i++)
-		s += a[i] * w[i];
-	return s;
+	for (; j + 1 < sd->ndrawn; j += 2) {
+		a += (double)sd->w[sd->drawn[j]] * row[sd->drawn[j]];
+		b += (double)sd->w[sd->drawn[j + 1]] * row[sd->drawn[j + 1]];
+	}
+	if (j < sd->ndrawn)
+		a += (double)sd->w[sd->drawn[j]] * row[sd->drawn[j]];
+	return a + b;
 }
 
 /*
- * The q-th quantile of the weighted sum of the columns: the first local bucket whose weighted
- * cumulative count reaches q * total, looked for from *hint (left where it was found).
+ * The q-th quantile of the weighted sample (total > 0): the first local bucket whose weighted
+ * cumulative count reaches q * total, looked for from *hint and left there. A resample's
+ * quantile is rarely more than a bucket or two from the point estimate's.
  */
-static double mat_quantile(const struct mat *m, const double *w, const struct wstat *st,
-			   double q, uint32_t *hint)
+static double side_quantile(const struct side *sd, double q, uint32_t *hint)
 {
-	double rank = q * st->total, at, below = 0;
-	uint32_t s = *hint < m->nslot ? *hint : 0, n = m->ncol;
+	double rank = q * sd->total, at, below = 0;
+	uint32_t s = *hint < sd->nslot ? *hint : 0;
 
-	at = dot(m->cum + (size_t)s * n, w, n);
+	at = side_at(sd, s);
 	if (at >= rank) {
-		while (s > 0 && (below = dot(m->cum + (size_t)(s - 1) * n, w, n)) >= rank) {
+		while (s > 0 && (below = side_at(sd, s - 1)) >= rank) {
 			at = below;
 			s--;
 		}
 		if (s == 0)
 			below = 0;
 	} else {
-		do {
+		while (at < rank && s + 1 < sd->nslot) {
 			below = at;
-			at = dot(m->cum + (size_t)++s * n, w, n);
-		} while (at < rank && s + 1 < m->nslot);
+			at = side_at(sd, ++s);
+		}
 	}
 	*hint = s;
-	return hist_interp(m->slot[s], below, at - below, rank, st->min, st->max);
+	return hist_interp(sd->slot[s], below, at - below, rank, sd->wmin, sd->wmax);
 }
 
-/* Scratch for comparing rows, sized for the largest. */
-struct scratch {
-	double *wa, *wb, *reps;
-	size_t wcap;
+/* ---- the family: every cell of one comparison, its intervals simultaneous ---- */
+
+struct family {
+	int resamples;
+	struct cmp_cell **cell;
+	size_t n, cap;
+	float *reps;		/* cell i's log ratios: resample r at reps[i * resamples + r] */
 };
 
-static int scratch_fit(struct scratch *sc, uint32_t ncol_a, uint32_t ncol_b, int resamples)
+/*
+ * Room for the log ratios of the cells c[k] whose bit k is set in want, in k's order, each
+ * resamples long: the first one's. NULL when out of memory.
+ */
+static float *family_add_row(struct family *f, struct cmp_cell *c, unsigned want)
 {
-	size_t need = ncol_a > ncol_b ? ncol_a : ncol_b;
+	size_t n = f->n, k;
+	float *rv;
 
-	if (!sc->reps) {
-		sc->reps = malloc((size_t)resamples * CMP_NQ * sizeof(*sc->reps));
-		if (!sc->reps)
-			return -1;
+	for (k = 0; k < CMP_NQ; k++)
+		n += (want >> k) & 1;
+	if (n > f->cap) {
+		size_t cap = f->cap ? f->cap : 64;
+		struct cmp_cell **cv;
+
+		while (cap < n)
+			cap *= 2;
+		cv = realloc(f->cell, cap * sizeof(*cv));
+		if (!cv)
+			return NULL;
+		f->cell = cv;
+		rv = realloc(f->reps, cap * (size_t)f->resamples * sizeof(*rv));
+		if (!rv)
+			return NULL;
+		f->reps = rv;
+		f->cap = cap;
 	}
-	if (need + 1 > sc->wcap) {
-		free(sc->wa);
-		free(sc->wb);
-		sc->wcap = need + 1;
-		sc->wa = malloc(sc->wcap * sizeof(*sc->wa));
-		sc->wb = malloc(sc->wcap * sizeof(*sc->wb));
-		if (!sc->wa || !sc->wb)
-			return -1;
-	}
-	return 0;
+	rv = f->reps + f->n * (size_t)f->resamples;
+	for (k = 0; k < CMP_NQ; k++)
+		if (want & (1u << k))
+			f->cell[f->n++] = &c[k];
+	return rv;
 }
 
-static void scratch_free(struct scratch *sc)
+static void family_free(struct family *f)
 {
-	free(sc->wa);
-	free(sc->wb);
-	free(sc->reps);
+	free(f->cell);
+	free(f->reps);
+	memset(f, 0, sizeof(*f));
 }
+
+/* ---- one row, both sides: point estimates, and the bootstrap's log ratios ---- */
 
 static double limit_of(const struct cmp_opts *o)
 {
@@ -515,22 +575,52 @@ static double limit_of(const struct cmp_opts *o)
 	return o->threshold > bucket2 ? o->threshold : bucket2;
 }
 
-/* Has a side enough data for quantile k? Else the reason in why. */
-static bool enough(const char *name, const struct wstat *st, int k, char *why, size_t len)
+/*
+ * How many intervals the samples at or above local bucket s come from, in effect (Kish's
+ * effective number: (sum t)^2 / sum t^2 over the intervals' counts t there): 30 intervals
+ * sharing a tail evenly count 30, a tail that is one interval's burst counts about 1.
+ */
+static double tail_intervals(const struct side *sd, uint32_t s)
 {
-	double tail = st->total * (1 - cmp_q[k]);
+	double t, sum = 0, sq = 0;
+	uint32_t j, c;
 
-	if (!st->total)
+	for (j = 0; j < sd->ndrawn; j++) {
+		c = sd->drawn[j];
+		t = sd->cnt[c] - (s ? sd->cum[(size_t)(s - 1) * sd->ncol + c] : 0);
+		sum += sd->w[c] * t;
+		sq += sd->w[c] * t * t;
+	}
+	return sq > 0 ? sum * sum / sq : 0;
+}
+
+/* Has a side (weighed each interval once) enough data for quantile k at local bucket s? */
+static bool enough(const char *name, const struct side *sd, int k, uint32_t s, char *why,
+		   size_t len)
+{
+	double tail = sd->total * (1 - cmp_q[k]), eff;
+
+	if (!sd->total) {
 		snprintf(why, len, "no samples in %s", name);
-	else if (st->intervals < CMP_MIN_INTERVALS)
-		snprintf(why, len, "%s has samples in %u intervals (%d needed)", name,
-			 st->intervals, CMP_MIN_INTERVALS);
-	else if (tail < CMP_MIN_TAIL)
+		return false;
+	}
+	if (sd->ndrawn < CMP_MIN_INTERVALS) {
+		snprintf(why, len, "%s has samples in %u intervals (%d needed)", name, sd->ndrawn,
+			 CMP_MIN_INTERVALS);
+		return false;
+	}
+	if (tail < CMP_MIN_TAIL) {
 		snprintf(why, len, "%s has %.0f samples above %s (%d needed)", name, floor(tail),
 			 cmp_q_name[k], CMP_MIN_TAIL);
-	else
-		return true;
-	return false;
+		return false;
+	}
+	eff = tail_intervals(sd, s);
+	if (eff < CMP_MIN_TAIL_INTERVALS) {
+		snprintf(why, len, "%s's samples from %s up come from %.1f intervals in effect "
+			 "(%d needed)", name, cmp_q_name[k], eff, CMP_MIN_TAIL_INTERVALS);
+		return false;
+	}
+	return true;
 }
 
 static double ratio(double b, double a)
@@ -543,70 +633,138 @@ static double ratio(double b, double a)
 }
 
 /*
- * Compare one row's sides: point estimates into qa, qb, cells into out. The bootstrap draws
- * the same intervals for every row (seeded afresh); a resample in which a side drew none of
- * the row's intervals has no quantile and is left out, and more than alpha / 4 of them left out
- * makes the cell not enough data (the interval would be that of another question).
+ * Compare one row's sides: the point estimates into qa, qb and the cells; every cell with
+ * enough data joins the family with its bootstrap's log(B/A), resample by resample (NAN when a
+ * side drew none of the row's intervals). The seed is the same for every row, so that resample
+ * r draws the same intervals in each: whole intervals are resampled, and the family's
+ * resamples line up. 0, or -1 (out of memory).
  */
-static void compare_row(const struct side *A, const struct side *B, const struct cmp_opts *o,
-			uint64_t seed, struct scratch *sc, double qa[CMP_NQ], double qb[CMP_NQ],
-			struct wstat *sa, struct wstat *sb, struct cmp_cell out[CMP_NQ])
+static int compare_row(struct side *A, struct side *B, const struct cmp_opts *o,
+		       uint64_t seed, double qa[CMP_NQ], double qb[CMP_NQ],
+		       struct cmp_cell out[CMP_NQ], struct family *fam)
 {
 	uint32_t ha[CMP_NQ] = { 0 }, hb[CMP_NQ] = { 0 };
-	double limit = limit_of(o), *reps = sc->reps;
-	bool want[CMP_NQ], any = false;
-	struct wstat ra, rb;
-	int k, r, kept[CMP_NQ] = { 0 };
+	unsigned want = 0;
 	struct rng rng;
+	float *reps;
+	double x, y;
+	int k, j, r;
 
-	side_weights(A, NULL, sc->wa, sa);
-	side_weights(B, NULL, sc->wb, sb);
+	side_weigh(A, NULL);
+	side_weigh(B, NULL);
 	for (k = 0; k < CMP_NQ; k++) {
 		memset(&out[k], 0, sizeof(out[k]));
-		qa[k] = sa->total ? mat_quantile(A->m, sc->wa, sa, cmp_q[k], &ha[k]) : NAN;
-		qb[k] = sb->total ? mat_quantile(B->m, sc->wb, sb, cmp_q[k], &hb[k]) : NAN;
+		qa[k] = A->total ? side_quantile(A, cmp_q[k], &ha[k]) : NAN;
+		qb[k] = B->total ? side_quantile(B, cmp_q[k], &hb[k]) : NAN;
 		out[k].ratio = ratio(qb[k], qa[k]);
 		out[k].lo = out[k].hi = NAN;
 		out[k].v = CMP_NOT_ENOUGH;
-		want[k] = enough("A", sa, k, out[k].why, sizeof(out[k].why)) &&
-			  enough("B", sb, k, out[k].why, sizeof(out[k].why));
-		any |= want[k];
+		if (enough("A", A, k, ha[k], out[k].why, sizeof(out[k].why)) &&
+		    enough("B", B, k, hb[k], out[k].why, sizeof(out[k].why)))
+			want |= 1u << k;
 	}
-	if (!any)
-		return;
+	if (!want)
+		return 0;
+	reps = family_add_row(fam, out, want);
+	if (!reps)
+		return -1;
 	rng_seed(&rng, seed);
 	for (r = 0; r < o->resamples; r++) {
-		side_weights(A, &rng, sc->wa, &ra);
-		side_weights(B, &rng, sc->wb, &rb);
-		if (!ra.total || !rb.total)
-			continue;
-		for (k = 0; k < CMP_NQ; k++)
-			if (want[k])
-				reps[k * o->resamples + kept[k]++] =
-					ratio(mat_quantile(B->m, sc->wb, &rb, cmp_q[k], &hb[k]),
-					      mat_quantile(A->m, sc->wa, &ra, cmp_q[k], &ha[k]));
+		side_weigh(A, &rng);
+		side_weigh(B, &rng);
+		for (k = 0, j = 0; k < CMP_NQ; k++) {
+			if (!(want & (1u << k)))
+				continue;
+			x = A->total ? side_quantile(A, cmp_q[k], &ha[k]) : NAN;
+			y = B->total ? side_quantile(B, cmp_q[k], &hb[k]) : NAN;
+			reps[(size_t)j++ * o->resamples + r] = (float)log(ratio(y, x));
+		}
 	}
-	for (k = 0; k < CMP_NQ; k++) {
-		double *v = reps + k * o->resamples;
+	return 0;
+}
 
-		if (!want[k])
-			continue;
-		if (kept[k] < o->resamples * (1 - o->alpha / 4)) {
-			snprintf(out[k].why, sizeof(out[k].why),
-				 "the row is missing from %d of %d resamples", o->resamples - kept[k],
-				 o->resamples);
+/* How far log ratio x lies from the cell's centre, in units of its own one-sided spread. */
+static double spread_units(double x, double mid, double down, double up)
+{
+	if (x >= mid)
+		return (x - mid) / up;
+	return (mid - x) / down;
+}
+
+/*
+ * The cells' intervals and verdicts, simultaneous over the family (max-T): each cell's
+ * bootstrap distribution of log(B/A) has a centre (its median) and one-sided spreads (to its
+ * alpha/2 and 1 - alpha/2 quantiles); a resample's distance is the largest over the cells of
+ * how many spreads it lies from the centre, and the (1 - alpha) quantile of that distance, the
+ * widening, stretches every cell's interval. Alone, a cell's widening is 1 (its percentile
+ * interval); in a family, the chance that any interval misses its ratio is about alpha, not
+ * alpha per cell (docs/compare.md). *widen: the widening; 0, or -1 (out of memory).
+ */
+static inline double rep(const struct family *f, size_t i, int r)
+{
+	return f->reps[i * (size_t)f->resamples + (size_t)r];
+}
+
+static int family_decide(struct family *f, const struct cmp_opts *o, double *widen)
+{
+	int R = o->resamples, r, kept;
+	double *v = malloc((size_t)R * sizeof(*v)), *mid = calloc(f->n + 1, sizeof(*mid));
+	double *down = calloc(f->n + 1, sizeof(*down)), *up = calloc(f->n + 1, sizeof(*up));
+	double *dist = malloc((size_t)R * sizeof(*dist)), limit = limit_of(o), d, m = 1;
+	bool *in = calloc(f->n + 1, sizeof(*in));
+	size_t i;
+	int err = -1;
+
+	if (!v || !mid || !down || !up || !dist || !in)
+		goto out;
+	for (i = 0; i < f->n; i++) {
+		for (r = 0, kept = 0; r < R; r++)
+			if (!isnan(rep(f, i, r)))
+				v[kept++] = rep(f, i, r);
+		/* a row missing from many resamples: its interval would answer another question */
+		if (kept < R * (1 - o->alpha / 4)) {
+			snprintf(f->cell[i]->why, sizeof(f->cell[i]->why),
+				 "the row is missing from %d of %d resamples", R - kept, R);
 			continue;
 		}
-		sort_doubles(v, (size_t)kept[k]);
-		out[k].lo = quantile_sorted(v, (size_t)kept[k], o->alpha / 2);
-		out[k].hi = quantile_sorted(v, (size_t)kept[k], 1 - o->alpha / 2);
-		if (out[k].lo > 1 + limit)
-			out[k].v = CMP_SLOWER;
-		else if (out[k].hi < 1 - limit)
-			out[k].v = CMP_FASTER;
-		else
-			out[k].v = CMP_SAME;
+		mid[i] = quantile_select(v, (size_t)kept, 0.5);
+		down[i] = fmax(mid[i] - quantile_select(v, (size_t)kept, o->alpha / 2), 1e-9);
+		up[i] = fmax(quantile_select(v, (size_t)kept, 1 - o->alpha / 2) - mid[i], 1e-9);
+		in[i] = true;
 	}
+	for (r = 0, kept = 0; r < R; r++) {
+		for (i = 0, d = 0; i < f->n; i++)
+			if (in[i] && !isnan(rep(f, i, r)))
+				d = fmax(d, spread_units(rep(f, i, r), mid[i], down[i], up[i]));
+		dist[kept++] = d;
+	}
+	if (kept)
+		m = fmax(quantile_select(dist, (size_t)kept, 1 - o->alpha), 1);
+	for (i = 0; i < f->n; i++) {
+		struct cmp_cell *c = f->cell[i];
+
+		if (!in[i])
+			continue;
+		c->lo = exp(mid[i] - m * down[i]);
+		c->hi = exp(mid[i] + m * up[i]);
+		c->why[0] = '\0';
+		if (c->lo > 1 + limit)
+			c->v = CMP_SLOWER;
+		else if (c->hi < 1 - limit)
+			c->v = CMP_FASTER;
+		else
+			c->v = CMP_SAME;
+	}
+	*widen = m;
+	err = 0;
+out:
+	free(v);
+	free(mid);
+	free(down);
+	free(up);
+	free(dist);
+	free(in);
+	return err;
 }
 
 /* ---- results ---- */
@@ -684,26 +842,36 @@ static int lone_cmp(const void *x, const void *y)
 	return a->side - b->side;
 }
 
-/* Every interval of a row merged: the side's histogram, for the CDFs. */
-static void row_hist(const struct srow *row, const struct side *sd, struct hist *h)
+/* Each interval of the set -> the row's cell there, -1: none. NULL when out of memory. */
+static int32_t *cells_of(const struct srow *row, uint32_t nintervals)
 {
-	size_t c, p;
-	int32_t col;
-	uint32_t k;
+	int32_t *v = malloc((nintervals + 1) * sizeof(*v));
+	size_t c;
+
+	if (!v)
+		return NULL;
+	memset(v, 0xff, nintervals * sizeof(*v));
+	for (c = 0; c < row->ncells; c++)
+		v[row->cells[c].iv] = (int32_t)c;
+	return v;
+}
+
+/* A row's every interval merged: the side's histogram, for the CDFs. */
+static void row_hist(const struct srow *row, struct hist *h)
+{
+	const struct cell *c;
+	size_t i, p;
 
 	memset(h, 0, sizeof(*h));
-	for (k = 0; k < sd->n; k++) {
-		col = sd->m->col[sd->ivs ? sd->ivs[k] : k];
-		if (col < 0)
-			continue;
-		c = (size_t)col;
-		if (!h->count || row->cells[c].min < h->min_ns)
-			h->min_ns = row->cells[c].min;
-		if (row->cells[c].max > h->max_ns)
-			h->max_ns = row->cells[c].max;
-		h->count += row->cells[c].count;
-		h->sum_ns += row->cells[c].sum;
-		for (p = row->cells[c].off; p < row->cells[c].off + row->cells[c].n; p++)
+	for (i = 0; i < row->ncells; i++) {
+		c = &row->cells[i];
+		if (!h->count || c->min < h->min_ns)
+			h->min_ns = c->min;
+		if (c->max > h->max_ns)
+			h->max_ns = c->max;
+		h->count += c->count;
+		h->sum_ns += c->sum;
+		for (p = c->off; p < c->off + c->n; p++)
 			h->slots[row->slot[p]] += row->cnt[p];
 	}
 }
@@ -724,49 +892,50 @@ static int lone_add(struct cmp_result *res, struct strpool *pool, const struct s
 	return v->layer && v->stage && v->labels ? 0 : -1;
 }
 
-/* Row ra of a against row rb of b, into out. 0, or -1 (out of memory). */
+/* Row ra of a against row rb of b, into out; its cells with enough data into fam. 0, or -1. */
 static int run_row(const struct cmp_set *a, const struct srow *ra, const struct cmp_set *b,
-		   const struct srow *rb, const struct cmp_opts *o, struct scratch *sc,
-		   struct strpool *pool, struct cmp_row *out)
+		   const struct srow *rb, const struct cmp_opts *o, struct strpool *pool,
+		   struct cmp_row *out, struct family *fam)
 {
-	struct mat ma, mb;
-	struct side A = { &ma, NULL, a->nintervals }, B = { &mb, NULL, b->nintervals };
-	struct wstat sa, sb;
+	int32_t *ca = cells_of(ra, a->nintervals), *cb = cells_of(rb, b->nintervals);
+	struct side A, B;
 	int err = -1;
 
-	if (mat_build(&ma, ra, a->nintervals))
-		return -1;
-	if (mat_build(&mb, rb, b->nintervals))
-		goto out_a;
-	if (scratch_fit(sc, ma.ncol, mb.ncol, o->resamples))
-		goto out;
+	memset(&A, 0, sizeof(A));
+	memset(&B, 0, sizeof(B));
 	memset(out, 0, sizeof(*out));
+	if (!ca || !cb || side_build(&A, ra, ca, NULL, a->nintervals) ||
+	    side_build(&B, rb, cb, NULL, b->nintervals))
+		goto out;
 	out->layer = strpool_intern(pool, ra->layer);
 	out->stage = strpool_intern(pool, ra->stage);
 	out->labels = strpool_intern(pool, ra->labels);
 	out->stage_order = ra->stage_order;
-	if (!out->layer || !out->stage || !out->labels)
+	if (!out->layer || !out->stage || !out->labels ||
+	    compare_row(&A, &B, o, o->seed, out->a.q, out->b.q, out->c, fam))
 		goto out;
-	compare_row(&A, &B, o, o->seed, sc, out->a.q, out->b.q, &sa, &sb, out->c);
-	out->a.count = (uint64_t)sa.total;
-	out->a.intervals = sa.intervals;
-	out->b.count = (uint64_t)sb.total;
-	out->b.intervals = sb.intervals;
-	row_hist(ra, &A, &out->a.h);
-	row_hist(rb, &B, &out->b.h);
+	side_weigh(&A, NULL);
+	side_weigh(&B, NULL);
+	out->a.count = (uint64_t)A.total;
+	out->a.intervals = A.ndrawn;
+	out->b.count = (uint64_t)B.total;
+	out->b.intervals = B.ndrawn;
+	row_hist(ra, &out->a.h);
+	row_hist(rb, &out->b.h);
 	err = 0;
 out:
-	mat_free(&mb);
-out_a:
-	mat_free(&ma);
+	side_free(&A);
+	side_free(&B);
+	free(ca);
+	free(cb);
 	return err;
 }
 
 struct cmp_result *cmp_run(const struct cmp_set *a, const struct cmp_set *b,
 			   const struct cmp_opts *o)
 {
+	struct family fam = { .resamples = o->resamples };
 	struct cmp_result *res;
-	struct scratch sc = { 0 };
 	struct strpool *pool;
 	size_t i;
 	long j;
@@ -777,14 +946,21 @@ struct cmp_result *cmp_run(const struct cmp_set *a, const struct cmp_set *b,
 		errorf("nothing to compare: %s has no intervals", a->nintervals ? "B" : "A");
 		return NULL;
 	}
+	if (a->scheme && b->scheme && strcmp(a->scheme, b->scheme)) {
+		errorf("%s and %s were recorded with different bucket schemes: not comparable",
+		       a->scheme_file, b->scheme_file);
+		return NULL;
+	}
 	res = calloc(1, sizeof(*res));
 	pool = calloc(1, sizeof(*pool));
 	if (res)
 		res->pool = pool;
+	/* rows never move once made: the family points into them */
 	if (!res || !pool || !(res->rows = calloc(a->nrows + 1, sizeof(*res->rows))))
 		goto oom;
 	res->o = *o;
 	res->limit = limit_of(o);
+	res->widen = 1;
 	res->a_intervals = a->nintervals;
 	res->b_intervals = b->nintervals;
 	res->a_files = a->nfiles;
@@ -796,27 +972,31 @@ struct cmp_result *cmp_run(const struct cmp_set *a, const struct cmp_set *b,
 				goto oom;
 			continue;
 		}
-		if (run_row(a, &a->rows[i], b, &b->rows[j], o, &sc, pool, &res->rows[res->nrows]))
+		if (run_row(a, &a->rows[i], b, &b->rows[j], o, pool, &res->rows[res->nrows],
+			    &fam))
 			goto oom;
 		res->nrows++;
 	}
 	for (i = 0; i < b->nrows; i++)
 		if (row_find(a, b->rows[i].key) < 0 && lone_add(res, pool, &b->rows[i], 'B'))
 			goto oom;
-	scratch_free(&sc);
 	if (!res->nrows) {
 		errorf("A and B have no layer, stage and label set in common (A has %zu, B %zu)",
 		       a->nrows, b->nrows);
-		cmp_result_free(res);
-		return NULL;
+		goto fail;
 	}
+	if (family_decide(&fam, o, &res->widen))
+		goto oom;
+	res->family = (int)fam.n;
+	family_free(&fam);
 	qsort(res->rows, res->nrows, sizeof(*res->rows), row_cmp);
 	if (res->nlone)
 		qsort(res->lone, res->nlone, sizeof(*res->lone), lone_cmp);
 	return res;
 oom:
-	scratch_free(&sc);
 	errorf("out of memory comparing");
+fail:
+	family_free(&fam);
 	if (res)
 		cmp_result_free(res);
 	else
@@ -859,6 +1039,19 @@ bool cmp_regressed(const struct cmp_result *r, const char *layer, const char *st
 	return slower;
 }
 
+int cmp_stage_compared(const struct cmp_result *r, const char *layer, const char *stage, int qi)
+{
+	size_t i;
+	int n = 0;
+
+	if (qi < 0 || qi >= CMP_NQ)
+		return 0;
+	for (i = 0; i < r->nrows; i++)
+		n += !strcmp(r->rows[i].layer, layer) && !strcmp(r->rows[i].stage, stage) &&
+		     r->rows[i].c[qi].v != CMP_NOT_ENOUGH;
+	return n;
+}
+
 void cmp_result_free(struct cmp_result *r)
 {
 	if (!r)
@@ -881,48 +1074,56 @@ static int aa_row_cmp(const void *x, const void *y)
 			 b->layer, b->stage_order, b->stage, b->labels);
 }
 
-/* nsplits shuffles of the set's intervals, each cut into halves of half: [split][2 * half]. */
-static uint32_t *aa_splits(uint32_t n, int nsplits, uint64_t seed, uint32_t half)
+/* One split: its halves compared, row by row, as one family. 0, or -1 (out of memory). */
+static int aa_split(const struct cmp_set *s, int32_t **cell_of, const uint32_t *ivs,
+		    uint32_t half, const struct cmp_opts *o, uint64_t seed, struct cmp_aa *aa,
+		    struct cmp_cell *cells, struct family *fam, bool *any)
 {
-	uint32_t *perm = malloc(n * sizeof(*perm)), *out, i, j, t;
-	struct rng rng;
-	int k;
+	double qa[CMP_NQ], qb[CMP_NQ], widen;
+	struct side A, B;
+	size_t i;
+	int k, err = 0;
 
-	out = malloc((size_t)nsplits * 2 * half * sizeof(*out) + 1);
-	if (!perm || !out) {
-		free(perm);
-		free(out);
-		return NULL;
+	fam->n = 0;
+	for (i = 0; i < s->nrows && !err; i++) {
+		err = side_build(&A, &s->rows[i], cell_of[i], ivs, half);
+		if (!err && (err = side_build(&B, &s->rows[i], cell_of[i], ivs + half, half)))
+			side_free(&A);
+		if (err)
+			break;
+		err = compare_row(&A, &B, o, seed, qa, qb, cells + i * CMP_NQ, fam);
+		side_free(&A);
+		side_free(&B);
 	}
-	for (i = 0; i < n; i++)
-		perm[i] = i;
-	rng_seed(&rng, seed ^ 0x5eed5eed5eedULL);
-	for (k = 0; k < nsplits; k++) {
-		for (i = n - 1; i > 0; i--) {		/* Fisher-Yates */
-			j = rng_below(&rng, i + 1);
-			t = perm[i];
-			perm[i] = perm[j];
-			perm[j] = t;
+	if (err || family_decide(fam, o, &widen))
+		return -1;
+	for (i = 0; i < s->nrows; i++) {
+		for (k = 0; k < CMP_NQ; k++) {
+			const struct cmp_cell *c = &cells[i * CMP_NQ + k];
+
+			if (c->v == CMP_NOT_ENOUGH)
+				continue;
+			aa->rows[i].compared[k]++;
+			if (c->v != CMP_SAME) {
+				aa->rows[i].changes[k]++;
+				*any = true;
+			}
 		}
-		memcpy(out + (size_t)k * 2 * half, perm, 2 * half * sizeof(*out));
 	}
-	free(perm);
-	return out;
+	return 0;
 }
 
 struct cmp_aa *cmp_aa_run(const struct cmp_set *s, int nsplits, const struct cmp_opts *o)
 {
-	uint32_t half = s->nintervals / 2, *splits = NULL;
-	double qa[CMP_NQ], qb[CMP_NQ];
-	struct cmp_cell cells[CMP_NQ];
-	struct scratch sc = { 0 };
-	struct wstat sa, sb;
+	uint32_t half = s->nintervals / 2, *perm = NULL, i, j, t;
+	struct family fam = { .resamples = o->resamples };
+	struct cmp_cell *cells = NULL;
+	int32_t **cell_of = NULL;
 	struct strpool *pool;
 	struct cmp_aa *aa;
-	bool *any = NULL;
-	struct mat m;
-	size_t i;
-	int sp, k;
+	struct rng rng;
+	size_t r;
+	int sp;
 
 	if (opts_check(o))
 		return NULL;
@@ -939,58 +1140,62 @@ struct cmp_aa *cmp_aa_run(const struct cmp_set *s, int nsplits, const struct cmp
 	if (aa)
 		aa->pool = pool;
 	if (!aa || !pool || !(aa->rows = calloc(s->nrows + 1, sizeof(*aa->rows))) ||
-	    !(any = calloc((size_t)nsplits, sizeof(*any))) ||
-	    !(splits = aa_splits(s->nintervals, nsplits, o->seed, half)))
+	    !(cell_of = calloc(s->nrows + 1, sizeof(*cell_of))) ||
+	    !(cells = calloc(s->nrows * CMP_NQ + 1, sizeof(*cells))) ||
+	    !(perm = malloc(s->nintervals * sizeof(*perm))))
 		goto oom;
 	aa->o = *o;
 	aa->limit = limit_of(o);
 	aa->nsplits = nsplits;
 	aa->intervals = s->nintervals;
-	for (i = 0; i < s->nrows; i++) {
-		const struct srow *row = &s->rows[i];
-		struct cmp_aa_row *ar = &aa->rows[aa->nrows++];
+	for (r = 0; r < s->nrows; r++) {
+		struct cmp_aa_row *ar = &aa->rows[r];
 
-		ar->layer = strpool_intern(pool, row->layer);
-		ar->stage = strpool_intern(pool, row->stage);
-		ar->labels = strpool_intern(pool, row->labels);
-		ar->stage_order = row->stage_order;
-		if (!ar->layer || !ar->stage || !ar->labels || mat_build(&m, row, s->nintervals))
+		ar->layer = strpool_intern(pool, s->rows[r].layer);
+		ar->stage = strpool_intern(pool, s->rows[r].stage);
+		ar->labels = strpool_intern(pool, s->rows[r].labels);
+		ar->stage_order = s->rows[r].stage_order;
+		cell_of[r] = cells_of(&s->rows[r], s->nintervals);
+		if (!ar->layer || !ar->stage || !ar->labels || !cell_of[r])
 			goto oom;
-		if (scratch_fit(&sc, m.ncol, m.ncol, o->resamples)) {
-			mat_free(&m);
-			goto oom;
-		}
-		for (sp = 0; sp < nsplits; sp++) {
-			const uint32_t *ivs = splits + (size_t)sp * 2 * half;
-			struct side A = { &m, ivs, half }, B = { &m, ivs + half, half };
-
-			/* each split its own resamples, the same for every row */
-			compare_row(&A, &B, o, o->seed + 0x9e3779b97f4a7c15ULL * (uint64_t)(sp + 1),
-				    &sc, qa, qb, &sa, &sb, cells);
-			for (k = 0; k < CMP_NQ; k++) {
-				if (cells[k].v == CMP_NOT_ENOUGH)
-					continue;
-				ar->compared[k]++;
-				if (cells[k].v != CMP_SAME) {
-					ar->changes[k]++;
-					any[sp] = true;
-				}
-			}
-		}
-		mat_free(&m);
 	}
-	for (sp = 0; sp < nsplits; sp++)
-		aa->any += any[sp];
+	aa->nrows = s->nrows;
+	for (i = 0; i < s->nintervals; i++)
+		perm[i] = i;
+	rng_seed(&rng, o->seed ^ 0x5eed5eed5eedULL);
+	for (sp = 0; sp < nsplits; sp++) {
+		bool any = false;
+
+		for (i = s->nintervals - 1; i > 0; i--) {	/* Fisher-Yates */
+			j = rng_below(&rng, i + 1);
+			t = perm[i];
+			perm[i] = perm[j];
+			perm[j] = t;
+		}
+		/* each split its own resamples, the same for every row */
+		if (aa_split(s, cell_of, perm, half, o,
+			     o->seed + 0x9e3779b97f4a7c15ULL * (uint64_t)(sp + 1), aa, cells, &fam,
+			     &any))
+			goto oom;
+		aa->any += any;
+	}
 	qsort(aa->rows, aa->nrows, sizeof(*aa->rows), aa_row_cmp);
-	scratch_free(&sc);
-	free(splits);
-	free(any);
+	for (r = 0; r < s->nrows; r++)
+		free(cell_of[r]);
+	free(cell_of);
+	free(cells);
+	family_free(&fam);
+	free(perm);
 	return aa;
 oom:
-	scratch_free(&sc);
-	free(splits);
-	free(any);
 	errorf("out of memory in the A/A check");
+	if (cell_of)
+		for (r = 0; r < s->nrows; r++)
+			free(cell_of[r]);
+	free(cell_of);
+	free(cells);
+	family_free(&fam);
+	free(perm);
 	if (aa)
 		cmp_aa_free(aa);
 	else

@@ -27,6 +27,12 @@ extern const char *const cmp_q_name[CMP_NQ];
  */
 #define CMP_MIN_INTERVALS	6
 #define CMP_MIN_TAIL		10
+/*
+ * ... or whose samples at and above the quantile's bucket come from fewer intervals than this
+ * in effect (Kish's effective number): a tail made of a few intervals' bursts can only be
+ * reshuffled by the bootstrap, whose interval then comes out too narrow (docs/compare.md).
+ */
+#define CMP_MIN_TAIL_INTERVALS	8
 
 struct cmp_opts {
 	double threshold;	/* the smallest change called, as a fraction (0.05) */
@@ -85,6 +91,8 @@ struct cmp_lone {
 struct cmp_result {
 	struct cmp_opts o;
 	double limit;		/* max(2 x bucket error, threshold): a change must clear it */
+	int family;		/* cells whose intervals are simultaneous (enough data) */
+	double widen;		/* how much simultaneity widened each interval (1: alone) */
 	uint32_t a_intervals, b_intervals, a_files, b_files;
 	struct cmp_row *rows;	/* by layer, stage order, label set */
 	size_t nrows;
@@ -104,6 +112,8 @@ int cmp_changes(const struct cmp_result *r, int *ncompared);
 /* Is layer:stage slower at quantile qi in any label set? *found: the stage was compared. */
 bool cmp_regressed(const struct cmp_result *r, const char *layer, const char *stage, int qi,
 		   bool *found);
+/* Label sets of layer:stage with a verdict at quantile qi (not "not enough data"). */
+int cmp_stage_compared(const struct cmp_result *r, const char *layer, const char *stage, int qi);
 /* The quantile index of "p50", "p90", "p99", "p99.9"; -1 if none. */
 int cmp_q_index(const char *name);
 void cmp_result_free(struct cmp_result *r);
@@ -138,6 +148,8 @@ void cmp_aa_free(struct cmp_aa *aa);
  * the caller has opened, so that it can stand alone or inside a larger document. */
 struct jw;
 void cmp_print_text(const struct cmp_result *r, FILE *f);
+/* One line per quantile without enough data, saying why. */
+void cmp_print_why(const struct cmp_result *r, FILE *f);
 void cmp_write_json(const struct cmp_result *r, struct jw *w);
 void cmp_aa_print_text(const struct cmp_aa *aa, FILE *f);
 void cmp_aa_write_json(const struct cmp_aa *aa, struct jw *w);

@@ -118,3 +118,20 @@ char *fmt_ns(char *buf, size_t len, uint64_t ns, bool in_ms)
 		snprintf(buf, len, "%.2fs", v / 1e9);
 	return buf;
 }
+
+char *fmt_ns4(char *buf, size_t len, double ns)
+{
+	static const char *const unit[] = { "ns", "us", "ms", "s" };
+	int u = 0;
+
+	if (ns < 1000) {
+		snprintf(buf, len, "%.0fns", ns);
+		return buf;
+	}
+	while (u < 3 && ns >= 999.95) {
+		ns /= 1000;
+		u++;
+	}
+	snprintf(buf, len, "%.*f%s", ns < 9.9995 ? 3 : ns < 99.995 ? 2 : 1, ns, unit[u]);
+	return buf;
+}

@@ -33,4 +33,7 @@ size_t hist_fold(const struct hist *h, struct hist_row *rows, size_t max_rows);
 /* "850ns", "12.3us", "4.56ms", "1.23s"; in_ms forces milliseconds. Returns buf. */
 char *fmt_ns(char *buf, size_t len, uint64_t ns, bool in_ms);
 
+/* ns to 4 significant digits: "850ns", "16.85us", "1.010ms", "2.500s". Returns buf. */
+char *fmt_ns4(char *buf, size_t len, double ns);
+
 #endif

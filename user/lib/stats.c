@@ -53,49 +53,79 @@ uint32_t rng_below(struct rng *r, uint32_t n)
 	return (uint32_t)(m >> 32);
 }
 
-double quantile_sorted(const double *v, size_t n, double q)
+/* Hoare's selection: v[k] as it would be sorted, smaller ones before it, larger after. */
+static double select_kth(double *v, size_t n, size_t k)
 {
-	double h, f;
-	size_t i;
+	size_t lo = 0, hi = n - 1, i, j;
+	double pivot, t;
+
+	while (lo < hi) {
+		pivot = v[lo + (hi - lo) / 2];
+		i = lo;
+		j = hi;
+		while (i <= j) {
+			while (v[i] < pivot)
+				i++;
+			while (v[j] > pivot)
+				j--;
+			if (i <= j) {
+				t = v[i];
+				v[i] = v[j];
+				v[j] = t;
+				i++;
+				if (j == 0)
+					break;
+				j--;
+			}
+		}
+		if (k <= j)
+			hi = j;
+		else if (k >= i)
+			lo = i;
+		else
+			break;
+	}
+	return v[k];
+}
+
+double quantile_select(double *v, size_t n, double q)
+{
+	double h, a, b;
+	size_t i, k;
 
 	if (!n)
 		return NAN;
 	h = q * (double)(n - 1);
 	i = (size_t)h;
+	a = select_kth(v, n, i);
 	if (i + 1 >= n)
-		return v[n - 1];
-	f = h - (double)i;
-	return v[i] + f * (v[i + 1] - v[i]);
-}
-
-static int dcmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-void sort_doubles(double *v, size_t n)
-{
-	qsort(v, n, sizeof(*v), dcmp);
+		return a;
+	/* the next order statistic: the smallest of those after v[i] */
+	for (b = v[i + 1], k = i + 2; k < n; k++)
+		if (v[k] < b)
+			b = v[k];
+	return a + (h - (double)i) * (b - a);
 }
 
 double hist_interp(uint32_t slot, double below, double in, double rank, uint64_t min, uint64_t max)
 {
-	double lo = (double)hist_lo(slot), hi, f, v;
+	double lo = (double)hist_lo(slot), hi, f, v, j;
 
 	/*
-	 * The bucket as the continuous range [lo, hi), cut to the exact [min, max + 1); its `in`
-	 * samples taken as spread evenly, each at the middle of its share: one sample alone is
-	 * reported at the middle (the midpoint rule), a bucket the min and max both fall in at
-	 * their span.
+	 * The bucket as the continuous range [lo, hi), cut to the exact [min, max + 1), its `in`
+	 * samples taken as spread evenly, each at the middle of its share; the rank-th sample
+	 * overall (rounded up, as the exact quantile is) is the j-th of the bucket. One sample is
+	 * read at the bucket's middle (the midpoint rule); samples spanning the exact min and max
+	 * in one bucket, across that span.
 	 */
 	hi = slot >= HIST_OVERFLOW ? (double)max + 1 : (double)hist_hi(slot);
 	if (lo < (double)min)
 		lo = (double)min;
 	if (hi > (double)max + 1)
 		hi = (double)max + 1;
-	f = in > 0 ? (rank - below - 0.5) / in : 0.5;
+	j = ceil(rank - below);
+	j = j < 1 ? 1 : j > in ? in : j;
+	f = in > 0 ? (j - 0.5) / in : 0.5;
 	if (f < 0)
 		f = 0;
 	if (f > 1)

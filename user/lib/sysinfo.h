@@ -52,8 +52,12 @@ int disk_resolve(const char *name, uint32_t *dev);
 const char *disk_name(uint32_t dev, char *buf, size_t len);
 /* Whole disks in /sys/block. */
 int disk_count(void);
-/* Requests the kernel has in flight on disk dev now (/sys/dev/block/M:m/inflight), -1 unknown. */
+/* Requests the kernel has in flight on disk dev now (/sys/dev/block/M:m/inflight), -1 unknown.
+ * On blk-mq, only those issued to the driver: a scheduler may hold more. */
 long disk_inflight(uint32_t dev);
+/* Requests disk dev has completed since boot: reads, writes, discards and flushes of
+ * /sys/dev/block/M:m/stat (after merging, as the block layer counts them); -1 unknown. */
+int64_t disk_completed(uint32_t dev);
 /* Has no disk in /sys/block a request in flight now? */
 bool disks_idle(void);
 

@@ -11,7 +11,7 @@ static const char *q_value(char *buf, size_t len, double ns)
 {
 	if (isnan(ns))
 		return "-";
-	return fmt_ns(buf, len, (uint64_t)llround(ns), false);
+	return fmt_ns4(buf, len, ns);
 }
 
 static void ci_text(char *buf, size_t len, const struct cmp_cell *c)
@@ -95,11 +95,14 @@ void cmp_print_text(const struct cmp_result *r, FILE *f)
 	int compared, changes = cmp_changes(r, &compared), slower = 0, faster = 0, k;
 	size_t i, from;
 
-	fprintf(f, "A: %u intervals from %u file(s); B: %u intervals from %u file(s)\n",
-		r->a_intervals, r->a_files, r->b_intervals, r->b_files);
-	fprintf(f, "a change is called when the %.0f%% interval of B/A lies wholly outside "
-		"1 +/- %.2f%% (the larger of twice the bucket error and --threshold %.2f%%)\n",
-		100 * (1 - r->o.alpha), 100 * r->limit, 100 * r->o.threshold);
+	fprintf(f, "A: %u interval%s, %u file%s; B: %u interval%s, %u file%s\n", r->a_intervals,
+		r->a_intervals == 1 ? "" : "s", r->a_files, r->a_files == 1 ? "" : "s",
+		r->b_intervals, r->b_intervals == 1 ? "" : "s", r->b_files,
+		r->b_files == 1 ? "" : "s");
+	fprintf(f, "a change is called when B/A's %.0f%% interval (simultaneous over %d quantiles, "
+		"widened %.2fx)\nlies wholly outside 1 +/- %.2f%%: the larger of twice the bucket "
+		"error and --threshold %.2f%%\n", 100 * (1 - r->o.alpha), r->family, r->widen,
+		100 * r->limit, 100 * r->o.threshold);
 	for (from = 0; from < r->nrows; from = i) {
 		for (i = from; i < r->nrows && !strcmp(r->rows[i].layer, r->rows[from].layer); i++)
 			;
@@ -114,8 +117,21 @@ void cmp_print_text(const struct cmp_result *r, FILE *f)
 	lone_lines(r, 'A', f);
 	lone_lines(r, 'B', f);
 	fprintf(f, "\n%d of %d compared quantiles changed (%d slower, %d faster); %d without enough "
-		"data (-j says why)\n", changes, compared, slower, faster,
+		"data (-v says why)\n", changes, compared, slower, faster,
 		(int)(r->nrows * CMP_NQ) - compared);
+}
+
+void cmp_print_why(const struct cmp_result *r, FILE *f)
+{
+	size_t i;
+	int k;
+
+	for (i = 0; i < r->nrows; i++)
+		for (k = 0; k < CMP_NQ; k++)
+			if (r->rows[i].c[k].v == CMP_NOT_ENOUGH)
+				fprintf(f, "not enough data: %s/%s %s %s: %s\n", r->rows[i].layer,
+					r->rows[i].stage, r->rows[i].labels, cmp_q_name[k],
+					r->rows[i].c[k].why);
 }
 
 static void side_json(struct jw *w, const char *key, const struct cmp_side *s)
@@ -169,6 +185,8 @@ void cmp_write_json(const struct cmp_result *r, struct jw *w)
 	jw_f64(w, "limit", r->limit);
 	jw_u64(w, "min_intervals", CMP_MIN_INTERVALS);
 	jw_u64(w, "min_tail", CMP_MIN_TAIL);
+	jw_u64(w, "family", (uint64_t)r->family);
+	jw_f64(w, "widen", r->widen);
 	jw_end_obj(w);
 	jw_arr(w, "rows");
 	for (i = 0; i < r->nrows; i++) {

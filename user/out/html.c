@@ -12,7 +12,7 @@
 #include "layer.h"
 #include "report_int.h"
 
-static const char css[] =
+const char report_css[] =
 	":root{--bg:#fff;--fg:#1b1c1f;--muted:#5b6068;--line:#d3d7dd;--card:#f5f6f8;"
 	"--warn:#b3261e;--warn-bg:#fdeceb;--halo:#fff;color-scheme:light dark}"
 	"@media (prefers-color-scheme:dark){:root{--bg:#141619;--fg:#e4e6e9;--muted:#a3a9b1;"
@@ -526,7 +526,7 @@ void html_page(const struct report *r, struct panel *panels, int npanels,
 		  "<meta name=\"iostrata-panels\" content=\"%d\"><title>I/O latency: ", npanels);
 	esc(b, f && f->has_meta ? f->meta.host : "recording");
 	sbuf_printf(b, ", %s</title><style>%s%s</style></head><body>\n", r->nivs ? from : "",
-		  css, svg_rules);
+		  report_css, svg_rules);
 	header(r, b);
 	drops_banner(r, b);
 	sbuf_puts(b, "<nav><a href=\"#summary\">Summary</a>");

@@ -664,7 +664,7 @@ static int bin_all(const struct report *r, struct panel *p, int n)
 
 /* ---- writing: each file to FILE.tmp, renamed when whole */
 
-static int write_whole(const char *path, const struct sbuf *b)
+int report_write_file(const char *path, const struct sbuf *b)
 {
 	char tmp[4200];
 	FILE *f;
@@ -709,7 +709,7 @@ static int write_svgs(const struct report *r, struct panel *p, int n)
 		b.len = 0;
 		svg_heatmap(r, &p[i], true, &b);
 		snprintf(path, sizeof(path), "%s/%s.svg", r->o.svg_dir, p[i].id);
-		if (write_whole(path, &b)) {
+		if (report_write_file(path, &b)) {
 			sbuf_free(&b);
 			return -1;
 		}
@@ -737,7 +737,7 @@ int report_write(struct report *r)
 	for (i = 0; i < n; i++)
 		svg_heatmap(r, &panels[i], false, &svgs[i]);
 	html_page(r, panels, n, svgs, &page);
-	if (write_whole(r->o.html, &page))
+	if (report_write_file(r->o.html, &page))
 		goto out;
 	if (r->o.svg_dir && write_svgs(r, panels, n)) {
 		unlink(r->o.html);

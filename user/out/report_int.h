@@ -107,6 +107,12 @@ void svg_heatmap(const struct report *r, const struct panel *p, bool standalone,
 unsigned int report_viridis(double t);
 /* The heatmaps' CSS: in each standalone SVG, once in the page. */
 extern const char svg_rules[];
+/* The page's CSS: light, dark and print. */
+extern const char report_css[];
+/* 1, 2 or 5 times a power of ten in ns, in the largest unit that keeps it whole: "20us". */
+char *report_tick_label(char *buf, size_t len, uint64_t v);
+/* b to path through path.tmp, renamed when whole: the file whole or not at all. 0, or -1 said. */
+int report_write_file(const char *path, const struct sbuf *b);
 /* The page around the panels. */
 void html_page(const struct report *r, struct panel *panels, int npanels,
 	       const struct sbuf *svgs, struct sbuf *b);

@@ -110,8 +110,7 @@ static void num(char *buf, size_t len, double v)
 		snprintf(buf, len, "%ld", t / 10);
 }
 
-/* 1, 2 or 5 times a power of ten in ns, in the largest unit that keeps it whole: "20us". */
-static char *tick_label(char *buf, size_t len, uint64_t v)
+char *report_tick_label(char *buf, size_t len, uint64_t v)
 {
 	static const char *const units[] = { "ns", "us", "ms", "s" };
 	int u = 0;
@@ -147,7 +146,7 @@ static void y_axis(const struct panel *p, const struct geom *g, struct sbuf *b)
 			sbuf_printf(b, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" "
 				  "class=\"grid\"/><text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">"
 				  "%s</text>", g->x0 - 4, g->x0, y, y, g->x0 - 6, y + 4,
-				  tick_label(t, sizeof(t), v));
+				  report_tick_label(t, sizeof(t), v));
 		}
 	}
 }

@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* The options compare and sched-ab share (cmp_opts.h). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cmp_opts.h"
+#include "json.h"
+#include "log.h"
+
+/* "layer:stage:q". 0, or -1 said. */
+static int parse_gate(const char *s, struct cmp_gate *g)
+{
+	const char *c1 = strchr(s, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+
+	if (!c1 || !c2 || c1 == s || c2 == c1 + 1 || (size_t)(c1 - s) >= sizeof(g->layer) ||
+	    (size_t)(c2 - c1 - 1) >= sizeof(g->stage) || (g->q = cmp_q_index(c2 + 1)) < 0) {
+		errorf("bad --gate '%s': expected LAYER:STAGE:Q with Q one of p50, p90, p99, p99.9",
+		       s);
+		return -1;
+	}
+	snprintf(g->layer, sizeof(g->layer), "%.*s", (int)(c1 - s), s);
+	snprintf(g->stage, sizeof(g->stage), "%.*s", (int)(c2 - c1 - 1), c1 + 1);
+	return 0;
+}
+
+int cmp_opt(struct cmp_opts *o, struct cmp_gates *g, int opt, const char *arg)
+{
+	unsigned long long v;
+	char *end;
+	double pct;
+
+	switch (opt) {
+	case COPT_THRESHOLD:
+		errno = 0;
+		pct = strtod(arg, &end);
+		if (errno || end == arg || (*end && strcmp(end, "%")) || !(pct >= 0 && pct <= 100)) {
+			errorf("bad --threshold '%s': a percentage from 0 to 100", arg);
+			return -1;
+		}
+		o->threshold = pct / 100;
+		return 1;
+	case COPT_GATE:
+		if (g->n == CMP_GATES_MAX) {
+			errorf("too many --gate options (at most %d)", CMP_GATES_MAX);
+			return -1;
+		}
+		return parse_gate(arg, &g->g[g->n++]) ? -1 : 1;
+	case COPT_SEED:
+		errno = 0;
+		v = strtoull(arg, &end, 10);
+		if (errno || end == arg || *end || *arg == '-') {
+			errorf("bad --seed '%s': expected an integer from 0 to %llu", arg,
+			       (unsigned long long)UINT64_MAX);
+			return -1;
+		}
+		o->seed = v;
+		return 1;
+	}
+	return 0;
+}
+
+int cmp_gates_check(const struct cmp_gates *g, const struct cmp_result *r)
+{
+	bool found;
+	int i;
+
+	for (i = 0; i < g->n; i++) {
+		cmp_regressed(r, g->g[i].layer, g->g[i].stage, g->g[i].q, &found);
+		if (!found) {
+			errorf("--gate %s:%s:%s: no such layer and stage in both A and B",
+			       g->g[i].layer, g->g[i].stage, cmp_q_name[g->g[i].q]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* A gate whose quantile had not enough data in every label set passes, and says it could not
+ * judge. */
+int cmp_gates_say(const struct cmp_gates *g, const struct cmp_result *r, struct jw *w)
+{
+	bool found, slower, judged;
+	int status = 0, i;
+
+	if (w)
+		jw_arr(w, "gates");
+	for (i = 0; i < g->n; i++) {
+		const struct cmp_gate *x = &g->g[i];
+
+		slower = cmp_regressed(r, x->layer, x->stage, x->q, &found);
+		judged = cmp_stage_compared(r, x->layer, x->stage, x->q) > 0;
+		if (slower)
+			status = 3;
+		if (w) {
+			jw_obj(w, NULL);
+			jw_str(w, "layer", x->layer);
+			jw_str(w, "stage", x->stage);
+			jw_str(w, "q", cmp_q_name[x->q]);
+			jw_bool(w, "regressed", slower);
+			jw_bool(w, "judged", judged);
+			jw_end_obj(w);
+		} else {
+			printf("gate %s:%s:%s: %s\n", x->layer, x->stage, cmp_q_name[x->q],
+			       slower ? "REGRESSED (slower beyond the limit)" :
+			       judged ? "passed" : "passed without a verdict (not enough data)");
+		}
+	}
+	if (w)
+		jw_end_arr(w);
+	return status;
+}

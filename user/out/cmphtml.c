@@ -1,0 +1,425 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * compare's page, in the report's style and through its writer: one HTML file, nothing
+ * fetched. First what changed; then a heatmap of the ratios B/A (a row per layer, stage and
+ * label set, a column per quantile; a diverging, colour-blind-safe scale, faded where no change
+ * was called, an arrow where one was); then per row the two CDFs overlaid, on a tail axis
+ * (50 %, 90 %, 99 %, 99.9 % evenly spaced) so that the quantiles compared can be seen.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "compare.h"
+#include "histfmt.h"
+#include "report_int.h"
+
+/* CDF panels at most: the rows with a quantile compared, in the table's order. */
+#define MAX_CDFS	60
+/* The tail axis ends at 99.99 %: -log10(1 - F) from 0 to 4. */
+#define TAIL_MAX	4.0
+
+static const char cmp_css[] =
+	"svg.cmp{display:block;height:auto;max-width:100%}"
+	"svg.cmp text{font:12px sans-serif;fill:currentColor}"
+	"svg.cmp .grid{stroke:currentColor;stroke-opacity:.18}"
+	"svg.cmp .frame{stroke:currentColor;stroke-opacity:.35;fill:none}"
+	"svg.cmp text.in{fill:#1b1c1f}svg.cmp text.in.dark{fill:#fff}"
+	"svg.cdf .a{fill:none;stroke:#0072b2;stroke-width:2}"
+	"svg.cdf .b{fill:none;stroke:#d55e00;stroke-width:2;stroke-dasharray:6 3}"
+	".cdfs{display:grid;grid-template-columns:repeat(auto-fill,minmax(440px,1fr));"
+	"gap:8px 18px}.cdfs svg{max-width:560px}"
+	"td.slower{color:#b2182b;font-weight:600}td.faster{color:#2166ac;font-weight:600}"
+	"@media (prefers-color-scheme:dark){td.slower{color:#f4a582}td.faster{color:#92c5de}}";
+
+/* ColorBrewer RdBu (11 classes), blue to red: diverging and safe for colour-blind readers. */
+static const unsigned int rdbu[11] = { 0x053061, 0x2166ac, 0x4393c3, 0x92c5de, 0xd1e5f0,
+				       0xf7f7f7, 0xfddbc7, 0xf4a582, 0xd6604d, 0xb2182b,
+				       0x67001f };
+
+/* The colour of ratio v: log2 from -1 (twice as fast) to +1 (twice as slow), blue to red. */
+static unsigned int ratio_colour(double v, double *t_out)
+{
+	double t = (log2(v) + 1) / 2, f;
+	unsigned int rgb = 0, a, b;
+	int i, ch;
+
+	t = isfinite(t) ? fmin(fmax(t, 0), 1) : (v > 1 ? 1 : 0);
+	*t_out = t;
+	i = (int)(t * 10);
+	if (i > 9)
+		i = 9;
+	f = t * 10 - i;
+	for (ch = 16; ch >= 0; ch -= 8) {
+		a = (rdbu[i] >> ch) & 0xff;
+		b = (rdbu[i + 1] >> ch) & 0xff;
+		rgb = rgb << 8 | (unsigned int)lround(a + f * ((double)b - a));
+	}
+	return rgb;
+}
+
+static void esc(struct sbuf *b, const char *s)
+{
+	sbuf_esc(b, s);
+}
+
+static const char *ns_text(char *buf, size_t len, double ns)
+{
+	if (isnan(ns))
+		return "-";
+	return fmt_ns4(buf, len, ns);
+}
+
+static void row_name(struct sbuf *b, const struct cmp_row *row)
+{
+	esc(b, row->layer);
+	sbuf_puts(b, " ");
+	esc(b, row->stage);
+	sbuf_puts(b, " ");
+	esc(b, row->labels);
+}
+
+static void header(const struct cmp_result *r, const char *a, const char *b, struct sbuf *s)
+{
+	sbuf_puts(s, "<h1>Did B make I/O faster or slower?</h1><p class=\"sub\">A: <code>");
+	esc(s, a);
+	sbuf_printf(s, "</code> (%u intervals, %u file%s) &nbsp; B: <code>", r->a_intervals,
+		    r->a_files, r->a_files == 1 ? "" : "s");
+	esc(s, b);
+	sbuf_printf(s, "</code> (%u intervals, %u file%s)</p>", r->b_intervals, r->b_files,
+		    r->b_files == 1 ? "" : "s");
+	sbuf_printf(s, "<p class=\"help\">Ratios B/A of each quantile, with %.0f%% intervals from "
+		    "a bootstrap over whole intervals (%d resamples, seed %llu), simultaneous "
+		    "over the %d quantiles compared (each widened %.2f&times;). A change is called "
+		    "only when the interval lies wholly outside 1 &plusmn; %.2f%%: the larger of "
+		    "twice the bucket error and the threshold (%.2f%%). See docs/compare.md.</p>\n",
+		    100 * (1 - r->o.alpha), r->o.resamples, (unsigned long long)r->o.seed,
+		    r->family, r->widen, 100 * r->limit, 100 * r->o.threshold);
+}
+
+static void changes_table(const struct cmp_result *r, struct sbuf *s)
+{
+	char x[32], y[32];
+	int compared, n = cmp_changes(r, &compared), k;
+	size_t i;
+
+	sbuf_printf(s, "<section id=\"changes\"><h2>Changes</h2><p>%d of %d quantiles compared "
+		    "changed; %d without enough data.</p>", n, compared,
+		    (int)(r->nrows * CMP_NQ) - compared);
+	if (!n) {
+		sbuf_puts(s, "</section>\n");
+		return;
+	}
+	sbuf_puts(s, "<div class=\"scroll\"><table><thead><tr><th class=\"l\">layer</th>"
+		  "<th class=\"l\">stage</th><th class=\"l\">label set</th><th>q</th><th>A</th>"
+		  "<th>B</th><th>B/A</th><th>interval</th><th class=\"l\">verdict</th></tr>"
+		  "</thead><tbody>");
+	for (i = 0; i < r->nrows; i++) {
+		const struct cmp_row *row = &r->rows[i];
+
+		for (k = 0; k < CMP_NQ; k++) {
+			const struct cmp_cell *c = &row->c[k];
+
+			if (c->v != CMP_SLOWER && c->v != CMP_FASTER)
+				continue;
+			sbuf_puts(s, "<tr><td class=\"l\">");
+			esc(s, row->layer);
+			sbuf_puts(s, "</td><td class=\"l\">");
+			esc(s, row->stage);
+			sbuf_puts(s, "</td><td class=\"l\">");
+			esc(s, row->labels);
+			sbuf_printf(s, "</td><td>%s</td><td>%s</td><td>%s</td><td>%.3f</td>"
+				    "<td>%.3f&ndash;%.3f</td><td class=\"l %s\">%s</td></tr>",
+				    cmp_q_name[k], ns_text(x, sizeof(x), row->a.q[k]),
+				    ns_text(y, sizeof(y), row->b.q[k]), c->ratio, c->lo, c->hi,
+				    cmp_verdict_name(c->v), cmp_verdict_name(c->v));
+		}
+	}
+	sbuf_puts(s, "</tbody></table></div></section>\n");
+}
+
+static void heat_cell(const struct cmp_row *row, int k, double x, double y, double w, double h,
+		      struct sbuf *s)
+{
+	const struct cmp_cell *c = &row->c[k];
+	bool called = c->v == CMP_SLOWER || c->v == CMP_FASTER;
+	char va[32], vb[32];
+	unsigned int rgb;
+	double t;
+
+	sbuf_printf(s, "<g data-q=\"%s\" data-verdict=\"%s\"", cmp_q_name[k],
+		    cmp_verdict_name(c->v));
+	if (isfinite(c->ratio))
+		sbuf_printf(s, " data-ratio=\"%.4f\"", c->ratio);
+	sbuf_puts(s, "><title>");
+	row_name(s, row);
+	sbuf_printf(s, ", %s: A %s, B %s", cmp_q_name[k], ns_text(va, sizeof(va), row->a.q[k]),
+		    ns_text(vb, sizeof(vb), row->b.q[k]));
+	if (isfinite(c->ratio))
+		sbuf_printf(s, ", B/A %.3f", c->ratio);
+	if (!isnan(c->lo))
+		sbuf_printf(s, " (%.3f to %.3f)", c->lo, c->hi);
+	sbuf_printf(s, ": %s", cmp_verdict_name(c->v));
+	if (c->v == CMP_NOT_ENOUGH && c->why[0]) {
+		sbuf_puts(s, " (");
+		esc(s, c->why);
+		sbuf_puts(s, ")");
+	}
+	sbuf_puts(s, "</title>");
+	if (c->v == CMP_NOT_ENOUGH || !isfinite(c->ratio)) {
+		sbuf_printf(s, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+			    "fill=\"#888\" fill-opacity=\".18\"/><text x=\"%.1f\" y=\"%.1f\" "
+			    "text-anchor=\"middle\" fill-opacity=\".7\">n/a</text></g>",
+			    x, y, w, h, x + w / 2, y + h / 2 + 4);
+		return;
+	}
+	rgb = ratio_colour(c->ratio, &t);
+	/* the colour is the ratio; it is faded where no change was called */
+	sbuf_printf(s, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+		    "fill=\"#%06x\"%s/>", x, y, w, h, rgb, called ? "" : " fill-opacity=\".4\"");
+	if (called)
+		sbuf_printf(s, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+			    "fill=\"none\" stroke=\"currentColor\" stroke-width=\"2\"/>",
+			    x + 1, y + 1, w - 2, h - 2);
+	sbuf_printf(s, "<text class=\"in%s\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">"
+		    "%.3f%s</text></g>", called && fabs(t - 0.5) > 0.3 ? " dark" : "",
+		    x + w / 2, y + h / 2 + 4, c->ratio,
+		    c->v == CMP_SLOWER ? " \xe2\x96\xb2" : c->v == CMP_FASTER ? " \xe2\x96\xbc" : "");
+}
+
+/* The colour scale: 0.5x to 2x, the no-change band marked. */
+static void heat_legend(const struct cmp_result *r, double x, double y, struct sbuf *s)
+{
+	static const double ticks[] = { 0.5, 0.71, 1, 1.41, 2 };
+	const double w = 300, h = 12;
+	double t, lo, hi;
+	unsigned int i;
+
+	sbuf_printf(s, "<text x=\"%.1f\" y=\"%.1f\">B/A: faster</text>", x, y + 10);
+	x += 90;
+	for (i = 0; i < 60; i++) {
+		double v = exp2(i / 59.0 * 2 - 1);
+
+		sbuf_printf(s, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" "
+			    "fill=\"#%06x\"/>", x + w * i / 60, y, w / 60 + 0.3, h,
+			    ratio_colour(v, &t));
+	}
+	lo = x + w * (log2(1 - r->limit) + 1) / 2;
+	hi = x + w * (log2(1 + r->limit) + 1) / 2;
+	sbuf_printf(s, "<rect class=\"frame\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+		    "height=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\">slower</text>", lo, y - 2,
+		    hi - lo, h + 4, x + w + 8, y + 10);
+	for (i = 0; i < sizeof(ticks) / sizeof(ticks[0]); i++)
+		sbuf_printf(s, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.2g</text>",
+			    x + w * (log2(ticks[i]) + 1) / 2, y + h + 14, ticks[i]);
+	sbuf_printf(s, "<text x=\"%.1f\" y=\"%.1f\">framed on the scale: no change, 1 &#177; "
+		    "%.2f%%</text><text x=\"%.1f\" y=\"%.1f\">a cell framed, with an arrow: a "
+		    "change called; faded: none called</text>", x - 90, y + h + 32, 100 * r->limit,
+		    x - 90, y + h + 48);
+}
+
+static void heatmap(const struct cmp_result *r, struct sbuf *s)
+{
+	const double cw = 104, rh = 24, top = 28;
+	double lw = 120, width, height;
+	size_t i, n;
+	int k;
+
+	for (i = 0; i < r->nrows; i++) {
+		n = strlen(r->rows[i].layer) + strlen(r->rows[i].stage) + strlen(r->rows[i].labels);
+		lw = fmax(lw, 7.0 * (double)(n + 2) + 12);
+	}
+	lw = fmin(lw, 420);
+	width = fmax(lw + CMP_NQ * cw + 10, 480);	/* the legend's width at least */
+	height = top + rh * (double)r->nrows + 86;
+	sbuf_puts(s, "<section id=\"heatmap\"><h2>Ratios B/A</h2><div class=\"scroll\">");
+	sbuf_printf(s, "<svg class=\"cmp heat\" xmlns=\"http://www.w3.org/2000/svg\" "
+		    "viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" role=\"img\" data-rows=\"%zu\">"
+		    "<title>Ratio B/A of each quantile, per layer, stage and label set</title>",
+		    width, height, width, r->nrows);
+	for (k = 0; k < CMP_NQ; k++)
+		sbuf_printf(s, "<text x=\"%.1f\" y=\"18\" text-anchor=\"middle\" "
+			    "font-weight=\"600\">%s</text>", lw + cw * (k + 0.5), cmp_q_name[k]);
+	for (i = 0; i < r->nrows; i++) {
+		double y = top + rh * (double)i;
+
+		sbuf_printf(s, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">", lw - 8,
+			    y + rh / 2 + 4);
+		row_name(s, &r->rows[i]);
+		sbuf_puts(s, "</text>");
+		for (k = 0; k < CMP_NQ; k++)
+			heat_cell(&r->rows[i], k, lw + cw * k, y, cw - 2, rh - 2, s);
+	}
+	heat_legend(r, 10, top + rh * (double)r->nrows + 16, s);
+	sbuf_puts(s, "</svg></div></section>\n");
+}
+
+/* ---- a row's CDFs ---- */
+
+struct cdf_geom {
+	double x0, x1, y0, y1;		/* the plot area */
+	double llo, lhi;		/* log10 of the latency range */
+};
+
+static double cdf_x(const struct cdf_geom *g, double ns)
+{
+	return g->x0 + (g->x1 - g->x0) * (log10(fmax(ns, 1)) - g->llo) / (g->lhi - g->llo);
+}
+
+/* The tail axis: F at -log10(1 - F), 0 (F = 0) at the bottom, 99.99 % at the top. */
+static double cdf_y(const struct cdf_geom *g, double f)
+{
+	double u = f >= 1 ? TAIL_MAX : fmin(-log10(1 - f), TAIL_MAX);
+
+	return g->y1 - (g->y1 - g->y0) * u / TAIL_MAX;
+}
+
+/* The side's CDF through each bucket's upper edge (cut to the exact max). */
+static void cdf_line(const struct cdf_geom *g, const struct hist *h, const char *cls,
+		     struct sbuf *s)
+{
+	uint64_t cum = 0;
+	uint32_t i;
+	double x;
+
+	if (!h->count)
+		return;
+	sbuf_printf(s, "<polyline class=\"%s\" points=\"%.1f,%.1f", cls, cdf_x(g, h->min_ns),
+		    cdf_y(g, 0));
+	for (i = 0; i < HIST_NSLOTS; i++) {
+		if (!h->slots[i])
+			continue;
+		cum += h->slots[i];
+		x = i >= HIST_OVERFLOW ? (double)h->max_ns :
+			fmin((double)hist_hi(i), (double)h->max_ns);
+		sbuf_printf(s, " %.1f,%.1f", cdf_x(g, x), cdf_y(g, (double)cum / h->count));
+	}
+	sbuf_puts(s, "\"/>");
+}
+
+static void cdf_axes(const struct cdf_geom *g, struct sbuf *s)
+{
+	static const double pct[] = { 0, 0.5, 0.9, 0.99, 0.999, 0.9999 };
+	static const char *const pname[] = { "0", "50%", "90%", "99%", "99.9%", "99.99%" };
+	static const uint64_t mult[] = { 1, 2, 5 };
+	uint64_t dec, v;
+	unsigned int i;
+	char t[24];
+	double x, y;
+	int m, nm;
+
+	for (i = 0; i < sizeof(pct) / sizeof(pct[0]); i++) {
+		y = cdf_y(g, pct[i]);
+		sbuf_printf(s, "<line class=\"grid\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" "
+			    "y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s"
+			    "</text>", g->x0, g->x1, y, y, g->x0 - 5, y + 4, pname[i]);
+	}
+	/* decades, and 2s and 5s when the range spans less than two of them */
+	nm = g->lhi - g->llo < 2 ? 3 : 1;
+	for (dec = 1; dec <= 100000000000ULL; dec *= 10) {
+		for (m = 0; m < nm; m++) {
+			v = dec * mult[m];
+			if (log10((double)v) < g->llo || log10((double)v) > g->lhi)
+				continue;
+			x = cdf_x(g, (double)v);
+			sbuf_printf(s, "<line class=\"grid\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" "
+				    "y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\" "
+				    "text-anchor=\"middle\">%s</text>", x, x, g->y0, g->y1, x,
+				    g->y1 + 16, report_tick_label(t, sizeof(t), v));
+		}
+	}
+	sbuf_printf(s, "<rect class=\"frame\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+		    "height=\"%.1f\"/>", g->x0, g->y0, g->x1 - g->x0, g->y1 - g->y0);
+}
+
+static void cdf_panel(const struct cmp_row *row, struct sbuf *s)
+{
+	struct cdf_geom g = { .x0 = 58, .x1 = 450, .y0 = 30, .y1 = 210 };
+	double lo = (double)row->a.h.min_ns, hi = (double)row->a.h.max_ns;
+
+	if (row->b.h.count) {
+		lo = row->a.h.count ? fmin(lo, (double)row->b.h.min_ns) : (double)row->b.h.min_ns;
+		hi = fmax(hi, (double)row->b.h.max_ns);
+	}
+	g.llo = log10(fmax(lo, 1));
+	g.lhi = log10(fmax(hi, 1));
+	if (g.lhi - g.llo < 0.1) {	/* a narrow peak: a tenth of a decade around it */
+		g.llo -= 0.05;
+		g.lhi += 0.05;
+	}
+	sbuf_puts(s, "<div><svg class=\"cmp cdf\" xmlns=\"http://www.w3.org/2000/svg\" "
+		  "viewBox=\"0 0 470 240\" width=\"470\" role=\"img\" data-layer=\"");
+	esc(s, row->layer);
+	sbuf_puts(s, "\" data-stage=\"");
+	esc(s, row->stage);
+	sbuf_puts(s, "\" data-labels=\"");
+	esc(s, row->labels);
+	sbuf_puts(s, "\"><title>CDFs of A and B: ");
+	row_name(s, row);
+	sbuf_puts(s, "</title><text x=\"58\" y=\"18\" font-weight=\"600\">");
+	row_name(s, row);
+	sbuf_puts(s, "</text>");
+	cdf_axes(&g, s);
+	cdf_line(&g, &row->a.h, "a", s);
+	cdf_line(&g, &row->b.h, "b", s);
+	sbuf_printf(s, "<line class=\"a\" x1=\"340\" x2=\"366\" y1=\"14\" y2=\"14\"/>"
+		    "<text x=\"370\" y=\"18\">A</text><line class=\"b\" x1=\"392\" x2=\"418\" "
+		    "y1=\"14\" y2=\"14\"/><text x=\"422\" y=\"18\">B</text>");
+	sbuf_puts(s, "</svg></div>");
+}
+
+static void cdfs(const struct cmp_result *r, struct sbuf *s, int *drawn)
+{
+	int compared, k;
+	size_t i, left = 0;
+
+	sbuf_puts(s, "<section id=\"cdfs\"><h2>CDFs</h2><p class=\"help\">The share of I/O at or "
+		  "below each latency, A solid, B dashed; the vertical axis stretches the tail "
+		  "so that 50, 90, 99 and 99.9 % are evenly spaced. Rows with a quantile "
+		  "compared, in the table's order.</p><div class=\"cdfs\">");
+	for (i = 0; i < r->nrows; i++) {
+		for (k = 0, compared = 0; k < CMP_NQ; k++)
+			compared += r->rows[i].c[k].v != CMP_NOT_ENOUGH;
+		if (!compared)
+			continue;
+		if (*drawn == MAX_CDFS) {
+			left++;
+			continue;
+		}
+		cdf_panel(&r->rows[i], s);
+		(*drawn)++;
+	}
+	sbuf_puts(s, "</div>");
+	if (left)
+		sbuf_printf(s, "<p class=\"note\">%zu more rows with a quantile compared are not "
+			    "drawn (at most %d); -j has them all.</p>", left, MAX_CDFS);
+	sbuf_puts(s, "</section>\n");
+}
+
+int cmp_write_html(const struct cmp_result *r, const char *a_name, const char *b_name,
+		   const char *path)
+{
+	struct sbuf s = { 0 };
+	int drawn = 0, err;
+
+	sbuf_puts(&s, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+		  "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+		  "<meta name=\"generator\" content=\"iostrata compare\"><title>I/O latency: ");
+	esc(&s, a_name);
+	sbuf_puts(&s, " vs ");
+	esc(&s, b_name);
+	sbuf_printf(&s, "</title><style>%s%s</style></head><body>\n", report_css, cmp_css);
+	header(r, a_name, b_name, &s);
+	sbuf_puts(&s, "<nav><a href=\"#changes\">Changes</a><a href=\"#heatmap\">Ratios</a>"
+		  "<a href=\"#cdfs\">CDFs</a></nav>\n");
+	changes_table(r, &s);
+	heatmap(r, &s);
+	cdfs(r, &s, &drawn);
+	sbuf_printf(&s, "<footer><p>Made by <code>iostrata compare</code>: one file, nothing "
+		    "fetched; every number from the recordings.</p></footer>\n"
+		    "<script>document.documentElement.setAttribute('data-rendered',"
+		    "String(document.querySelectorAll('svg.cmp').length));</script>\n"
+		    "<!-- iostrata-svgs %d -->\n</body></html>\n", drawn + 1);
+	err = report_write_file(path, &s);
+	sbuf_free(&s);
+	return err;
+}
