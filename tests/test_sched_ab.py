@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (IOSTRATA, ROOT, assert_one_line_error, our_bpf_programs,
-                      wait_no_bpf_programs)
+from conftest import IOSTRATA, assert_one_line_error, our_bpf_programs, wait_no_bpf_programs
 
 pytestmark = pytest.mark.root
 
@@ -150,22 +149,6 @@ def test_pair_runs_and_restores(disk, tmp_path, a, b):
                  for t in end["totals"] if t["stage"] == "total")
     traced += sum(end["drops"].get("complete_unseen", 0) for _, _, end in rounds.values())
     assert traced == reads1 - reads0, (traced, reads1 - reads0)
-
-
-def test_same_scheduler_starts_fresh(disk, tmp_path):
-    """A and B the same scheduler, B with a tunable: every round starts from the scheduler's
-    defaults. The kernel ignores a switch to the active scheduler, so without a pass through
-    another one A's round 1 would run with the original's read_lat_nsec (3 ms) and round 4
-    with B's (0.5 ms). The load reads the tunable at the start of each round."""
-    dev, before = disk
-    seen = tmp_path / "seen"
-    lat = f"/sys/block/{os.path.basename(dev)}/queue/iosched/read_lat_nsec"
-    load = ["--", "sh", "-c", f"cat {lat} >> {seen}; exec {ROOT / 'bin' / 'iostrata-load'} "
-            f"--device {dev} --force --rw randread --qd 1 --size 64m"]
-    r = sched_ab(dev, "kyber", "kyber:read_lat_nsec=500000", tmp_path / "out", load=load)
-    assert r.returncode == 0, r.stderr
-    assert queue_state(dev) == before
-    assert seen.read_text().split() == ["2000000", "500000", "500000", "2000000"]
 
 
 def test_json_and_gate(disk, tmp_path):
