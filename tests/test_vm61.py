@@ -2,7 +2,7 @@
 every block event attaches by tp_btf and by raw_tp and counts 40 reads exactly; the uring, aio and
 syscall layers attach with 6.1's events and prototypes; io_uring and libaio O_DIRECT reads link to
 their bios; null_blk at 2 ms and 100 us and dm-delay (10 ms) over null_blk show their latency on
-the right device; sched-ab calls the scheduler effect docs/vm-scheduler-scenario.md predicts, with
+the right device; sched-ab calls the scheduler effect docs/sched-ab.md predicts, with
 its A/A control clean, and puts the disk's scheduler back. Under -icount the guest's timers fire
 at their deadline in guest time, so a set latency is what the device takes, to the bucket. Runs
 tests/vm/smoke61.sh; skipped, with the reason, where QEMU is absent."""
@@ -163,7 +163,7 @@ def known_latency(name, v, set_ns):
 
 def sched_ab(out):
     """sched-ab on a disk that serves one command at a time in 2 ms (scsi_debug, queue_depth 1),
-    a reader (qd 1) beside eight writers (docs/vm-scheduler-scenario.md). none serves the nine in
+    a reader (qd 1) beside eight writers (docs/sched-ab.md). none serves the nine in
     arrival order: a read waits for the eight writes ahead of it, 9 cycles of the disk.
     mq-deadline with fifo_batch=1 dispatches a waiting read next: it waits for the write on the
     disk, then its own, 2 cycles; the writes get what the reader leaves, about every other

@@ -113,7 +113,7 @@ echo "=== SCHED-AB"
 # a disk that serves one command at a time, each in 2 ms (scsi_debug, queue_depth 1: the
 # scheduler, not the device, holds what waits), a reader beside eight writers: none serves
 # them in arrival order, mq-deadline with fifo_batch=1 serves a waiting read next
-# (docs/vm-scheduler-scenario.md predicts the figures)
+# (docs/sched-ab.md predicts the figures)
 for m in scsi_common scsi_mod sd_mod; do insmod /mod/$m.ko; done
 insmod /mod/scsi_debug.ko ndelay=2000000 dev_size_mb=16
 # sd attaches the disk asynchronously; 10 s without it and sched-ab says what is missing
