@@ -185,7 +185,19 @@ def test_load_failing_restores(disk, tmp_path, load, needle):
     assert r.returncode == 1, line
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_tracing_failing_restores(disk, tmp_path):
+    """The block layer cannot start (a required tracepoint forced missing): the round is not
+    run, nothing of it is left, and the disk is put back."""
+    dev, before = disk
+    r = sched_ab(dev, "bfq", "none", tmp_path / "out", "--fail-probe", "block_rq_complete")
+    assert r.returncode == 1
+    assert_one_line_error(r, "required tracepoint block:block_rq_complete unavailable",
+                          quiet_stdout=False)
+    assert queue_state(dev) == before
+    assert list((tmp_path / "out").rglob("round-*")) == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_signal_in_a_round_restores(disk, tmp_path, sig):
     dev, before = disk
     out = tmp_path / "out"

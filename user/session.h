@@ -53,6 +53,8 @@ void session_run_time(const struct session *s, uint64_t ns[NLAYERS]);
 /* SIGINT and SIGTERM end a session_run (and tell a command to stop); SIGPIPE is ignored. */
 void session_signals(void);
 bool session_stopping(void);
+/* Sig stops it too (sched-ab: SIGHUP, a closed terminal, must not leave a disk switched). */
+void session_stop_on(int sig);
 /* The signal that asked the stop (SIGINT, SIGTERM), 0 if none did. */
 int session_stop_signal(void);
 

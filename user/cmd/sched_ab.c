@@ -76,8 +76,8 @@ static const char usage_text[] =
 "all B rounds, and A's rounds with each other (the A/A control: if it calls more\n"
 "than 5 % of its quantiles changed, the verdicts are marked UNRELIABLE). The\n"
 "scheduler, its tunables and the queue settings a switch resets are restored on\n"
-"every exit (success, error, the load failing, SIGINT, SIGTERM). LOAD is any\n"
-"command, or iostrata-load's options when it starts with '-'.\n"
+"every exit (success, error, the load failing, SIGINT, SIGTERM, SIGHUP). LOAD is\n"
+"any command, or iostrata-load's options when it starts with '-'.\n"
 "\n"
 "  -d, --disk=DISK       the disk: blk-mq, and not in use (mounted, swap,\n"
 "                        stacked) unless --allow-mounted\n"
@@ -93,8 +93,9 @@ static const char usage_text[] =
 "      --seed=N          of the bootstrap resampling (default 1)\n"
 "      --gate=L:S:Q      exit 3 when layer L's stage S is slower in B at\n"
 "                        quantile Q (block:total:p99); may be repeated\n"
+"      --fail-probe=TP   testing: act as if the kernel lacked tracepoint TP\n"
 "  -j, --json            one JSON document on stdout\n"
-"  -v, --verbose         each interval's table, and the layers' diagnostics\n"
+"  -v, --verbose         why data was not enough, and the layers' diagnostics\n"
 "  -h, --help            show this help\n"
 "  -V, --version         show the version\n"
 "\n"
@@ -108,7 +109,7 @@ static void usage(FILE *f)
 	fputs(usage_text, f);
 }
 
-enum { OPT_ROUNDS = COPT_NEXT, OPT_ROUND_SECS, OPT_FORCE, OPT_ALLOW_MOUNTED };
+enum { OPT_ROUNDS = COPT_NEXT, OPT_ROUND_SECS, OPT_FORCE, OPT_ALLOW_MOUNTED, OPT_FAIL_PROBE };
 
 static const struct option long_opts[] = {
 	{ "disk", required_argument, NULL, 'd' },
@@ -117,6 +118,7 @@ static const struct option long_opts[] = {
 	{ "output", required_argument, NULL, 'o' },
 	{ "force", no_argument, NULL, OPT_FORCE },
 	{ "allow-mounted", no_argument, NULL, OPT_ALLOW_MOUNTED },
+	{ "fail-probe", required_argument, NULL, OPT_FAIL_PROBE },
 	CMP_OPTS_LONG,
 	{ "json", no_argument, NULL, 'j' },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -181,6 +183,13 @@ static int parse_args(int argc, char **argv, struct sab *a)
 		case OPT_ROUNDS:
 			if (parse_long("--rounds", optarg, 1, MAX_ROUNDS, &a->rounds))
 				return -1;
+			break;
+		case OPT_FAIL_PROBE:
+			if (a->cfg.nfail_tp == MAX_FAIL_TPS) {
+				errorf("too many --fail-probe options");
+				return -1;
+			}
+			a->cfg.fail_tp[a->cfg.nfail_tp++] = optarg;
 			break;
 		case OPT_ROUND_SECS:
 			if (parse_seconds("--round-secs", optarg, &a->round_s))
@@ -292,6 +301,13 @@ static int log_open(const struct sab *a, const char *path)
 	return fd;
 }
 
+/* A round that never ran leaves no file: its log goes with its recording. */
+static void log_discard(int fd, const char *path)
+{
+	close(fd);
+	unlink(path);
+}
+
 /* The last line the load wrote, for the error that says it failed. */
 static void log_last_line(const char *path, char *buf, size_t len)
 {
@@ -386,8 +402,6 @@ static int round_interval(const struct interval *iv, void *arg)
 		if (!strcmp(iv->drops[j].name, "complete_unseen"))
 			a->requests[a->round] += iv->drops[j].n;
 	a->seconds[a->round] += iv->interval_ns / 1e9;
-	if (a->verbose && !a->json)
-		output_text(iv, &(struct text_opts){ 0 }, stdout);
 	return recorder_interval(k->rc, iv);
 }
 
@@ -490,12 +504,13 @@ static int round_run(struct sab *a)
 	if ((logfd = log_open(a, logpath)) < 0)
 		return 1;
 	if (!(k.rc = recorder_create(path, a->force, false))) {
-		close(logfd);
+		log_discard(logfd, logpath);
 		return 1;
 	}
 	memset(reps, 0, sizeof(reps));
 	if (session_open(&a->cfg, false, &s, reps, NULL)) {
 		recorder_discard(k.rc);
+		log_discard(logfd, logpath);
 		return 1;
 	}
 	m.s = s;
@@ -505,7 +520,7 @@ static int round_run(struct sab *a)
 			errorf("%s", why);
 		session_close(s);
 		recorder_discard(k.rc);
-		close(logfd);
+		log_discard(logfd, logpath);
 		return 1;
 	}
 	close(logfd);
@@ -677,6 +692,8 @@ static void print_text(const struct sab *a, struct verdicts *v)
 	printf("\nB (%s) against A (%s): the block layer of %s, %ld rounds of each\n",
 	       a->spec_arg[1], a->spec_arg[0], a->disk, a->rounds);
 	cmp_print_text(v->ab, stdout);
+	if (a->verbose)
+		cmp_print_why(v->ab, stdout);
 	half_rounds(a, 0, h0, sizeof(h0));
 	half_rounds(a, 1, h1, sizeof(h1));
 	if (v->aa)
@@ -803,7 +820,9 @@ int cmd_sched_ab(int argc, char **argv)
 		free(a.now);
 		return 1;
 	}
-	session_signals();	/* from here a signal stops the run, and the disk is put back */
+	/* from here a signal stops the run, and the disk is put back */
+	session_signals();
+	session_stop_on(SIGHUP);
 	if (iosched_save(a.disk, a.orig, why, sizeof(why))) {
 		errorf("%s", why);
 		free(a.orig);
