@@ -54,17 +54,26 @@ def reads_completed(dev):
     return int(sysfs(f"/sys/block/{os.path.basename(dev)}/stat").split()[0])
 
 
-def load_procs(dev):
-    """iostrata-load processes still running on dev."""
+def procs(match):
+    """Pids of the processes whose argv match(argv) accepts."""
     found = []
     for p in Path("/proc").iterdir():
         try:
             argv = (p / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if argv and argv[0].endswith(b"iostrata-load") and dev.encode() in argv:
+        if p.name.isdigit() and match(argv):
             found.append(int(p.name))
     return found
+
+
+def load_procs(dev):
+    """iostrata-load processes still running on dev."""
+    return procs(lambda argv: argv[0].endswith(b"iostrata-load") and dev.encode() in argv)
+
+
+def procs_with(word):
+    return procs(lambda argv: word in argv)
 
 
 @pytest.fixture
@@ -183,6 +192,17 @@ def test_load_failing_restores(disk, tmp_path, load, needle):
     assert queue_state(dev) == before
     line = assert_one_line_error(r, needle, quiet_stdout=False)
     assert r.returncode == 1, line
+
+
+def test_load_leaves_nothing_running(disk, tmp_path):
+    """A LOAD that ends at once, leaving a process in the background: the round ends with it,
+    and what it left in its process group is killed before the next round."""
+    dev, before = disk
+    r = sched_ab(dev, "mq-deadline", "none", tmp_path / "out", rounds=1,
+                 load=["--", "sh", "-c", "sleep 4321.5 & exit 0"])
+    assert "the load ended by itself" in r.stderr, r.stderr
+    assert queue_state(dev) == before
+    assert procs_with(b"4321.5") == [], "the load's background process was left running"
 
 
 def test_tracing_failing_restores(disk, tmp_path):

@@ -301,13 +301,6 @@ static int log_open(const struct sab *a, const char *path)
 	return fd;
 }
 
-/* A round that never ran leaves no file: its log goes with its recording. */
-static void log_discard(int fd, const char *path)
-{
-	close(fd);
-	unlink(path);
-}
-
 /* The last line the load wrote, for the error that says it failed. */
 static void log_last_line(const char *path, char *buf, size_t len)
 {
@@ -382,29 +375,6 @@ static int drain_wait(const struct sab *a)
 
 /* ---- a round */
 
-struct round_sink {
-	struct sab *a;
-	struct recorder *rc;
-};
-
-static int round_interval(const struct interval *iv, void *arg)
-{
-	struct round_sink *k = arg;
-	struct sab *a = k->a;
-	size_t i;
-	int j;
-
-	for (i = 0; i < iv->recs.n; i++)
-		if (!strcmp(iv->recs.v[i].stage, "total"))
-			a->requests[a->round] += iv->recs.v[i].h.count + iv->recs.v[i].h.unmeasured;
-	/* completed with no program running (docs/trust.md): requests too, not measured */
-	for (j = 0; j < iv->ndrops; j++)
-		if (!strcmp(iv->drops[j].name, "complete_unseen"))
-			a->requests[a->round] += iv->drops[j].n;
-	a->seconds[a->round] += iv->interval_ns / 1e9;
-	return recorder_interval(k->rc, iv);
-}
-
 /* The meta record says which round of which side this is. */
 static void round_meta(struct jw *w, const void *arg)
 {
@@ -473,85 +443,93 @@ static void round_timer_off(void)
 	round_pgid = 0;
 }
 
-/* Run round a->round: 0, or 1 with one line said (the caller restores). */
-static int round_run(struct sab *a)
-{
-	struct layer_report reps[NLAYERS];
-	struct rec_meta m = { .cfg = &a->cfg, .lim = &a->lim, .argc = a->argc, .argv = a->argv,
-			      .reps = reps, .extra = round_meta, .extra_arg = a };
-	int side = side_of(a->round), err;
-	struct round_sink k = { .a = a };
-	struct session *s = NULL;
-	char path[PATH_MAX + 32], logpath[PATH_MAX + 32], why[1200], st[64];
-	const char *reason;
-	int64_t done0, done1;
-	bool early;
+/* A round under way: its files, its tracing session, the disk's count when it began. */
+struct round {
+	struct sab *a;
+	struct recorder *rc;
+	struct session *s;
 	int logfd;
+	int64_t done0;
+	char path[PATH_MAX + 32], logpath[PATH_MAX + 32];
+	struct layer_report reps[NLAYERS];
+};
 
-	why[0] = '\0';
-	if (iosched_apply(a->disk, &a->spec[side], why, sizeof(why))) {
-		errorf("%s", why);
-		return 1;
+/* The sink: the interval to the round's recording, its requests counted. */
+static int round_interval(const struct interval *iv, void *arg)
+{
+	struct round *r = arg;
+	struct sab *a = r->a;
+	size_t i;
+	int j;
+
+	for (i = 0; i < iv->recs.n; i++)
+		if (!strcmp(iv->recs.v[i].stage, "total"))
+			a->requests[a->round] += iv->recs.v[i].h.count + iv->recs.v[i].h.unmeasured;
+	/* completed with no program running (docs/trust.md): requests too, not measured */
+	for (j = 0; j < iv->ndrops; j++)
+		if (!strcmp(iv->drops[j].name, "complete_unseen"))
+			a->requests[a->round] += iv->drops[j].n;
+	a->seconds[a->round] += iv->interval_ns / 1e9;
+	return recorder_interval(r->rc, iv);
+}
+
+/* A round that never ran leaves nothing: tracing detached, its files removed. */
+static void round_abandon(struct round *r)
+{
+	session_close(r->s);
+	if (r->rc)
+		recorder_discard(r->rc);
+	if (r->logfd >= 0) {
+		close(r->logfd);
+		unlink(r->logpath);
 	}
-	if (iosched_save(a->disk, a->now, why, sizeof(why))) {
+}
+
+/*
+ * The disk set to the round's spec and drained, its files made, tracing attached, then LOAD
+ * started. 0, or 1 with one line said and nothing of the round left.
+ */
+static int round_start(struct sab *a, struct round *r)
+{
+	struct rec_meta m = { .cfg = &a->cfg, .lim = &a->lim, .argc = a->argc, .argv = a->argv,
+			      .reps = r->reps, .extra = round_meta, .extra_arg = a };
+	const struct sched_spec *sp = &a->spec[side_of(a->round)];
+	char why[1200] = "";
+
+	if (iosched_apply(a->disk, sp, why, sizeof(why)) ||
+	    iosched_save(a->disk, a->now, why, sizeof(why))) {
 		errorf("%s", why);
 		return 1;
 	}
 	if (drain_wait(a))
 		return 1;
-	round_path(a, a->round, "log", logpath, sizeof(logpath));
-	round_path(a, a->round, "ndjson", path, sizeof(path));
-	if ((logfd = log_open(a, logpath)) < 0)
-		return 1;
-	if (!(k.rc = recorder_create(path, a->force, false))) {
-		log_discard(logfd, logpath);
-		return 1;
+	round_path(a, a->round, "log", r->logpath, sizeof(r->logpath));
+	round_path(a, a->round, "ndjson", r->path, sizeof(r->path));
+	if ((r->logfd = log_open(a, r->logpath)) < 0 ||
+	    !(r->rc = recorder_create(r->path, a->force, false)) ||
+	    session_open(&a->cfg, false, &r->s, r->reps, NULL))
+		goto fail;
+	m.s = r->s;
+	r->done0 = disk_completed(a->cfg.dev);	/* attached, the disk idle: the round starts */
+	if (recorder_meta(r->rc, &m))
+		goto fail;
+	if (child_start(a->load, r->logfd, &a->child, why, sizeof(why))) {
+		errorf("%s", why);
+		goto fail;
 	}
-	memset(reps, 0, sizeof(reps));
-	if (session_open(&a->cfg, false, &s, reps, NULL)) {
-		recorder_discard(k.rc);
-		log_discard(logfd, logpath);
-		return 1;
-	}
-	m.s = s;
-	done0 = disk_completed(a->cfg.dev);	/* attached, and the disk idle: the round starts */
-	if (recorder_meta(k.rc, &m) || child_start(a->load, logfd, &a->child, why, sizeof(why))) {
-		if (*why)
-			errorf("%s", why);
-		session_close(s);
-		recorder_discard(k.rc);
-		log_discard(logfd, logpath);
-		return 1;
-	}
-	close(logfd);
-	/* without a pidfd (before Linux 5.3) tracing ends with the round, before the load */
-	a->lim.stop_fd = a->child.pidfd > 0 ? a->child.pidfd : 0;
-	a->lim.duration_s = a->lim.stop_fd ? 0 : a->round_s;
-	round_timer(a->child.pid, a->round_s);
-	err = session_run(s, &a->lim, round_interval, &k);
-	done1 = disk_completed(a->cfg.dev);
-	a->completed[a->round] = done0 >= 0 && done1 >= 0 ? done1 - done0 : -1;
-	round_timer_off();
-	early = !round_alarms && !session_stopping();
-	child_stop(&a->child, STOP_GRACE_MS);
-	session_close(s);	/* detached before anything else is said or done */
-	if (session_stopping())
-		reason = "signal";
-	else if (err)
-		reason = "error";
-	else if (early)
-		reason = "load-ended";
-	else
-		reason = "duration";
-	err |= recorder_close(k.rc, reason);
-	if (err || session_stopping())
-		return 1;
-	if (early && !child_ok(&a->child)) {
-		log_last_line(logpath, why, sizeof(why));
-		errorf("the load %s in round %d (%c: %s)%s%s", child_status(&a->child, st, sizeof(st)),
-		       a->round + 1, side_name(side), a->spec_arg[side], *why ? ": " : "", why);
-		return 1;
-	}
+	close(r->logfd);
+	r->logfd = -1;
+	return 0;
+fail:
+	round_abandon(r);
+	return 1;
+}
+
+/* The round's line, and what the disk's own count says about it. */
+static void round_said(const struct sab *a, const struct round *r, bool early)
+{
+	int side = side_of(a->round);
+
 	/* the kernel's count: the same unless something queued I/O around the round's edges */
 	if (a->completed[a->round] >= 0 && (uint64_t)a->completed[a->round] != a->requests[a->round])
 		warnf("round %d: %llu requests traced, but %s completed %lld in the round (requests "
@@ -564,8 +542,51 @@ static int round_run(struct sab *a)
 	if (!a->json)
 		printf("round %2d/%ld  %c  %-24s %6.1f s %10llu requests  %s\n", a->round + 1,
 		       2 * a->rounds, side_name(side), a->spec_arg[side], a->seconds[a->round],
-		       (unsigned long long)a->requests[a->round], path + strlen(a->dir) + 1);
+		       (unsigned long long)a->requests[a->round], r->path + strlen(a->dir) + 1);
 	fflush(stdout);
+}
+
+/* Run round a->round: 0, or 1 with one line said (the caller restores). */
+static int round_run(struct sab *a)
+{
+	struct round r = { .a = a, .logfd = -1 };
+	int side = side_of(a->round), err;
+	char why[1200], st[64];
+	const char *reason;
+	int64_t done1;
+	bool early;
+
+	if (round_start(a, &r))
+		return 1;
+	/* without a pidfd (before Linux 5.3) tracing ends with the round, before the load */
+	a->lim.stop_fd = a->child.pidfd > 0 ? a->child.pidfd : 0;
+	a->lim.duration_s = a->lim.stop_fd ? 0 : a->round_s;
+	round_timer(a->child.pid, a->round_s);
+	err = session_run(r.s, &a->lim, round_interval, &r);
+	done1 = disk_completed(a->cfg.dev);
+	a->completed[a->round] = r.done0 >= 0 && done1 >= 0 ? done1 - r.done0 : -1;
+	round_timer_off();
+	early = !round_alarms && !session_stopping();
+	child_stop(&a->child, STOP_GRACE_MS);
+	session_close(r.s);	/* detached before anything else is said or done */
+	if (session_stopping())
+		reason = "signal";
+	else if (err)
+		reason = "error";
+	else if (early)
+		reason = "load-ended";
+	else
+		reason = "duration";
+	err |= recorder_close(r.rc, reason);
+	if (err || session_stopping())
+		return 1;
+	if (early && !child_ok(&a->child)) {
+		log_last_line(r.logpath, why, sizeof(why));
+		errorf("the load %s in round %d (%c: %s)%s%s", child_status(&a->child, st, sizeof(st)),
+		       a->round + 1, side_name(side), a->spec_arg[side], *why ? ": " : "", why);
+		return 1;
+	}
+	round_said(a, &r, early);
 	return 0;
 }
 

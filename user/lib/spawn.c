@@ -118,16 +118,18 @@ bool child_ended(struct child *c)
 bool child_stop(struct child *c, int grace_ms)
 {
 	uint64_t end = clock_ns(CLOCK_MONOTONIC) + (uint64_t)grace_ms * 1000000;
+	bool ran = !child_ended(c);
 
-	if (child_ended(c))
-		return false;
-	kill(-c->pid, SIGTERM);
-	while (!child_ended(c) && clock_ns(CLOCK_MONOTONIC) < end)
-		usleep(10000);
-	/* the group too: what the command started may outlive it */
+	if (ran) {
+		kill(-c->pid, SIGTERM);
+		while (!child_ended(c) && clock_ns(CLOCK_MONOTONIC) < end)
+			usleep(10000);
+	}
+	/* the group too, even when the command ended by itself: what it started in the
+	 * background may outlive it */
 	kill(-c->pid, SIGKILL);
 	reap(c, 0);
-	return true;
+	return ran;
 }
 
 bool child_ok(const struct child *c)

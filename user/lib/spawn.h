@@ -25,7 +25,8 @@ struct child {
 int child_start(char *const argv[], int out_fd, struct child *c, char *why, size_t len);
 /* Has it ended (reaped if so)? */
 bool child_ended(struct child *c);
-/* End it if it runs: SIGTERM to its group, SIGKILL after grace_ms; reaped. true if it ran. */
+/* End it if it runs: SIGTERM to its group, SIGKILL after grace_ms; reaped. Whatever is left
+ * in its group is killed either way. true if it ran. */
 bool child_stop(struct child *c, int grace_ms);
 /* Did it end by itself with status 0? (reaped, not stopped) */
 bool child_ok(const struct child *c);
