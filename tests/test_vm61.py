@@ -2,9 +2,10 @@
 every block event attaches by tp_btf and by raw_tp and counts 40 reads exactly; the uring, aio and
 syscall layers attach with 6.1's events and prototypes; io_uring and libaio O_DIRECT reads link to
 their bios; null_blk at 2 ms and 100 us and dm-delay (10 ms) over null_blk show their latency on
-the right device. Under -icount the guest's timers fire at their deadline in guest time, so a set
-latency is what the device takes, to the bucket. Runs tests/vm/smoke61.sh; skipped, with the
-reason, where QEMU is absent."""
+the right device; sched-ab calls the scheduler effect docs/sched-ab.md predicts, with
+its A/A control clean, and puts the disk's scheduler back. Under -icount the guest's timers fire
+at their deadline in guest time, so a set latency is what the device takes, to the bucket. Runs
+tests/vm/smoke61.sh; skipped, with the reason, where QEMU is absent."""
 import json
 import shutil
 import subprocess
@@ -20,7 +21,7 @@ def test_debian_61_kernel():
     if not shutil.which("qemu-system-x86_64"):
         pytest.skip("qemu-system-x86_64 is not installed")
     r = subprocess.run([str(ROOT / "tests" / "vm" / "smoke61.sh")], capture_output=True,
-                       text=True, timeout=900)
+                       text=True, timeout=1200)
     print(r.stdout[-3000:])
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr
     assert "PASS" in r.stdout and "SKIP" not in r.stdout
@@ -65,6 +66,7 @@ def test_debian_61_kernel():
     scenarios(full.split("=== SCENARIOS")[1].split("=== SNOOP")[0])
     snoop_dm_delay(full.split("=== SCENARIOS")[1].split("FAST ")[1].split()[0],
                    full.split("=== SNOOP")[1].split("=== PROBE")[0])
+    sched_ab(full.split("=== SCHED-AB")[1].split("=== DONE")[0])
     sections = r.stdout.split("=== TRACE ")[1:]
     assert [s.split()[0] for s in sections] == ["tp_btf", "raw_tp"]
     feats = r.stdout.split("=== FEATURES")[1].split("=== TRACE")[0]
@@ -157,3 +159,41 @@ def known_latency(name, v, set_ns):
     assert abs(p50 - set_ns) <= 0.1 * set_ns, (name, p50)
     assert near >= 0.95 * v["count"], (name, v["buckets"])
     assert v["min"] >= set_ns, (name, v["min"])
+
+
+def sched_ab(out):
+    """sched-ab on a disk that serves one command at a time in 2 ms (scsi_debug, queue_depth 1),
+    a reader (qd 1) beside eight writers (docs/sched-ab.md). none serves the nine in
+    arrival order: a read waits for the eight writes ahead of it, 9 cycles of the disk.
+    mq-deadline with fifo_batch=1 dispatches a waiting read next: it waits for the write on the
+    disk, then its own, 2 cycles; the writes get what the reader leaves, about every other
+    command. mq-deadline's default fifo_batch (16) lets a read wait for up to 16 writes of a
+    sector-ordered batch. The disk's own 2 ms does not depend on the scheduler."""
+    docs = [json.loads(line) for line in out.splitlines() if line.startswith('{"type":"sched_ab"')]
+    states = [line.split(" ", 2)[2] for line in out.splitlines() if line.startswith("SCHED ")]
+    assert [d["a"] for d in docs] == ["none", "mq-deadline"], out[-2000:]
+    assert out.count("SCHED-AB rc=0") == 2, out[-2000:]
+    # the original (mq-deadline, fifo_batch 4, nr_requests 128: no scheduler's default) is back
+    assert len(states) == 3 and states[1] == states[0] and states[2] == states[0], states
+    for d in docs:
+        assert d["b"] == "mq-deadline:fifo_batch=1" and d["restored"], d["original"]
+        assert [r["side"] for r in d["rounds"]] == ["A", "B", "B", "A"], d["rounds"]
+        assert all(r["requests"] > 0 for r in d["rounds"]), d["rounds"]
+        # the A/A control (A's rounds 1 against 4) called no more changes than alpha allows
+        assert d["reliable"] and d["aa"]["compared"] >= 6, (d["aa"], d.get("reason"), d["rounds"])
+        cell = {(r["stage"], r["labels"], q["q"]): q
+                for r in d["compare"]["rows"] for q in r["quantiles"]}
+        for q in ("p50", "p90"):
+            wait, total = cell["wait", "read sync", q], cell["total", "read sync", q]
+            assert wait["verdict"] == "faster" and total["verdict"] == "faster", (wait, total)
+            # 2 cycles against 9 (none) or more (fifo_batch 16): under half, whatever a cycle is
+            assert total["ci_hi"] < 0.5, total
+            writes = cell["total", "write sync", q]
+            assert writes["verdict"] == "slower", writes
+        for op in ("read", "write"):
+            assert cell["device", f"{op} sync", "p50"]["verdict"] == "no change", \
+                cell["device", f"{op} sync", "p50"]
+        t = cell["total", "read sync", "p50"]
+        print(f"sched-ab on 6.1, {d['a']} -> {d['b']}: reader total p50 {t['a_ns'] / 1e6:.2f} -> "
+              f"{t['b_ns'] / 1e6:.2f} ms (x{t['ratio']:.3f}, {t['ci_lo']:.3f}..{t['ci_hi']:.3f}), "
+              f"A/A {d['aa']['changes']} of {d['aa']['compared']}")

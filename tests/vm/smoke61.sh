@@ -4,8 +4,9 @@
 # instructions it runs and jumps to the next timer when idle, so a timer set for 100 us fires at
 # 100 us of guest time. Without it, TCG's emulated timers fire 70-100 us late, and a known
 # latency of 100 us could not be told from the emulator's own delay. Boots a busybox initramfs holding bin/iostrata, bin/iostrata-load, configfs,
-# null_blk (2 ms and 100 us timer completion), dm-mod and dm-delay, prints what the tools print
-# there, and exits non-zero when a marker is missing; tests/test_vm61.py checks the figures.
+# null_blk (2 ms and 100 us timer completion), dm-mod and dm-delay, and scsi_debug (a disk
+# serving one command at a time, in 2 ms, for sched-ab), prints what the tools print there, and
+# exits non-zero when a marker is missing; tests/test_vm61.py checks the figures.
 # Downloads are cached in $CACHE.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -30,10 +31,11 @@ mods=$CACHE/root/lib/modules/$kver/kernel
 
 mkdir -p "$work"/initrd/{bin,proc,sys,dev,tmp,mod}
 cp "$(command -v busybox)" "$work/initrd/bin/"
-for a in sh mount insmod sleep cat echo poweroff grep mkdir rm kill; do ln -s busybox "$work/initrd/bin/$a"; done
+for a in sh mount insmod sleep cat echo poweroff grep mkdir rm kill sed; do ln -s busybox "$work/initrd/bin/$a"; done
 cp "$top/bin/iostrata" "$top/bin/iostrata-load" "$work/initrd/"
 cp "$mods/fs/configfs/configfs.ko" "$mods/drivers/block/null_blk/null_blk.ko" \
-	"$mods/drivers/md/dm-mod.ko" "$mods/drivers/md/dm-delay.ko" "$work/initrd/mod/"
+	"$mods/drivers/md/dm-mod.ko" "$mods/drivers/md/dm-delay.ko" \
+	"$mods"/drivers/scsi/{scsi_common,scsi_mod,sd_mod,scsi_debug}.ko "$work/initrd/mod/"
 # no dmsetup in busybox: a static helper makes the dm-delay device through the DM ioctls
 ${CC:-cc} -static -O2 -o "$work/initrd/dmdelay" "$top/tests/vm/dmdelay.c"
 cat > "$work/initrd/init" <<'INIT'
@@ -107,18 +109,49 @@ echo "=== SNOOP"
 grep -v "^iostrata: " /tmp/n.err; cat /tmp/n.json
 echo "=== PROBE"; /iostrata-load --engine io_uring --op timeout --latency 1ms --ios 50 | grep timeout
 echo "=== FAIL"; /iostrata -l block --fail-probe block_rq_complete --duration 1; echo "FAIL rc=$?"
+echo "=== SCHED-AB"
+# a disk that serves one command at a time, each in 2 ms (scsi_debug, queue_depth 1: the
+# scheduler, not the device, holds what waits), a reader beside eight writers: none serves
+# them in arrival order, mq-deadline with fifo_batch=1 serves a waiting read next
+# (docs/sched-ab.md predicts the figures)
+for m in scsi_common scsi_mod sd_mod; do insmod /mod/$m.ko; done
+insmod /mod/scsi_debug.ko ndelay=2000000 dev_size_mb=16
+# sd attaches the disk asynchronously; 10 s without it and sched-ab says what is missing
+n=0; until [ -e /sys/block/sda ] || [ $n = 100 ]; do sleep 0.1; n=$((n + 1)); done
+q=/sys/block/sda/queue
+echo 1 > /sys/block/sda/device/queue_depth
+# an original that is no scheduler's default, which sched-ab must put back
+echo mq-deadline > $q/scheduler; echo 128 > $q/nr_requests; echo 4 > $q/iosched/fifo_batch
+sched() { echo "SCHED $1 $(cat $q/scheduler) nr_requests=$(cat $q/nr_requests)" \
+	"fifo_batch=$(cat $q/iosched/fifo_batch)"; echo "UPTIME $(cat /proc/uptime)"; }
+sched before
+L="/iostrata-load --device /dev/sda --force --engine psync --size 16m"
+LOAD="$L --rw randwrite --jobs 8 >/dev/null & $L --rw randread >/dev/null; wait"
+# the scenario, then the tunable alone: mq-deadline's default fifo_batch (16) against 1.
+# --threshold 20: a round's cycle (2 ms + the CPU's share) drifts from round to round here,
+# -icount shift=auto following the host's load, and a read under none waits 9 of them; the
+# effects are x0.2 and x1.5. 2-second rounds keep the writes' p99 (TCG's scheduling hiccups)
+# out of the A/A halves. "AA" lines: what the A/A control (round 1 against 4) called.
+for a in none mq-deadline; do
+	/iostrata sched-ab -d sda $a mq-deadline:fifo_batch=1 --rounds 2 --round-secs 2 \
+		--threshold 20 -o /tmp/ab-$a -j -- sh -c "$LOAD"
+	echo "SCHED-AB rc=$?"
+	/iostrata compare --threshold 20 /tmp/ab-$a/A/round-01.ndjson /tmp/ab-$a/A/round-04.ndjson |
+		grep -E "faster|slower" | sed "s/^/AA $a /"
+	sched after
+done
 echo "=== DONE"
 poweroff -f
 INIT
 chmod +x "$work/initrd/init"
 (cd "$work/initrd" && find . | cpio -o -H newc 2>/dev/null | gzip -1 > "$work/initrd.gz")
-timeout 600 qemu-system-x86_64 ${QEMU_ACCEL:--accel tcg,thread=single -icount shift=auto,sleep=off} -m 1024 -smp 2 \
+timeout 900 qemu-system-x86_64 ${QEMU_ACCEL:--accel tcg,thread=single -icount shift=auto,sleep=off} -m 1024 -smp 2 \
 	-kernel "$CACHE/root/boot/vmlinuz-$kver" -initrd "$work/initrd.gz" \
 	-append "console=ttyS0 panic=-1 quiet" -nographic -no-reboot -nic none \
 	> "$work/console.log" 2>&1 || true
 sed -n '/=== FEATURES/,/=== DONE/p' "$work/console.log"
 for m in "block_rq_complete  *tp_btf" "LOAD OK" "URING LOAD OK" "SCENARIO LOAD dm-0" \
-	"FAIL rc=1" "=== DONE"; do
+	"FAIL rc=1" "SCHED-AB rc=0" "=== DONE"; do
 	grep -q "$m" "$work/console.log" || { echo "smoke61: FAILED: no '$m'" >&2; exit 1; }
 done
 [ "$(grep -c '^LOAD OK' "$work/console.log")" = 2 ] || { echo "smoke61: FAILED: a load run" >&2; exit 1; }
