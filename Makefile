@@ -97,11 +97,11 @@ $(BIN)/iostrata-load: $(LOAD_OBJS) | $(BIN)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -luring -laio -lpthread -lm -o $@
 
-$(BIN)/test_hist: tests/unit/test_hist.c bpf/hist.h user/lib/histfmt.c user/lib/histfmt.h $(BUILD)/.deps-ok | $(BIN)
+$(BIN)/test_hist: tests/unit/test_hist.c tests/unit/check.h bpf/hist.h user/lib/histfmt.c user/lib/histfmt.h $(BUILD)/.deps-ok | $(BIN)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) tests/unit/test_hist.c user/lib/histfmt.c -lm -o $@
 
-$(BIN)/test_stats: tests/unit/test_stats.c bpf/hist.h user/lib/stats.c user/lib/stats.h user/lib/histfmt.c user/lib/histfmt.h $(BUILD)/.deps-ok | $(BIN)
+$(BIN)/test_stats: tests/unit/test_stats.c tests/unit/check.h bpf/hist.h user/lib/stats.c user/lib/stats.h user/lib/histfmt.c user/lib/histfmt.h $(BUILD)/.deps-ok | $(BIN)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) tests/unit/test_stats.c user/lib/stats.c user/lib/histfmt.c -lm -o $@
 

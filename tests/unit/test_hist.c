@@ -10,18 +10,7 @@
 #include <string.h>
 #include "histfmt.h"
 
-static int passed, failed;
-
-#define CHECK(cond, ...) do {						\
-	if (cond) {							\
-		passed++;						\
-	} else {							\
-		failed++;						\
-		printf("FAIL %s:%d: ", __FILE__, __LINE__);		\
-		printf(__VA_ARGS__);					\
-		printf("\n");						\
-	}								\
-} while (0)
+#include "check.h"
 
 static uint64_t rng = 0x2545F4914F6CDD1DULL;
 static uint64_t xorshift(void)
