@@ -31,7 +31,7 @@ mods=$CACHE/root/lib/modules/$kver/kernel
 
 mkdir -p "$work"/initrd/{bin,proc,sys,dev,tmp,mod}
 cp "$(command -v busybox)" "$work/initrd/bin/"
-for a in sh mount insmod sleep cat echo poweroff grep mkdir rm kill sed; do ln -s busybox "$work/initrd/bin/$a"; done
+for a in sh mount insmod sleep cat echo poweroff grep mkdir rm kill sed cp; do ln -s busybox "$work/initrd/bin/$a"; done
 cp "$top/bin/iostrata" "$top/bin/iostrata-load" "$work/initrd/"
 cp "$mods/fs/configfs/configfs.ko" "$mods/drivers/block/null_blk/null_blk.ko" \
 	"$mods/drivers/md/dm-mod.ko" "$mods/drivers/md/dm-delay.ko" \
@@ -130,13 +130,19 @@ LOAD="$L --rw randwrite --jobs 8 >/dev/null & $L --rw randread >/dev/null; wait"
 # the scenario, then the tunable alone: mq-deadline's default fifo_batch (16) against 1.
 # --threshold 20: a round's cycle (2 ms + the CPU's share) drifts from round to round here,
 # -icount shift=auto following the host's load, and a read under none waits 9 of them; the
-# effects are x0.2 and x1.5. 2-second rounds keep the writes' p99 (TCG's scheduling hiccups)
-# out of the A/A halves. "AA" lines: what the A/A control (round 1 against 4) called.
+# effects are x0.2 and x1.5. 4 rounds a side: the A/A control's halves (A rounds 1+5 against
+# 4+8) then each span the run's start and end as A and B do, so drift cancels in the control
+# too (with 2, it compared the first round with the last: drift alone called 2 of 10 once in
+# 2 runs). 2-second rounds keep the writes' p99 (TCG's scheduling hiccups) out of the halves.
+# "AA" lines: what the A/A control called.
 for a in none mq-deadline; do
-	/iostrata sched-ab -d sda $a mq-deadline:fifo_batch=1 --rounds 2 --round-secs 2 \
+	/iostrata sched-ab -d sda $a mq-deadline:fifo_batch=1 --rounds 4 --round-secs 2 \
 		--threshold 20 -o /tmp/ab-$a -j -- sh -c "$LOAD"
 	echo "SCHED-AB rc=$?"
-	/iostrata compare --threshold 20 /tmp/ab-$a/A/round-01.ndjson /tmp/ab-$a/A/round-04.ndjson |
+	mkdir -p /tmp/aa-$a/1 /tmp/aa-$a/2
+	cp /tmp/ab-$a/A/round-01.ndjson /tmp/ab-$a/A/round-05.ndjson /tmp/aa-$a/1/
+	cp /tmp/ab-$a/A/round-04.ndjson /tmp/ab-$a/A/round-08.ndjson /tmp/aa-$a/2/
+	/iostrata compare --threshold 20 /tmp/aa-$a/1 /tmp/aa-$a/2 |
 		grep -E "faster|slower" | sed "s/^/AA $a /"
 	sched after
 done
