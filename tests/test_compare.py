@@ -7,7 +7,8 @@
   of splits calling any change is printed and must be at most 5 %.
 - Synthetic recordings (no root): known shifts (x1.20 slower, x0.80 faster, x1.00 no change),
   an A/A rate on independent intervals, one interval each (not enough data, never a verdict),
-  sets from directories, seeds, the JSON schema, the HTML page in a real browser.
+  sets from directories, seeds, the JSON schema, the HTML page in a real browser, and its CDF
+  panels' latency labels (3 at least, right and apart) over ranges from 1 ns to 68 s.
 - Bad input: a missing file, an empty directory, one without recordings, no stage in common,
   two bucket schemes, garbage: one error line, exit 1, nothing on stdout. Usage errors: exit 2.
 """
@@ -331,6 +332,82 @@ def test_help():
 
 # ---- the page ----
 
+UNIT_NS = {"ns": 1, "us": 10**3, "ms": 10**6, "s": 10**9}
+# measured in the browser: each latency label's extent (x, width) in its panel's coordinates
+MEASURE = """<script>for (const t of document.querySelectorAll('svg.cdf g.xtick text')) {
+const b = t.getBBox(); t.setAttribute('data-box', b.x + ' ' + b.width); }</script>"""
+
+
+def cdf_ticks(page, tmp_path):
+    """[(labels, x_lo, x_hi, [(ns, line x, label, label's left, its right)])] of every CDF
+    panel of the page, the labels' extents as the browser lays them out."""
+    measured = tmp_path / ("measured-" + page.name)
+    measured.write_text(page.read_text().replace("</body>", MEASURE + "</body>"))
+    dom = subprocess.run([CHROMIUM, "--no-sandbox", "--dump-dom", measured.as_uri()],
+                         capture_output=True, text=True, timeout=120).stdout
+    panels = []
+    for svg in re.findall(r'<svg class="cmp cdf".*?</svg>', dom, re.S):
+        head = dict(re.findall(r'([\w-]+)="([^"]*)"', svg[:svg.index(">")]))
+        ticks = []
+        for ns, x, box, label in re.findall(
+                r'<g class="xtick" data-ns="(\d+)"><line class="grid" x1="([\d.]+)".*?</line>'
+                r'(?:<text [^>]*data-box="([^"]*)"[^>]*>([^<]*)</text>)?</g>', svg):
+            if label:
+                left, width = map(float, box.split())
+                ticks.append((int(ns), float(x), label, left, left + width))
+        panels.append((head["data-labels"], float(head["data-x-lo"]),
+                       float(head["data-x-hi"]), ticks))
+    assert panels, "no CDF panel"
+    return panels
+
+
+def assert_ticks_readable(panel):
+    """3 labels at least, each a latency inside the panel's range, on its grid line where the
+    log axis puts it (58 to 450 across the range), saying its own value; none overlapping."""
+    name, lo, hi, ticks = panel
+    assert len(ticks) >= 3, panel
+    for ns, x, label, left, right in ticks:
+        m = re.fullmatch(r"(\d+)(?:\.(\d+))?(ns|us|ms|s)", label)
+        assert m, label
+        whole, frac, unit = m[1], m[2] or "", m[3]
+        assert int(whole + frac) * UNIT_NS[unit] == ns * 10 ** len(frac), (label, ns)
+        assert lo * (1 - 1e-5) <= ns <= hi * (1 + 1e-5), (label, lo, hi)
+        assert x == pytest.approx(58 + 392 * math.log10(ns / lo) / math.log10(hi / lo),
+                                  abs=0.06), (label, x)
+        assert 0 <= left and right <= 470 and left - 1 <= x <= right + 1, (label, left, right)
+    for a, b in zip(ticks, ticks[1:]):
+        assert a[4] + 2 < b[3], (name, a, b)       # 2 px apart at least
+
+
+@pytest.mark.skipif(not CHROMIUM, reason="chromium-headless-shell not installed "
+                    "(scripts/deps.sh installs it)")
+def test_cdf_tick_labels_whatever_the_range(tmp_path):
+    """Latencies from lo to hi in each panel (both present): ranges of 1 to 10^8 times, low
+    ends from 1 ns to 60 s, the narrowest widened to a tenth of a decade by the page. Every
+    panel gets 3 labels at least, right, on the log axis and apart in the browser."""
+    rng = random.Random(7)
+    los = [1, 3, 15, 950, 1003, 10_000, 99_999, 1_000_000, 1_004_000, 60_000_000,
+           10**9, 6 * 10**10] + [int(10 ** rng.uniform(0, 10.8)) for _ in range(6)]
+    ratios = [1, 1.05, 1.2, 1.26, 1.5, 2, 2.5, 3, 8, 30, 1e3, 1e8]
+    cases = [(lo, int(lo * r)) for lo in los for r in ratios if lo * r < 1 << 36]
+    for first in range(0, len(cases), 60):       # 60 panels a page at most
+        part = cases[first:first + 60]
+
+        def rec(path, seed):
+            rng.seed(seed)
+            return write_rec(path, [[hist("block", "device", [lo, hi] + [
+                int(lo + (hi - lo) * rng.random()) for _ in range(40)], {"disk": f"c{i}"})
+                for i, (lo, hi) in enumerate(part)] for _ in range(20)])
+        page = tmp_path / f"sweep{first}.html"
+        r = compare(rec(tmp_path / "a.ndjson", 1), rec(tmp_path / "b.ndjson", 2), "--html", page)
+        assert r.returncode == 0, r.stderr
+        panels = cdf_ticks(page, tmp_path)
+        assert len(panels) == len(part)
+        for panel in panels:
+            lo, hi = part[int(panel[0][1:])]
+            assert panel[1] <= lo * (1 + 1e-5) and panel[2] >= hi * (1 - 1e-5), (lo, hi, panel)
+            assert_ticks_readable(panel)
+
 @pytest.mark.skipif(not CHROMIUM, reason="chromium-headless-shell not installed "
                     "(scripts/deps.sh installs it)")
 def test_html_page_renders(tmp_path):
@@ -339,12 +416,15 @@ def test_html_page_renders(tmp_path):
     series = [("block", "device", {"disk": "loop0", "op": "read"}),
               ("block", "wait", {"disk": "loop0", "op": "read"}),
               ("uring", "submit_cqe", {"opcode": "read"})]
+    narrow = ("uring", "submit_cqe", {"opcode": "timeout"})    # 1.0 to 1.2 ms, both sides
 
     def rec(path, scale, seed):
         rng.seed(seed)
         ivs = [[hist(l, s, [int(k * 50_000 * scale * math.exp(rng.gauss(0, 0.5)))
                             for _ in range(300)], lab) for k, (l, s, lab) in
-                enumerate(series, 1)] for _ in range(20)]
+                enumerate(series, 1)] +
+               [hist(*narrow[:2], [rng.randint(1_000_000, 1_200_000) for _ in range(300)],
+                     narrow[2])] for _ in range(20)]
         return write_rec(path, ivs)
     a, b = rec(tmp_path / "a.ndjson", 1.0, 1), rec(tmp_path / "b.ndjson", 1.3, 2)
     page = tmp_path / "cmp.html"
@@ -352,7 +432,7 @@ def test_html_page_renders(tmp_path):
     html = page.read_text()
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", html), "a network resource"
     svgs = re.findall(r"<svg .*?</svg>", html, re.S)
-    assert len(svgs) == 1 + len(doc["rows"]) == 4
+    assert len(svgs) == 1 + len(doc["rows"]) == 5
     for i, s in enumerate(svgs):
         (tmp_path / f"{i}.svg").write_text(s)
     x = subprocess.run(["xmllint", "--noout", *[str(tmp_path / f"{i}.svg")
@@ -367,7 +447,15 @@ def test_html_page_renders(tmp_path):
     flags = ["--no-sandbox", "--hide-scrollbars", "--window-size=1400,2000"]
     dom = subprocess.run([CHROMIUM, *flags, "--dump-dom", page.as_uri()], capture_output=True,
                          text=True, timeout=120).stdout
-    assert 'data-rendered="4"' in dom, "the page did not load whole"
+    assert 'data-rendered="5"' in dom, "the page did not load whole"
+    # every CDF panel's latency axis is labelled, the narrow one too (a tenth of a decade)
+    panels = cdf_ticks(page, tmp_path)
+    assert len(panels) == 4
+    for panel in panels:
+        assert_ticks_readable(panel)
+    (lo, hi, ticks), = [p[1:] for p in panels if p[0] == "timeout"]
+    assert 890_000 < lo < 1_000_000 and 1_200_000 < hi < 1_350_000, (lo, hi)
+    print("1.0-1.2 ms panel:", [t[2] for t in ticks])
     shot = tmp_path / "cmp.png"
     subprocess.run([CHROMIUM, *flags, f"--screenshot={shot}", page.as_uri()],
                    capture_output=True, timeout=120)

@@ -14,9 +14,11 @@ import subprocess
 import time
 from pathlib import Path
 
+import jsonschema
 import pytest
+from referencing import Registry, Resource
 
-from conftest import IOSTRATA, assert_one_line_error, our_bpf_programs, wait_no_bpf_programs
+from conftest import IOSTRATA, ROOT, assert_one_line_error, our_bpf_programs, wait_no_bpf_programs
 
 pytestmark = pytest.mark.root
 
@@ -26,6 +28,17 @@ PAIRS = [(a, b) for i, a in enumerate(SCHEDULERS) for b in SCHEDULERS[i + 1:]]
 # one scheduler, two settings: each round must start it afresh (a write of the active
 # scheduler's name is ignored by the kernel, tunables and all)
 PAIRS.append(("mq-deadline", "mq-deadline:fifo_batch=1"))
+
+
+def schema(name):
+    return json.loads((ROOT / "docs" / name).read_text())
+
+
+# sched-ab's document refers to compare's for the comparison inside it
+CMP_SCHEMA = schema("compare.schema.json")
+SAB_VALIDATOR = jsonschema.Draft7Validator(
+    schema("sched-ab.schema.json"),
+    registry=Registry().with_resource(CMP_SCHEMA["$id"], Resource.from_contents(CMP_SCHEMA)))
 
 
 def sysfs(path, value=None):
@@ -167,6 +180,7 @@ def test_json_and_gate(disk, tmp_path):
                  "block:total:p99", "--threshold", "10", "--seed", "7")
     assert queue_state(dev) == before
     doc = json.loads(r.stdout)
+    SAB_VALIDATOR.validate(doc)                 # docs/sched-ab.schema.json
     assert doc["type"] == "sched_ab" and doc["restored"] is True
     assert [x["side"] for x in doc["rounds"]] == list("ABBA")
     for x in doc["rounds"]:

@@ -6,6 +6,7 @@
  * was called, an arrow where one was); then per row the two CDFs overlaid, on a tail axis
  * (50 %, 90 %, 99 %, 99.9 % evenly spaced) so that the quantiles compared can be seen.
  */
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -17,6 +18,12 @@
 #define MAX_CDFS	60
 /* The tail axis ends at 99.99 %: -log10(1 - F) from 0 to 4. */
 #define TAIL_MAX	4.0
+/* A CDF panel's viewBox width, and its latency axis's ticks: at least 3 labelled, at most
+ * XTICKS_MAX, labels LABEL_GAP_PX apart at least */
+#define CDF_W		470
+#define XTICKS_MIN	3
+#define XTICKS_MAX	16
+#define LABEL_GAP_PX	6
 
 static const char cmp_css[] =
 	"svg.cmp{display:block;height:auto;max-width:100%}"
@@ -296,16 +303,155 @@ static void cdf_line(const struct cdf_geom *g, const struct hist *h, const char 
 	sbuf_puts(s, "\"/>");
 }
 
+/* ---- the latency axis's ticks ---- */
+
+/* Grid lines at every tick; a label on every stride-th from off when all of them crowd. */
+struct xticks {
+	int n, stride, off;
+	uint64_t v[XTICKS_MAX];
+	char label[XTICKS_MAX][24];
+	double x[XTICKS_MAX];		/* the tick's line */
+	double tx[XTICKS_MAX];		/* its label's centre: kept inside the panel */
+};
+
+static bool in_range(const struct cdf_geom *g, uint64_t v)
+{
+	double l = log10((double)v);
+
+	return l >= g->llo - 1e-9 && l <= g->lhi + 1e-9;
+}
+
+static bool labelled(const struct xticks *t, int i)
+{
+	return i >= t->off && (i - t->off) % t->stride == 0;
+}
+
+/* v as the next tick; false when there is no room for it. */
+static bool xticks_add(struct xticks *t, uint64_t v)
+{
+	if (t->n == XTICKS_MAX)
+		return false;
+	t->v[t->n++] = v;
+	return true;
+}
+
+/* The first nm of mult (1, 2, 5) times every power of ten in the range. */
+static bool xticks_log(const struct cdf_geom *g, const uint64_t *mult, int nm, struct xticks *t)
+{
+	uint64_t dec;
+	int m;
+
+	t->n = 0;
+	for (dec = 1; dec <= 100000000000ULL; dec *= 10)
+		for (m = 0; m < nm; m++)
+			if (in_range(g, dec * mult[m]) && !xticks_add(t, dec * mult[m]))
+				return false;
+	return true;
+}
+
+/* Every multiple of step in the range: a linear scale, for a range too narrow for 1-2-5. */
+static bool xticks_linear(const struct cdf_geom *g, uint64_t step, struct xticks *t)
+{
+	/* from a hair below the range: pow() gives its low end back a hair above or below */
+	uint64_t v = (uint64_t)ceil(pow(10, g->llo) / (double)step - 1e-6) * step;
+
+	t->n = 0;
+	for (; log10((double)v) <= g->lhi + 1e-9; v += step)
+		if (in_range(g, v) && !xticks_add(t, v))
+			return false;
+	return true;
+}
+
+/* A label's width in 12px sans-serif at its widest (DejaVu Sans): "m" 11.7px, every other
+ * character of ours (digits, ".", "n", "u", "s") 7.6px at most. */
+static double label_px(const char *s)
+{
+	double w = 0;
+
+	for (; *s; s++)
+		w += *s == 'm' ? 11.7 : 7.6;
+	return w;
+}
+
+/* Labels on every stride-th tick from off: at least XTICKS_MIN, none overlapping another. */
+static bool xticks_labels_fit(const struct cdf_geom *g, struct xticks *t)
+{
+	double w, prev_right = -1e9;
+	int i, n = 0;
+
+	for (i = 0; i < t->n; i++) {
+		t->x[i] = cdf_x(g, (double)t->v[i]);
+		if (!labelled(t, i))
+			continue;
+		report_tick_label(t->label[i], sizeof(t->label[i]), t->v[i]);
+		w = label_px(t->label[i]);
+		t->tx[i] = fmin(t->x[i], CDF_W - w / 2);	/* a label at the right edge */
+		if (t->tx[i] - w / 2 < prev_right + LABEL_GAP_PX)
+			return false;
+		prev_right = t->tx[i] + w / 2;
+		n++;
+	}
+	return n >= XTICKS_MIN;
+}
+
+/* Every tick labelled if they fit, else every other one, every third, ...: true if some do. */
+static bool xticks_fit(const struct cdf_geom *g, struct xticks *t, int max_stride)
+{
+	for (t->stride = 1; t->stride <= max_stride; t->stride++)
+		for (t->off = 0; t->off < t->stride; t->off++)
+			if (xticks_labels_fit(g, t))
+				return true;
+	return false;
+}
+
+/* The largest 1-2-5 step with XTICKS_MIN multiples in the range, if enough labels fit. */
+static bool xticks_step(const struct cdf_geom *g, struct xticks *t)
+{
+	static const uint64_t down[] = { 5, 2, 1 };
+	double span = pow(10, g->lhi) - pow(10, g->llo);
+	uint64_t dec;
+	int m;
+
+	for (dec = 100000000000ULL; dec; dec /= 10)
+		for (m = 0; m < 3; m++) {
+			if ((double)(dec * down[m]) > span)
+				continue;
+			if (!xticks_linear(g, dec * down[m], t))
+				return false;
+			if (t->n >= XTICKS_MIN)		/* a smaller step only crowds them more */
+				return xticks_fit(g, t, 3);
+		}
+	return false;
+}
+
+/*
+ * The latency axis's ticks, the first set whose labels fit: decades over a wide range (labels
+ * on every other one, ... when they crowd), 1, 2 and 5 times them over a range of less than
+ * two decades, and over a range with fewer than three of those (1.0 to 1.2 ms) the multiples
+ * of the largest 1-2-5 step that gives three (1.0, 1.1, 1.2 ms). cdf_panel makes the range at
+ * least a tenth of a decade and 2 ns wide, so that the last always has labels that fit at this
+ * panel's width (tests/test_compare.py sweeps ranges from 1 ns to 68 s).
+ */
+static void xticks_choose(const struct cdf_geom *g, struct xticks *t)
+{
+	static const uint64_t ladder[] = { 1, 2, 5 };
+
+	if (g->lhi - g->llo >= 2 && xticks_log(g, ladder, 1, t) && xticks_fit(g, t, 4))
+		return;
+	if ((xticks_log(g, ladder, 3, t) && xticks_fit(g, t, 1)) ||
+	    (xticks_log(g, ladder, 1, t) && xticks_fit(g, t, 1)) || xticks_step(g, t))
+		return;
+	t->n = 0;	/* not reached: no labels rather than a jumble */
+}
+
 static void cdf_axes(const struct cdf_geom *g, struct sbuf *s)
 {
 	static const double pct[] = { 0, 0.5, 0.9, 0.99, 0.999, 0.9999 };
 	static const char *const pname[] = { "0", "50%", "90%", "99%", "99.9%", "99.99%" };
-	static const uint64_t mult[] = { 1, 2, 5 };
-	uint64_t dec, v;
+	struct xticks t;
 	unsigned int i;
-	char t[24];
-	double x, y;
-	int m, nm;
+	double y;
+	int k;
 
 	for (i = 0; i < sizeof(pct) / sizeof(pct[0]); i++) {
 		y = cdf_y(g, pct[i]);
@@ -313,19 +459,15 @@ static void cdf_axes(const struct cdf_geom *g, struct sbuf *s)
 			    "y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s"
 			    "</text>", g->x0, g->x1, y, y, g->x0 - 5, y + 4, pname[i]);
 	}
-	/* decades, and 2s and 5s when the range spans less than two of them */
-	nm = g->lhi - g->llo < 2 ? 3 : 1;
-	for (dec = 1; dec <= 100000000000ULL; dec *= 10) {
-		for (m = 0; m < nm; m++) {
-			v = dec * mult[m];
-			if (log10((double)v) < g->llo || log10((double)v) > g->lhi)
-				continue;
-			x = cdf_x(g, (double)v);
-			sbuf_printf(s, "<line class=\"grid\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" "
-				    "y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\" "
-				    "text-anchor=\"middle\">%s</text>", x, x, g->y0, g->y1, x,
-				    g->y1 + 16, report_tick_label(t, sizeof(t), v));
-		}
+	xticks_choose(g, &t);
+	for (k = 0; k < t.n; k++) {
+		sbuf_printf(s, "<g class=\"xtick\" data-ns=\"%" PRIu64 "\"><line class=\"grid\" "
+			    "x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>", t.v[k], t.x[k],
+			    t.x[k], g->y0, g->y1);
+		if (labelled(&t, k))
+			sbuf_printf(s, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s"
+				    "</text>", t.tx[k], g->y1 + 16, t.label[k]);
+		sbuf_puts(s, "</g>");
 	}
 	sbuf_printf(s, "<rect class=\"frame\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
 		    "height=\"%.1f\"/>", g->x0, g->y0, g->x1 - g->x0, g->y1 - g->y0);
@@ -340,14 +482,23 @@ static void cdf_panel(const struct cmp_row *row, struct sbuf *s)
 		lo = row->a.h.count ? fmin(lo, (double)row->b.h.min_ns) : (double)row->b.h.min_ns;
 		hi = fmax(hi, (double)row->b.h.max_ns);
 	}
-	g.llo = log10(fmax(lo, 1));
-	g.lhi = log10(fmax(hi, 1));
+	lo = fmax(lo, 1);
+	hi = fmax(hi, 1);
+	if (hi - lo < 2) {	/* a few ns: three whole ns to label */
+		hi = fmax(ceil(hi), floor(lo) + 2);
+		lo = floor(lo);
+	}
+	g.llo = log10(lo);
+	g.lhi = log10(hi);
 	if (g.lhi - g.llo < 0.1) {	/* a narrow peak: a tenth of a decade around it */
 		g.llo -= 0.05;
 		g.lhi += 0.05;
 	}
-	sbuf_puts(s, "<div><svg class=\"cmp cdf\" xmlns=\"http://www.w3.org/2000/svg\" "
-		  "viewBox=\"0 0 470 240\" width=\"470\" role=\"img\" data-layer=\"");
+	/* the axis's range in ns, for whoever checks the ticks */
+	sbuf_printf(s, "<div><svg class=\"cmp cdf\" xmlns=\"http://www.w3.org/2000/svg\" "
+		    "viewBox=\"0 0 %d 240\" width=\"%d\" role=\"img\" data-x-lo=\"%.6g\" "
+		    "data-x-hi=\"%.6g\" data-layer=\"", CDF_W, CDF_W, pow(10, g.llo),
+		    pow(10, g.lhi));
 	esc(s, row->layer);
 	sbuf_puts(s, "\" data-stage=\"");
 	esc(s, row->stage);

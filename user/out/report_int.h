@@ -109,7 +109,8 @@ unsigned int report_viridis(double t);
 extern const char svg_rules[];
 /* The page's CSS: light, dark and print. */
 extern const char report_css[];
-/* 1, 2 or 5 times a power of ten in ns, in the largest unit that keeps it whole: "20us". */
+/* A tick's value in ns, in the largest unit it holds one of, with the decimals it needs and no
+ * more: "500ns", "20us", "1.05ms" (the units of the page's figures). */
 char *report_tick_label(char *buf, size_t len, uint64_t v);
 /* b to path through path.tmp, renamed when whole: the file whole or not at all. 0, or -1 said. */
 int report_write_file(const char *path, const struct sbuf *b);

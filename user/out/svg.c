@@ -113,13 +113,22 @@ static void num(char *buf, size_t len, double v)
 char *report_tick_label(char *buf, size_t len, uint64_t v)
 {
 	static const char *const units[] = { "ns", "us", "ms", "s" };
-	int u = 0;
+	uint64_t div = 1;
+	char frac[16];
+	int u = 0, n;
 
-	while (u < 3 && v >= 1000 && v % 1000 == 0) {
-		v /= 1000;
+	while (u < 3 && v / div >= 1000) {
+		div *= 1000;
 		u++;
 	}
-	snprintf(buf, len, "%" PRIu64 "%s", v, units[u]);
+	if (v % div == 0) {
+		snprintf(buf, len, "%" PRIu64 "%s", v / div, units[u]);
+		return buf;
+	}
+	n = snprintf(frac, sizeof(frac), "%0*" PRIu64, 3 * u, v % div);
+	while (n > 0 && frac[n - 1] == '0')	/* 1.050 -> 1.05 */
+		frac[--n] = '\0';
+	snprintf(buf, len, "%" PRIu64 ".%s%s", v / div, frac, units[u]);
 	return buf;
 }
 
