@@ -123,7 +123,7 @@ static long bios_rest_one(__u64 i, struct bio_walk *w)
 
 static long link_rest_one(__u64 i, struct bio_walk *w)
 {
-	req_stamp_done(req_of_bio((void *)w->bio, w->w.tgid), w->issued, w->now);
+	req_stamp_done(req_of_bio(w->bio, w->w.tgid), w->issued, w->now);
 	w->bio = bio_next(w->bio);
 	return w->bio ? 0 : 1;
 }

@@ -64,7 +64,7 @@ static __always_inline int H(on_bio_queue)(struct bio *bio)
 	inflight_put(PTR_U64(bio), now, 0, &w, 0, true);
 	if (link_reqs && !self) {
 		/* queued by the submitter (or its io-wq / SQPOLL thread): same tgid as the request */
-		struct ioreq *r = req_of_bio(bio, id >> 32);
+		struct ioreq *r = req_of_bio(PTR_U64(bio), id >> 32);
 
 		if (r && !r->bio_q)
 			r->bio_q = now;
@@ -157,7 +157,7 @@ static __always_inline void H(link_done)(struct request *rq, __u64 issued, __u64
 	__u32 i;
 
 	for (i = 0; i < BIO_WALK_MAX && bio; i++) {
-		req_stamp_done(req_of_bio(bio, tgid), issued, now);
+		req_stamp_done(req_of_bio(PTR_U64(bio), tgid), issued, now);
 		bio = KR(bio, bi_next);
 	}
 	if (bio) {

@@ -140,40 +140,45 @@ static __always_inline void req_note_comm(__u32 tgid)
 	}
 }
 
-/* The request that owns bio, or NULL. tgid: the aio submitter's (aio keys are user pointers). */
-static __always_inline struct ioreq *req_of_bio(struct bio *bio, __u32 tgid)
+/*
+ * The request that owns bio, or NULL. tgid: the aio submitter's (aio keys are user pointers).
+ * Five to seven dependent reads per bio, on every bio queued and every bio completed with the
+ * io_uring or aio layer on: direct loads where the kernel allows (KFIELD).
+ */
+static __always_inline struct ioreq *req_of_bio(__u64 bio, __u32 tgid)
 {
-	__u64 end = (__u64)BPF_CORE_READ(bio, bi_end_io), kc;
-	void *priv = BPF_CORE_READ(bio, bi_private);
+	void *end = KFIELD(struct bio, bio, bi_end_io), *priv = KFIELD(struct bio, bio, bi_private);
 	struct kiocb *iocb;
+	void *kc;
 
 	if (!end)
 		return NULL;
-	if (end == endio_chain) {	/* a split-off part: its parent carries the owner */
-		bio = priv;
-		end = (__u64)BPF_CORE_READ(bio, bi_end_io);
-		priv = BPF_CORE_READ(bio, bi_private);
+	if ((__u64)end == endio_chain) {
+		/* a split-off part (rare): its parent, an address in either mode, has the owner */
+		bio = (__u64)priv;
+		end = BPF_CORE_READ((struct bio *)bio, bi_end_io);
+		priv = BPF_CORE_READ((struct bio *)bio, bi_private);
 		if (!end)
 			return NULL;
 	}
-	if (end == endio_iomap)
-		iocb = BPF_CORE_READ((struct iomap_dio *)priv, iocb);
-	else if (end == endio_blkdev)
-		iocb = BPF_CORE_READ((struct blkdev_dio *)priv, iocb);
-	else if (end == endio_blkdev_async)	/* the bio is embedded in its blkdev_dio */
-		iocb = BPF_CORE_READ((struct blkdev_dio *)((void *)bio -
-			bpf_core_field_offset(struct blkdev_dio, bio)), iocb);
+	if ((__u64)end == endio_iomap)
+		iocb = KFIELD(struct iomap_dio, priv, iocb);
+	else if ((__u64)end == endio_blkdev)
+		iocb = KFIELD(struct blkdev_dio, priv, iocb);
+	else if ((__u64)end == endio_blkdev_async)	/* the bio is embedded in its blkdev_dio */
+		iocb = KFIELD(struct blkdev_dio, bio - bpf_core_field_offset(struct blkdev_dio, bio),
+			      iocb);
 	else
 		return NULL;
 	if (!iocb)
 		return NULL;
-	kc = (__u64)BPF_CORE_READ(iocb, ki_complete);
+	kc = KFIELD(struct kiocb, iocb, ki_complete);
 	if (!kc)
 		return NULL;
-	if (kc == kc_uring || kc == kc_uring_iopoll)
-		return req_tab_find((__u64)iocb, 0);
-	if (kc == kc_aio && tgid)
-		return req_tab_find((__u64)BPF_CORE_READ((struct aio_kiocb *)iocb, ki_res.obj), tgid);
+	if ((__u64)kc == kc_uring || (__u64)kc == kc_uring_iopoll)
+		return req_tab_find(KADDR(iocb), 0);
+	if ((__u64)kc == kc_aio && tgid)
+		return req_tab_find(KFIELD(struct aio_kiocb, iocb, ki_res.obj), tgid);
 	return NULL;
 }
 

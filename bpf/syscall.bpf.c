@@ -103,11 +103,13 @@ static __always_inline bool takes_fd(__u32 sc)
 static __always_inline bool fd_is_file_or_bdev(unsigned int fd)
 {
 	struct file *file = fd_file(fd);
+	struct inode *ino;
 	umode_t mode;
 
 	if (!file)
 		return false;
-	mode = BPF_CORE_READ(file, f_inode, i_mode) & S_IFMT;
+	ino = KFIELD(struct file, file, f_inode);
+	mode = KFIELD(struct inode, ino, i_mode) & S_IFMT;
 	return mode == S_IFREG || mode == S_IFBLK;
 }
 

@@ -202,6 +202,11 @@ def test_features_reports_attach_methods(no_bpf_leak):
     assert methods["block_rq_complete"] in ("tp_btf", "raw_tp")
     assert all(s["available"] for s in f["stages"]), f["stages"]
     assert f["bpf_memory_bytes"] > 0
+    # kernel objects reached by address are read by direct loads where the kernel has
+    # bpf_rdonly_cast (v6.2+; the 6.1 VM test checks the probe-read path)
+    btf = subprocess.run(["bpftool", "btf", "dump", "file", "/sys/kernel/btf/vmlinux"],
+                         capture_output=True, text=True, check=True).stdout
+    assert f["direct_reads"] == ("FUNC 'bpf_rdonly_cast'" in btf)
 
 
 def test_features_names_a_missing_optional_tracepoint(no_bpf_leak):

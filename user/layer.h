@@ -15,6 +15,7 @@
 #include "config.h"
 #include "interval.h"
 #include "iostrata.h"
+#include "sysinfo.h"
 
 enum layer_id { LAYER_BLOCK, LAYER_URING, LAYER_AIO, LAYER_SYSCALL, NLAYERS };
 _Static_assert(NLAYERS <= CFG_LAYERS, "trace_config.stages has a slot per layer");
@@ -248,8 +249,12 @@ struct bpf_map *layer_map(const struct layer_inst *l, size_t off);
  */
 #define HIST_MAP_BUDGET (32u << 20)
 uint32_t hist_map_keys(const struct layer_inst *l, uint32_t want);
-/* The owner filters, iostrata's own tgid, snoop and -C, into any object's .rodata. */
-#define OWNER_RODATA(ro, l) do {						\
+/*
+ * What every object's common.bpf.h reads from .rodata: the owner filters, iostrata's own tgid,
+ * snoop and -C, and whether kernel objects can be read by direct loads (bpf_rdonly_cast).
+ */
+#define COMMON_RODATA(ro, l) do {						\
+	(ro)->direct_reads = kernel_has_kfunc("bpf_rdonly_cast");		\
 	(ro)->filter_tgid = (uint32_t)(l)->cfg->tgid;				\
 	(ro)->filter_cgroup = (l)->cfg->cgroup != NULL;				\
 	(ro)->self_tgid = (l)->shared->self_tgid;				\

@@ -102,7 +102,7 @@ static int configure(struct layer_inst *l)
 	const struct trace_config *c = l->cfg;
 	struct block_bpf *skel = l->skel;
 
-	OWNER_RODATA(skel->rodata, l);
+	COMMON_RODATA(skel->rodata, l);
 	skel->rodata->filter_dev = c->dev;
 	skel->rodata->per_disk = c->per_disk;
 	skel->rodata->per_op = c->per_op;

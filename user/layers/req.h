@@ -66,7 +66,7 @@ static int configure(struct layer_inst *l)					\
 {										\
 	struct sk##_bpf *s = l->skel;						\
 										\
-	OWNER_RODATA(s->rodata, l);						\
+	COMMON_RODATA(s->rodata, l);						\
 	s->rodata->req_mask = l->cfg->inflight_slots - 1;			\
 	LINK_SYMS_RODATA(s->rodata, link_syms());				\
 	s->rodata->per_process = l->cfg->per_process;				\

@@ -73,7 +73,7 @@ static int configure(struct layer_inst *l)
 {
 	struct syscall_bpf *skel = l->skel;
 
-	OWNER_RODATA(skel->rodata, l);
+	COMMON_RODATA(skel->rodata, l);
 	skel->rodata->per_process = l->cfg->per_process;
 	if (l->cfg->comm) {
 		skel->rodata->filter_comm = true;

@@ -52,6 +52,11 @@ struct btf *vmlinux_btf(void)
 	return btf;
 }
 
+bool kernel_has_kfunc(const char *name)
+{
+	return vmlinux_btf() && btf__find_by_name_kind(btf, name, BTF_KIND_FUNC) > 0;
+}
+
 /* The function prototype of tracepoint tp's BTF: (void *__data, args...); NULL if none. */
 static const struct btf_type *tp_proto(const char *tp)
 {
