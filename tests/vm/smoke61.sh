@@ -66,14 +66,18 @@ tracer=$!
 until grep -q "iostrata: tracing" /tmp/u.err; do sleep 0.2; done
 /iostrata-load --engine io_uring --op timeout --latency 10ms --ios 40 > /dev/null && echo "URING LOAD OK"
 /iostrata-load --device /dev/nullb0 --force --engine psync --ios 30 --size 64m >/dev/null
+# their own latency lines too: a device figure off the mark must say whose number it is
 /iostrata-load --device /dev/nullb0 --force --engine io_uring --qd 4 --rw randread --ios 40 \
-	--size 64m >/dev/null
+	--size 64m > /tmp/lu.txt 2>&1
 /iostrata-load --device /dev/nullb0 --force --engine libaio --qd 4 --rw randread --ios 40 \
-	--size 64m >/dev/null
+	--size 64m > /tmp/la.txt 2>&1
 sleep 0.5
 kill -INT $tracer
 wait
 grep -v "^iostrata: " /tmp/u.err; grep "io_uring_complete attached" /tmp/u.err; cat /tmp/u.json
+echo "LOAD io_uring $(grep -E '^all +read +[0-9.]+[mu]s' /tmp/lu.txt)"
+echo "LOAD libaio $(grep -E '^all +read +[0-9.]+[mu]s' /tmp/la.txt)"
+echo "CLOCKSOURCE $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
 echo "=== SCENARIOS"
 # known-latency devices: nullb0 (module parameters) completes in 2 ms; a configfs device in
 # 100 us; dm-delay adds 10 ms above the 100 us one
