@@ -154,7 +154,7 @@ const volatile bool direct_reads;
 
 #define KCAST(type, p)	((type *)bpf_rdonly_cast((const void *)(__u64)(p),		\
 						 bpf_core_type_id_kernel(type)))
-/* A pointer that KFIELD read, as an integer (a key, an address to compute with) */
+/* A struct pointer that KFIELD read (typed alike on every kernel), as an integer: a key */
 #define KADDR(p)	(direct_reads ? btf_ptr_u64(p) : (__u64)(p))
 /* p->field of the kernel object of `type` at p (a pointer or an address): 0 when unreadable */
 #define KFIELD(type, p, field)								\
@@ -174,13 +174,17 @@ static __always_inline struct file *fd_file(unsigned int fd)
 	struct files_struct *files = KFIELD(struct task_struct, task, files);
 	struct fdtable *fdt = files ? KFIELD(struct files_struct, files, fdt) : NULL;
 	struct file *file = NULL;
-	__u64 fds;
+	__u64 fds = 0;
 
 	if (!fdt || fd >= KFIELD(struct fdtable, fdt, max_fds))
 		return NULL;
-	/* an array of pointers: no struct to cast it to, so one probe read either way */
-	fds = KADDR(KFIELD(struct fdtable, fdt, fd));
-	if (!fds || bpf_probe_read_kernel(&file, sizeof(file), (void *)(fds + fd * sizeof(file))))
+	/*
+	 * fdt->fd is an array of pointers: loaded directly it is a scalar on some kernels and
+	 * untrusted memory on others (v6.18), so it is probe-read, as is its element.
+	 */
+	if (bpf_probe_read_kernel(&fds, sizeof(fds),
+				  (void *)fdt + bpf_core_field_offset(struct fdtable, fd)) || !fds ||
+	    bpf_probe_read_kernel(&file, sizeof(file), (void *)(fds + fd * sizeof(file))))
 		return NULL;
 	return file;
 }
