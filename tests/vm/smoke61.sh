@@ -92,9 +92,9 @@ starved() {
 	[ "$tenths" -ge 25 ]
 }
 # The 2 ms null_blk is checked against the tracer's linked device stages. Under QEMU's
-# -icount shift=auto the guest's nanoseconds per instruction follow the host's load: on a
-# starved host the guest's own paths (timer interrupt, completion, wakeup) swell in guest
-# time, and the loads see it themselves (seen: libaio p50 19.4 ms, io_uring 3.74 ms on this
+# -icount shift=auto the guest's nanoseconds per instruction are re-tuned as it runs: when
+# the guest is starved (on a loaded host, at times on a quiet one) its own paths (timer
+# interrupt, completion, wakeup) swell in guest time, and the loads see it themselves (seen: libaio p50 19.4 ms, io_uring 3.74 ms on this
 # 2 ms device, with the linked aio device stage at 3.87 ms; a fixed shift left the guest
 # unbooted after 8 minutes). So the section runs again, up to three times, while either
 # load's OWN p50 is 2.5 ms or more: the loads judge the guest, never the tracer's figures.
