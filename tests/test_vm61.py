@@ -62,7 +62,10 @@ def test_debian_61_kernel():
                            if line.startswith(("LOAD ", "CLOCKSOURCE"))))
     for layer, first in (("uring", "submit_cqe"), ("aio", "total")):
         for stage in (first, "submit_bio", "wait", "device"):
-            assert linked[layer, stage]["count"] == 40, (layer, stage, linked.keys())
+            # missing altogether (seen once, in a starved guest): show what the section printed
+            assert linked.get((layer, stage), {}).get("count") == 40, \
+                (layer, stage, sorted(linked), context,
+                 [line[:300] for line in uring.splitlines() if not line.startswith("{")][-30:])
         dev = merged_p50(linked[layer, "device"]["buckets"])
         assert abs(dev - 2e6) <= 0.1 * 2e6, (layer, dev, context)
     # 6.1's io_uring_complete types neither ring nor CQE: the untyped tp_btf program is picked
