@@ -254,7 +254,7 @@ uint32_t hist_map_keys(const struct layer_inst *l, uint32_t want);
  * snoop and -C, and whether kernel objects can be read by direct loads (bpf_rdonly_cast).
  */
 #define COMMON_RODATA(ro, l) do {						\
-	(ro)->direct_reads = kernel_has_kfunc("bpf_rdonly_cast");		\
+	(ro)->direct_reads = kernel_direct_reads();		\
 	(ro)->filter_tgid = (uint32_t)(l)->cfg->tgid;				\
 	(ro)->filter_cgroup = (l)->cfg->cgroup != NULL;				\
 	(ro)->self_tgid = (l)->shared->self_tgid;				\

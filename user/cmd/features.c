@@ -134,7 +134,7 @@ static int features_print(const struct layer_report *reps, const char *const *na
 		jw_bool(&w, "btf", bs >= 0);
 		jw_str(&w, "tracefs", tracefs_state());
 		jw_bool(&w, "verified_by_attach", verified);
-		jw_bool(&w, "direct_reads", kernel_has_kfunc("bpf_rdonly_cast"));
+		jw_bool(&w, "direct_reads", kernel_direct_reads());
 		jw_arr(&w, "events");
 		for (l = 0; l < n; l++)
 			for (i = 0; i < reps[l].nevents; i++) {
@@ -203,7 +203,7 @@ static int features_print(const struct layer_report *reps, const char *const *na
 	else
 		fprintf(f, "btf        missing: iostrata needs CONFIG_DEBUG_INFO_BTF\n");
 	fprintf(f, "tracefs    %s\n", tracefs_state());
-	fprintf(f, "reads      %s\n", kernel_has_kfunc("bpf_rdonly_cast") ?
+	fprintf(f, "reads      %s\n", kernel_direct_reads() ?
 		"direct loads through bpf_rdonly_cast where an object is reached by address" :
 		"bpf_probe_read_kernel where an object is reached by address (no bpf_rdonly_cast: "
 		"slower linking and fd checks)");

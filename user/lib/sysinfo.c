@@ -52,9 +52,9 @@ struct btf *vmlinux_btf(void)
 	return btf;
 }
 
-bool kernel_has_kfunc(const char *name)
+bool kernel_direct_reads(void)
 {
-	return vmlinux_btf() && btf__find_by_name_kind(btf, name, BTF_KIND_FUNC) > 0;
+	return vmlinux_btf() && btf__find_by_name_kind(btf, "bpf_rdonly_cast", BTF_KIND_FUNC) > 0;
 }
 
 /* The function prototype of tracepoint tp's BTF: (void *__data, args...); NULL if none. */

@@ -17,8 +17,8 @@ uint64_t map_memlock(int fd);
 /* The kernel's BTF, loaded once; NULL when the kernel has none. */
 struct btf;
 struct btf *vmlinux_btf(void);
-/* Does the running kernel's BTF have the kernel function (kfunc) name? */
-bool kernel_has_kfunc(const char *name);
+/* Can programs read objects reached by address with direct loads (the bpf_rdonly_cast kfunc)? */
+bool kernel_direct_reads(void);
 /* Number of arguments of tracepoint `tp` (without the hidden context), -1 when absent. */
 int tp_nargs(const char *tp);
 /* Is argument i (from 0) of tracepoint tp a pointer to struct `name`, by the kernel's BTF? */
