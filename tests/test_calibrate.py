@@ -18,10 +18,16 @@ def calibrate(*args):
 def test_calibrate_passes_and_reports_cost(no_bpf_leak):
     r = calibrate("-j")
     doc = json.loads(r.stdout)
-    checks = [c for c in doc["checks"] if c["unit"] != "drops"]
+    checks = [c for c in doc["checks"] if c["unit"] not in ("drops", "retry")]
+    # runs repeated because the kernel completed requests no BPF program received, and what
+    # each run could not record: said here, and with a failure
+    said = [(c["check"], c["unit"], c["detail"]) for c in doc["checks"]
+            if c["unit"] in ("drops", "retry")]
+    for s in said:
+        print("calibrate:", *s)
     bad = [(c["check"], c["expected"], c["observed"], c.get("detail")) for c in checks
            if c["result"] != "PASS"]
-    assert r.returncode == 0 and doc["result"] == "PASS", bad or r.stderr
+    assert r.returncode == 0 and doc["result"] == "PASS", (bad, said) if bad else r.stderr
     names = " ".join(c["check"] for c in doc["checks"])
     for what in ("psync", "posixaio", "libaio", "io_uring", "timeout 5 ms", "poll 5 ms",
                  "linked to bios", "block read requests"):
