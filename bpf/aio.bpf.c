@@ -33,6 +33,14 @@ struct {
 	__type(value, struct ioreq_hists);
 } aio_hists SEC(".maps");
 
+/* Without -O, -P and -C: the same histograms at generation * REQ_FLAT_PER_GEN + path flags. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, REQ_FLAT_SLOTS);	/* 1 when unused: set by the loader */
+	__type(key, __u32);
+	__type(value, struct ioreq_hists);
+} aio_flat SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -90,7 +98,7 @@ struct walk {
 static __always_inline struct ioreq_hists *hists_of(__u16 opcode, __u16 flags, __u32 tgid,
 						    __u64 cgroup)
 {
-	return req_hists_of(&aio_hists, &aio_zero, opcode, flags, tgid, cgroup);
+	return req_hists_of(&aio_hists, &aio_flat, &aio_zero, opcode, flags, tgid, cgroup);
 }
 
 /* An entry still there when its iocb is submitted again: reaped without io_getevents. */

@@ -116,6 +116,8 @@ struct ioreq {
 #define REQ_FL_FAILED	0x08	/* completed with an error */
 #define REQ_FL_SQPOLL	0x10	/* io_uring: submitted by the ring's SQPOLL thread */
 #define REQ_FL_KEY	0x1f	/* the bits above: the path labels of a histogram key */
+#define REQ_FLAT_PER_GEN	(REQ_FL_KEY + 1)	/* flat histogram slots: one per path-flag set */
+#define REQ_FLAT_SLOTS		(2 * REQ_FLAT_PER_GEN)	/* and generation */
 #define REQ_FL_AIO	0x4000	/* an aio request (the table is shared); not a key label */
 #define REQ_FL_RW	0x8000	/* a read or write (could have bios); not a key label */
 

@@ -52,11 +52,25 @@ const volatile __u64 kc_aio;			/* aio_complete_rw */
 /* Histogram keys of the io_uring and aio layers: -P and -O */
 const volatile bool per_process;
 const volatile bool per_opcode;
+/* Neither -O, -P nor -C: a key is its generation and path flags, an array slot (flat). */
+const volatile bool flat_hists;
 
-static __always_inline struct ioreq_hists *req_hists_of(void *map, void *zero, __u16 opcode,
-							__u16 flags, __u32 tgid, __u64 cgroup)
+/*
+ * The histograms of a request's key: in `flat`, a per-CPU array the JIT inlines, when the key
+ * is (generation, path flags) alone; else in `map`, a per-CPU hash. Looked up at every CQE and
+ * every reap, so the array spares two hash lookups per request.
+ */
+static __always_inline struct ioreq_hists *req_hists_of(void *map, void *flat, void *zero,
+							__u16 opcode, __u16 flags, __u32 tgid,
+							__u64 cgroup)
 {
 	struct ioreq_key key = { .gen = cur_gen(), .flags = flags };
+
+	if (flat_hists) {
+		__u32 idx = key.gen * REQ_FLAT_PER_GEN + (flags & REQ_FL_KEY);
+
+		return bpf_map_lookup_elem(flat, &idx);
+	}
 
 	key.opcode = per_opcode ? opcode : 0xffff;
 	key.tgid = per_process ? tgid : 0;

@@ -36,6 +36,14 @@ struct {
 	__type(value, struct ioreq_hists);
 } uring_hists SEC(".maps");
 
+/* Without -O, -P and -C: the same histograms at generation * REQ_FLAT_PER_GEN + path flags. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, REQ_FLAT_SLOTS);	/* 1 when unused: set by the loader */
+	__type(key, __u32);
+	__type(value, struct ioreq_hists);
+} uring_flat SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -70,7 +78,7 @@ static __always_inline __u64 arg_u64(__u64 *ctx, int i)
 static __always_inline struct ioreq_hists *hists_of(__u16 opcode, __u16 flags, __u32 tgid,
 						    __u64 cgroup)
 {
-	return req_hists_of(&uring_hists, &uring_zero, opcode, flags, tgid, cgroup);
+	return req_hists_of(&uring_hists, &uring_flat, &uring_zero, opcode, flags, tgid, cgroup);
 }
 
 struct reap_ctx {

@@ -7,10 +7,29 @@
 #include "req.h"
 #include "sysinfo.h"
 
+bool req_flat(const struct layer_inst *l)
+{
+	return !l->cfg->per_opcode && !l->cfg->per_process && !l->cfg->per_cgroup &&
+	       hist_map_keys(l, REQ_FLAT_SLOTS) == REQ_FLAT_SLOTS;
+}
+
 uint32_t req_hist_keys(const struct layer_inst *l)
 {
+	if (req_flat(l))
+		return 1;	/* unused */
 	return hist_map_keys(l, 2 * 32 * (l->cfg->per_opcode ? 8 : 1) *
 			     (l->cfg->per_process ? 32 : 1) * (l->cfg->per_cgroup ? 32 : 1));
+}
+
+uint32_t req_flat_slots(const struct layer_inst *l)
+{
+	return req_flat(l) ? REQ_FLAT_SLOTS : 1;
+}
+
+void req_flat_key(uint32_t gen, uint32_t i, void *key)
+{
+	*(struct ioreq_key *)key = (struct ioreq_key){ .gen = gen, .opcode = 0xffff,
+						       .flags = (__u16)i };
 }
 
 const char *req_flags_name(unsigned int flags, char *buf, size_t len)

@@ -12,6 +12,15 @@
  */
 uint32_t req_hist_keys(const struct layer_inst *l);
 
+/*
+ * Without -O, -P and -C (and where the per-CPU budget holds all REQ_FLAT_SLOTS), the programs
+ * keep the histograms in a per-CPU array at generation * REQ_FLAT_PER_GEN + path flags instead
+ * of the hash: its slots (1 when unused), and the hash key slot i of generation gen stands for.
+ */
+bool req_flat(const struct layer_inst *l);
+uint32_t req_flat_slots(const struct layer_inst *l);
+void req_flat_key(uint32_t gen, uint32_t i, void *key);
+
 /* "io-wq,poll,chain,failed,sqpoll" for REQ_FL_* bits. */
 const char *req_flags_name(unsigned int flags, char *buf, size_t len);
 
@@ -40,11 +49,13 @@ int req_pending_final(struct layer_inst *l, bool aio, struct interval *iv);
 	[REQ_DEVICE] = { "device", -1, -1, "block events", "block events", STAGE_LINKED,	\
 		REQ_LINKED_HOW, .unmeasured = REQ_UNLINKED }
 
-/* Their histogram map, skel_hists, keyed by struct ioreq_key. */
+/* Their histogram maps: skel_hists, keyed by struct ioreq_key, and skel_flat (req_flat). */
 #define REQ_HISTS(sk)								\
 static const struct layer_hists hists[] = {					\
 	{ .map = SKEL_MAP(sk, sk##_hists), .key_size = sizeof(struct ioreq_key),	\
 	  .entries = req_hist_keys },						\
+	{ .map = SKEL_MAP(sk, sk##_flat), .per_gen = REQ_FLAT_PER_GEN,		\
+	  .array_key = req_flat_key, .entries = req_flat_slots },		\
 }
 
 /* The fields of struct layer the io_uring and aio layers fill alike: code_name names their
@@ -71,6 +82,7 @@ static int configure(struct layer_inst *l)					\
 	LINK_SYMS_RODATA(s->rodata, link_syms());				\
 	s->rodata->per_process = l->cfg->per_process;				\
 	s->rodata->per_opcode = l->cfg->per_opcode;				\
+	s->rodata->flat_hists = req_flat(l);					\
 	return 0;								\
 }
 
