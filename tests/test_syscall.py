@@ -85,6 +85,35 @@ def test_libaio_and_io_uring_entry_points(no_bpf_leak):
     assert total["io_uring_enter"] >= 30, total
 
 
+def test_io_uring_enter_is_left_to_the_uring_layer(no_bpf_leak):
+    """With the uring layer running, the syscall layer does not time io_uring_enter (the uring
+    layer follows every request; timing each enter too cost two programs per I/O): features
+    says why, no enter is counted, and the uring layer and the other syscalls still count
+    exactly. Without it (the test above) io_uring_enter is timed."""
+    doc = json.loads(subprocess.run([str(ROOT / "bin" / "iostrata"), "features", "-j"],
+                                    capture_output=True, text=True, check=True).stdout)
+    enter = [e for e in doc["events"] if e["event"].endswith("_io_uring_enter")]
+    assert len(enter) == 2 and all(e["method"] is None and "left to the uring layer" in e["reason"]
+                                   for e in enter), enter
+    tracer = Tracer(["-l", "uring,syscall", "-P", "--comm", "iostrata-load", "-j"])
+    run_load("--engine", "io_uring", "--qd", "1", "--ios", "30")
+    run_load("--engine", "libaio", "--qd", "1", "--ios", "40")
+    recs = records(tracer.stop())
+    calls, cqes = Counter(), 0
+    for rec in recs:
+        jsonschema.validate(rec, SCHEMA_DOC)
+        for h in rec["hists"]:
+            if h["labels"].get("comm") != "iostrata-load":
+                continue
+            if h["layer"] == "syscall":
+                calls[h["labels"]["syscall"]] += h["count"]
+            elif h["layer"] == "uring" and h["stage"] == "submit_cqe":
+                cqes += h["count"] + h["unmeasured"]
+    assert "io_uring_enter" not in calls, calls
+    assert calls["io_submit"] == 40 and calls["io_getevents"] == 40, calls
+    assert cqes == 30, cqes
+
+
 def test_layers_option_and_features(no_bpf_leak):
     out = subprocess.run([str(ROOT / "bin" / "iostrata"), "features", "-j"], capture_output=True,
                          text=True, check=True).stdout

@@ -151,13 +151,14 @@ static void probe_events(const struct layer *d, const struct trace_config *cfg, 
 		e->arg = ev->nargs && !ev->nargs_any && n > ev->nargs;
 		e->method = tp_btf ? "tp_btf" : "raw_tp";
 	}
-	/* only what the stages asked for (--stages) need: the others are not attached */
-	for (i = 0; i < d->nevents && d->event_needed; i++) {
+	/* only what the configuration needs is attached; the others say why not */
+	for (i = 0; i < d->nevents && d->event_unneeded; i++) {
 		struct event_status *e = &rep->events[i];
+		const char *why;
 
-		if (e->method && !d->event_needed(cfg, i)) {
+		if (e->method && (why = d->event_unneeded(cfg, i))) {
 			e->method = NULL;
-			snprintf(e->why, sizeof(e->why), "not needed by the stages asked (--stages)");
+			snprintf(e->why, sizeof(e->why), "%s", why);
 		}
 	}
 	/* syscall events come in entry/exit pairs: one without the other times nothing */

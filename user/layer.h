@@ -126,8 +126,9 @@ struct layer {
 	int (*configure)(struct layer_inst *l);
 	/* after probing: refuse to start (one line said) if what is there cannot serve the config */
 	int (*check)(const struct layer_inst *l);
-	/* with --stages: is event ev needed by what cfg asks? (NULL: every event is) */
-	bool (*event_needed)(const struct trace_config *cfg, int ev);
+	/* why what cfg asks does not need event ev (--stages, another layer doing the job), or
+	 * NULL when it does; the hook NULL: every event is needed */
+	const char *(*event_unneeded)(const struct trace_config *cfg, int ev);
 	/* after a drain: requests whose end no event will show any more (final: tracing stops),
 	 * counted as unmeasured in the stages they started (layer_add_stage) */
 	int (*pending)(struct layer_inst *l, bool final, struct interval *iv);

@@ -97,6 +97,11 @@ static bool event_needed(const struct trace_config *c, int ev)
 	       (c->layers & (BIT(LAYER_URING) | BIT(LAYER_AIO)));
 }
 
+static const char *event_unneeded(const struct trace_config *c, int ev)
+{
+	return event_needed(c, ev) ? NULL : "not needed by the stages asked (--stages)";
+}
+
 static int configure(struct layer_inst *l)
 {
 	const struct trace_config *c = l->cfg;
@@ -195,5 +200,5 @@ const struct layer block_layer = {
 	.drops_unprefixed = true, .reqs_map = SKEL_MAP(block, reqs),
 	.comm_map = SKEL_MAP(block, req_comm),
 	.label = label,
-	.configure = configure, .check = check, .pending = pending, .event_needed = event_needed,
+	.configure = configure, .check = check, .pending = pending, .event_unneeded = event_unneeded,
 };

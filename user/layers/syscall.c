@@ -82,11 +82,24 @@ static int configure(struct layer_inst *l)
 	return 0;
 }
 
+/*
+ * io_uring_enter with the uring layer running: that layer follows each request from its
+ * submission to its reap, and timing every enter too cost two more programs per call, per I/O
+ * where a ring is entered once per request (docs/trust.md, "What the tracer costs").
+ */
+static const char *event_unneeded(const struct trace_config *c, int ev)
+{
+	if (ev / 2 == SC_io_uring_enter && (!c->layers || c->layers & BIT(LAYER_URING)))
+		return "left to the uring layer, which follows each request (-l syscall without "
+		       "uring times it)";
+	return NULL;
+}
+
 LAYER_SKELETON(syscall)
 
 const struct layer syscall_layer = {
 	LAYER_COMMON(syscall),
 	.drops = BIT(DROP_HIST_FULL) | BIT(DROP_SC_START_FULL),
 	.label = label, .code_name = sc_name,
-	.configure = configure,
+	.configure = configure, .event_unneeded = event_unneeded,
 };
