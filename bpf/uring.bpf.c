@@ -153,13 +153,21 @@ static long forget_one(__u64 i, struct reap_ctx *c)
 	return 0;
 }
 
-/* ctx and its io_rings as integers, and the CQ head as read now */
+/*
+ * ctx and its io_rings as integers, the CQ head as read now, and the process the request is
+ * of. A ring closed and another made at once can get the same ctx and io_rings addresses
+ * before the drain forgets the old one: the old ring's last CQEs, never reaped, were then
+ * taken for the new ring's, and counted as reap_unseen when it reached their slots (most
+ * likely what a test saw once: 4 reap_unseen after a qd-4 load's ring closed and the next
+ * load's opened). A ring is its process's, so a new tgid is a new ring too. (A ring shared over fork then restarts as each process uses it: its
+ * CQEs in between are counted unmeasured in cqe_reap and total, never lost.)
+ */
 static __always_inline struct ring_state *ring_of(__u64 key, __u64 r, __u32 head, __u32 tgid)
 {
 	struct ring_state *rs = hists_lookup_or_init(&rings, &key, &ring_zero);
 	struct io_ring_ctx *ctx = (void *)key;
 
-	if (rs && rs->rings != r) {
+	if (rs && (rs->rings != r || rs->tgid != tgid)) {
 		/* new, or a new ring at a freed one's ctx: its CQEs are not ours to bound */
 		struct reap_ctx c = { .rs = rs };
 
