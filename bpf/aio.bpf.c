@@ -25,28 +25,7 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	/* preallocated: see hist_map_keys() in user/maps.c */
-	__uint(max_entries, 1024);		/* resized by the loader */
-	__type(key, struct ioreq_key);
-	__type(value, struct ioreq_hists);
-} aio_hists SEC(".maps");
-
-/* Without -O, -P and -C: the same histograms at generation * REQ_FLAT_PER_GEN + path flags. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, REQ_FLAT_SLOTS);	/* 1 when unused: set by the loader */
-	__type(key, __u32);
-	__type(value, struct ioreq_hists);
-} aio_flat SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct ioreq_hists);
-} aio_zero SEC(".maps");
+REQ_HIST_MAPS(aio);
 
 /* A thread's io_submit or io_getevents arguments, from entry to exit. */
 struct aio_call {

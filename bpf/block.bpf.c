@@ -42,7 +42,7 @@ const volatile __u32 split_arg;
 /* Per disk and/or per op: one histogram set per key, created on first use. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	/* preallocated: see hist_map_keys() in user/maps.c */
+	/* preallocated: see hist_map_keys() in user/layer.c */
 	__uint(max_entries, 64);		/* resized by the loader */
 	__type(key, struct block_key);
 	__type(value, struct block_hists);

@@ -49,6 +49,32 @@ const volatile __u64 kc_uring;			/* io_complete_rw */
 const volatile __u64 kc_uring_iopoll;		/* io_complete_rw_iopoll */
 const volatile __u64 kc_aio;			/* aio_complete_rw */
 
+/*
+ * A request layer's histogram maps: prefix_hists, per-CPU by struct ioreq_key (preallocated:
+ * see hist_map_keys() in user/layer.c; resized by the loader); prefix_flat, without -O, -P and
+ * -C, the same histograms at generation * REQ_FLAT_PER_GEN + path flags (1 slot when unused);
+ * prefix_zero, one zeroed value to create hash keys from (too big for the stack).
+ */
+#define REQ_HIST_MAPS(prefix)							\
+struct {									\
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);					\
+	__uint(max_entries, 1024);						\
+	__type(key, struct ioreq_key);						\
+	__type(value, struct ioreq_hists);					\
+} prefix##_hists SEC(".maps");							\
+struct {									\
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);				\
+	__uint(max_entries, REQ_FLAT_SLOTS);					\
+	__type(key, __u32);							\
+	__type(value, struct ioreq_hists);					\
+} prefix##_flat SEC(".maps");							\
+struct {									\
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);				\
+	__uint(max_entries, 1);							\
+	__type(key, __u32);							\
+	__type(value, struct ioreq_hists);					\
+} prefix##_zero SEC(".maps")
+
 /* Histogram keys of the io_uring and aio layers: -P and -O */
 const volatile bool per_process;
 const volatile bool per_opcode;

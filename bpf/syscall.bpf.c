@@ -43,7 +43,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	/* preallocated: see hist_map_keys() in user/maps.c */
+	/* preallocated: see hist_map_keys() in user/layer.c */
 	__uint(max_entries, 64);		/* resized by the loader */
 	__type(key, struct syscall_key);
 	__type(value, struct hist);

@@ -28,28 +28,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define IORING_SETUP_SQPOLL_BIT	(1U << 1)
 #define ETIME_	62	/* a TIMEOUT's result when it expired: a success */
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	/* preallocated: see hist_map_keys() in user/maps.c */
-	__uint(max_entries, 1024);		/* resized by the loader */
-	__type(key, struct ioreq_key);
-	__type(value, struct ioreq_hists);
-} uring_hists SEC(".maps");
-
-/* Without -O, -P and -C: the same histograms at generation * REQ_FLAT_PER_GEN + path flags. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, REQ_FLAT_SLOTS);	/* 1 when unused: set by the loader */
-	__type(key, __u32);
-	__type(value, struct ioreq_hists);
-} uring_flat SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct ioreq_hists);
-} uring_zero SEC(".maps");
+REQ_HIST_MAPS(uring);
 
 /* Per ring (io_ring_ctx pointer); LRU, since nothing marks a ring's teardown. */
 struct {
