@@ -138,8 +138,9 @@ static long forget_one(__u64 i, struct reap_ctx *c)
  * before the drain forgets the old one: the old ring's last CQEs, never reaped, were then
  * taken for the new ring's, and counted as reap_unseen when it reached their slots (most
  * likely what a test saw once: 4 reap_unseen after a qd-4 load's ring closed and the next
- * load's opened). A ring is its process's, so a new tgid is a new ring too. (A ring shared over fork then restarts as each process uses it: its
- * CQEs in between are counted unmeasured in cqe_reap and total, never lost.)
+ * load's opened). A ring is its process's, so a new tgid is a new ring too. (A ring shared
+ * over fork then restarts as each process uses it: its CQEs in between are counted unmeasured
+ * in cqe_reap and total, never lost.)
  */
 static __always_inline struct ring_state *ring_of(__u64 key, __u64 r, __u32 head, __u32 tgid)
 {

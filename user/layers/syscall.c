@@ -89,6 +89,7 @@ static int configure(struct layer_inst *l)
  */
 static const char *event_unneeded(const struct trace_config *c, int ev)
 {
+	/* events[] holds each syscall's entry and exit, in SYSCALLS() order */
 	if (ev / 2 == SC_io_uring_enter && (!c->layers || c->layers & BIT(LAYER_URING)))
 		return "left to the uring layer, which follows each request (-l syscall without "
 		       "uring times it)";
