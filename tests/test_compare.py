@@ -477,12 +477,31 @@ def test_html_unwritable_is_one_line_error(tmp_path):
 # ---- real recordings (root, BPF) ----
 
 def record_timeouts(out, latency, ios):
+    """Record the load's TIMEOUTs in 50 ms intervals: about 40 for 2,000 of 1 ms, so that a
+    tail from a few slow stretches of the host still comes from 8 intervals in effect."""
     from test_record import Recorder
-    r = Recorder(out, "-l", "uring", "-O", "0.1")
+    r = Recorder(out, "-l", "uring", "-O", "0.05")
     subprocess.run([str(LOAD), "--engine", "io_uring", "--op", "timeout", "--latency",
                     latency, "--ios", str(ios)], check=True, capture_output=True)
     r.stop()
     assert r.proc.returncode == 0, r.stderr
+
+
+def p50_bucket(path, layer="uring", stage="submit_cqe"):
+    """(lo, hi) of the bucket holding the median of a recording's stage, all intervals."""
+    from test_record import lines_of
+    counts = {}
+    for line in lines_of(path):
+        for h in json.loads(line).get("hists", []):
+            if h["layer"] == layer and h["stage"] == stage:
+                for lo, hi, n in h["buckets"]:
+                    counts[(lo, hi)] = counts.get((lo, hi), 0) + n
+    rank, cum = (sum(counts.values()) + 1) // 2, 0
+    for (lo, hi), n in sorted(counts.items()):
+        cum += n
+        if cum >= rank:
+            return lo, hi
+    raise AssertionError(f"no {layer}:{stage} samples in {path}")
 
 
 @pytest.mark.root
@@ -496,7 +515,13 @@ def test_timeouts_1_00_vs_1_10_ms(tmp_path, no_bpf_leak):
     doc = compare_json(a, b, "--gate", "uring:submit_cqe:p50", status=3)
     print(compare(a, b).stdout)
     c = cell(doc, "uring", "submit_cqe", "p50", "timeout")
-    assert c["verdict"] == "slower" and c["ci_lo"] > 1.0625 and 1.08 < c["ratio"] < 1.12, c
+    assert c["verdict"] == "slower" and c["ci_lo"] > 1.0625, c
+    # the true medians lie in the buckets holding them (their counts are exact), so B/A lies
+    # between the ratios of those buckets' edges; not at 1.10 itself: the timers' lateness
+    # moves each run's latency by some microseconds, not always by the same
+    (alo, ahi), (blo, bhi) = p50_bucket(a), p50_bucket(b)
+    print(f"B/A at p50 {c['ratio']:.4f}; the buckets allow {blo / ahi:.4f} .. {bhi / alo:.4f}")
+    assert blo / ahi <= c["ratio"] <= bhi / alo, c
     row = next(r for r in doc["rows"] if r["stage"] == "submit_cqe")
     assert row["a"]["count"] == row["b"]["count"] == 2000
     assert doc["gates"][0]["regressed"] is True
