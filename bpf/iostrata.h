@@ -157,10 +157,23 @@ struct ring_cqe {
 	__u64 cgroup;		/* -C: the submitter's cgroup v2 id */
 };
 
+/*
+ * A ring's slot in the ring table, open-addressed by its io_ring_ctx (uring.bpf.c): found in a
+ * probe or two where a hash map costs a hashed lookup, at every submission and every CQE.
+ * Nothing marks a ring's teardown: user space frees the slots of rings whose process has gone,
+ * and a new ring may take the slot of one idle for RING_IDLE_NS.
+ */
+#define RING_TABLE_BITS		9
+#define RING_TABLE_SLOTS	(1u << RING_TABLE_BITS)
+#define RING_PROBES		8
+#define RING_IDLE_NS		(100ULL * 1000000ULL)
+#define RING_TS_STEP_NS		(10ULL * 1000000ULL)
 struct ring_state {
-	__u32 head;		/* CQ head last read */
-	__u32 tgid;		/* 0 until initialised */
+	__u64 key;		/* the io_ring_ctx; 0 = a free slot */
+	__u64 ts;		/* the ring's last event, to within RING_TS_STEP_NS */
 	__u64 rings;		/* the ring's io_rings: a new ring at a recycled ctx has new ones */
+	__u32 owner;		/* the ring's process; 0 until initialised */
+	__u32 head;		/* CQ head last read */
 	__u32 sqpoll;		/* IORING_SETUP_SQPOLL: its requests are submitted by that thread */
 	__u32 pad;
 	struct ring_cqe cqe[RING_SLOTS];
@@ -188,6 +201,7 @@ enum drop_reason {
 	 */
 	DROP_COMPLETE_UNSEEN,
 	DROP_SNOOP_LOST,	/* snoop: a slow request's record found the ring buffer full */
+	DROP_RING_FULL,		/* io_uring: a CQE of a ring the ring table had no slot for */
 	DROP_NREASONS,
 };
 

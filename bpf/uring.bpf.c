@@ -30,20 +30,84 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 REQ_HIST_MAPS(uring);
 
-/* Per ring (io_ring_ctx pointer); LRU, since nothing marks a ring's teardown. */
+/* Per ring (struct ring_state): user space maps it to free the slots of rings gone. */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 256);		/* resized by the loader */
-	__type(key, __u64);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, RING_TABLE_SLOTS);
+	__type(key, __u32);
 	__type(value, struct ring_state);
 } rings SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct ring_state);
-} ring_zero SEC(".maps");
+static __always_inline struct ring_state *ring_slot(__u32 h, __u32 i)
+{
+	__u32 idx = (h + i) & (RING_TABLE_SLOTS - 1);
+
+	return bpf_map_lookup_elem(&rings, &idx);
+}
+
+/*
+ * The top bits of the Fibonacci hash: io_ring_ctx objects sit at a fixed stride in their slab,
+ * and the product's low bits (what table.bpf.h's masks keep, fine for its mostly empty tables)
+ * spread 300 such addresses so unevenly over 512 slots that about 13 found their 8 probes taken
+ * (a simulation of 2 KiB objects, 16 per slab); the top bits leave about 1 (random keys: 3).
+ */
+static __always_inline __u32 ring_hash(__u64 ctx)
+{
+	return table_hash(ctx, 0) >> (32 - RING_TABLE_BITS);
+}
+
+static __always_inline struct ring_state *ring_find(__u64 ctx)
+{
+	__u32 h = ring_hash(ctx), i;
+	struct ring_state *rs;
+
+	for (i = 0; i < RING_PROBES; i++) {
+		rs = ring_slot(h, i);
+		if (rs && rs->key == ctx)
+			return rs;
+	}
+	return NULL;
+}
+
+/*
+ * A slot for a ring: its own, else a free one, else the one idle longest if idle for
+ * RING_IDLE_NS (a ring whose process has gone and whose slot user space has not freed yet, or
+ * one at rest: ring_of counts its unreaped CQEs as unmeasured). NULL when every probe holds a
+ * ring in use: the caller counts its CQEs' reaps as unmeasured, and the drop.
+ */
+static __always_inline struct ring_state *ring_claim(__u64 ctx, __u64 now)
+{
+	struct ring_state *rs, *free = NULL, *idle = NULL;
+	__u32 h = ring_hash(ctx), i;
+	__u64 k, oldest = now, ts;
+
+	for (i = 0; i < RING_PROBES; i++) {
+		rs = ring_slot(h, i);
+		if (!rs)
+			return NULL;
+		k = rs->key;
+		if (k == ctx)
+			return rs;
+		ts = rs->ts;
+		if (!k) {
+			if (!free)
+				free = rs;
+		} else if (ts && ts < oldest) {	/* ts 0: being claimed on another CPU */
+			oldest = ts;
+			idle = rs;
+		}
+	}
+	if (free && __sync_val_compare_and_swap(&free->key, 0, ctx) == 0)
+		rs = free;
+	else if (idle && now - oldest > RING_IDLE_NS && (k = idle->key) &&
+		 __sync_val_compare_and_swap(&idle->key, k, ctx) == k)
+		rs = idle;
+	else
+		return NULL;
+	rs->ts = now;
+	return rs;
+}
 
 /* A tracepoint argument as an integer, whether the program type typed it or not. */
 static __always_inline __u64 arg_u64(__u64 *ctx, int i)
@@ -76,7 +140,7 @@ static long reap_one(__u64 i, struct reap_ctx *c)
 	if (q->idx != idx || !posted)
 		return 0;
 	q->posted = 0;
-	h = hists_of(q->opcode, q->flags, c->rs->tgid, q->cgroup);
+	h = hists_of(q->opcode, q->flags, c->rs->owner, q->cgroup);
 	if (h) {
 		stage_add(&h->stage[REQ_DONE_REAP], posted, c->now);
 		stage_add(&h->stage[REQ_TOTAL], q->submitted, c->now);
@@ -113,8 +177,8 @@ static __always_inline void reap_check(struct ring_state *rs, __u64 now)
 }
 
 /*
- * A CQE of a ring gone (a new ring took its ctx) whose reap no event bounded: counted as
- * unmeasured in cqe_reap and total, so that every CQE posted is in both, timed or not.
+ * A CQE of a ring gone (a new ring took its ctx or its slot) whose reap no event bounded:
+ * counted as unmeasured in cqe_reap and total, so that every CQE posted is in both, timed or not.
  */
 static long forget_one(__u64 i, struct reap_ctx *c)
 {
@@ -124,7 +188,7 @@ static long forget_one(__u64 i, struct reap_ctx *c)
 	if (!q->posted)
 		return 0;
 	q->posted = 0;
-	h = hists_of(q->opcode, q->flags, c->rs->tgid, q->cgroup);
+	h = hists_of(q->opcode, q->flags, c->rs->owner, q->cgroup);
 	if (h) {
 		h->stage[REQ_DONE_REAP].unmeasured++;
 		h->stage[REQ_TOTAL].unmeasured++;
@@ -133,31 +197,39 @@ static long forget_one(__u64 i, struct reap_ctx *c)
 }
 
 /*
- * ctx and its io_rings as integers, the CQ head as read now, and the process the request is
- * of. A ring closed and another made at once can get the same ctx and io_rings addresses
- * before the drain forgets the old one: the old ring's last CQEs, never reaped, were then
- * taken for the new ring's, and counted as reap_unseen when it reached their slots (most
- * likely what a test saw once: 4 reap_unseen after a qd-4 load's ring closed and the next
- * load's opened). A ring is its process's, so a new tgid is a new ring too. (A ring shared
- * over fork then restarts as each process uses it: its CQEs in between are counted unmeasured
- * in cqe_reap and total, never lost.)
+ * The state of the ring at ctx `key`, with its io_rings as an integer, the CQ head as read now,
+ * and the process the request is of; NULL when the table has no slot for it. A ring
+ * closed and another made at once can get the same ctx and io_rings addresses before user space
+ * frees the old one's slot: the old ring's last CQEs, never reaped, were then taken for the new
+ * ring's, and counted as reap_unseen when it reached their slots (most likely what a test saw
+ * once: 4 reap_unseen after a qd-4 load's ring closed and the next load's opened). A ring is
+ * its process's, so a new process is a new ring too. (A ring shared over fork then restarts as
+ * each process uses it: its CQEs in between are counted unmeasured in cqe_reap and total, never
+ * lost.)
  */
-static __always_inline struct ring_state *ring_of(__u64 key, __u64 r, __u32 head, __u32 tgid)
+static __always_inline struct ring_state *ring_of(__u64 key, __u64 r, __u32 head, __u32 tgid,
+						  __u64 now)
 {
-	struct ring_state *rs = hists_lookup_or_init(&rings, &key, &ring_zero);
+	struct ring_state *rs = ring_find(key);
 	struct io_ring_ctx *ctx = (void *)key;
 
-	if (rs && (rs->rings != r || rs->tgid != tgid)) {
+	/* a slot taken from an idle ring keeps that ring's owner and CQEs: forgotten below */
+	if (!rs && !(rs = ring_claim(key, now)))
+		return NULL;
+	if (rs->rings != r || rs->owner != tgid) {
 		/* new, or a new ring at a freed one's ctx: its CQEs are not ours to bound */
 		struct reap_ctx c = { .rs = rs };
 
-		if (rs->tgid)
+		if (rs->owner)
 			bpf_loop(RING_SLOTS, forget_one, &c, 0);
 		rs->head = head;
-		rs->tgid = tgid;
+		rs->owner = tgid;
 		rs->sqpoll = !!(BPF_CORE_READ(ctx, flags) & IORING_SETUP_SQPOLL_BIT);
 		rs->rings = r;
 	}
+	/* the idle clock, written every RING_TS_STEP_NS at most: the line is shared across CPUs */
+	if (now - rs->ts > RING_TS_STEP_NS)
+		rs->ts = now;
 	return rs;
 }
 
@@ -187,7 +259,7 @@ static __always_inline int on_submit(const struct submit_view *v, __u64 id, __u6
 	bool existed;
 
 	req_note_comm(tgid);
-	rs = ring_of(v->ctx, v->rings, v->head, tgid);
+	rs = ring_of(v->ctx, v->rings, v->head, tgid, now);
 	if (rs)
 		reap_check_head(rs, v->head, now);
 
@@ -283,9 +355,15 @@ static __always_inline int on_complete(struct ioreq *e, const struct complete_vi
 	}
 	req_tab_free(e);
 
-	rs = ring_of(v->ctx, v->rings, v->head, tgid);
-	if (!rs)
+	rs = ring_of(v->ctx, v->rings, v->head, tgid, now);
+	if (!rs) {		/* no slot for the ring: this CQE's reap cannot be bounded */
+		drop(DROP_RING_FULL);
+		if (h) {
+			h->stage[REQ_DONE_REAP].unmeasured++;
+			h->stage[REQ_TOTAL].unmeasured++;
+		}
 		return 0;
+	}
 	reap_check_head(rs, v->head, now);
 	idx = v->tail - 1;
 	q = &rs->cqe[idx & (RING_SLOTS - 1)];
@@ -323,8 +401,7 @@ static __always_inline int complete_read(struct io_ring_ctx *ctx, struct io_kioc
 
 static __always_inline int on_wait(struct io_ring_ctx *ctx)
 {
-	__u64 key = (__u64)ctx;
-	struct ring_state *rs = bpf_map_lookup_elem(&rings, &key);
+	struct ring_state *rs = ring_find((__u64)ctx);
 
 	if (rs)
 		reap_check(rs, bpf_ktime_get_ns());

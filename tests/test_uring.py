@@ -214,6 +214,38 @@ def test_chain_poll_and_overflow_paths(no_bpf_leak):
     assert set(drops) <= {"uring_inflight_reused"} and drops.get("uring_inflight_reused", 0) <= 8
 
 
+def rings_at_once(n):
+    tracer = Tracer(["-l", "uring", "-P", "-O", "-j"])
+    subprocess.run([str(REAPER), "uring-rings", str(n)], check=True)
+    recs = records(tracer.stop())
+    return uring_stages(recs, comm="reaper"), drops_of(recs)
+
+
+def test_many_rings_at_once(no_bpf_leak):
+    """150 rings open at once, 4 NOPs submitted and reaped on each, twice: each ring has its
+    slot, so each first round's CQEs are bounded by its second round's submit (timed), and
+    each second round's by nothing (unmeasured)."""
+    st, drops = rings_at_once(150)
+    assert total(st, "submit_cqe", "nop") == 1200, st.keys()
+    for stage in ("cqe_reap", "total"):
+        assert total(st, stage, "nop") == 600, (stage, st)
+        assert total(st, stage, "nop", field="unmeasured") == 600, (stage, st)
+    assert not drops, drops
+
+
+def test_more_rings_than_slots(no_bpf_leak):
+    """700 rings open at once, more than the ring table's 512 slots: rings share slots or find
+    none, and every CQE is still in cqe_reap and total, timed or unmeasured; a ring that found
+    no slot is counted (uring_ring_full), nothing else is dropped."""
+    st, drops = rings_at_once(700)
+    assert total(st, "submit_cqe", "nop") == 5600, st.keys()
+    for stage in ("cqe_reap", "total"):
+        seen = total(st, stage, "nop") + total(st, stage, "nop", field="unmeasured")
+        assert seen == 5600, (stage, st)
+    assert set(drops) <= {"uring_ring_full"}, drops
+    print(f"timed reaps {total(st, 'cqe_reap', 'nop')} of 5600; drops {drops}")
+
+
 @pytest.mark.parametrize("qd", [1, 4, 32])
 def test_every_cqe_reap_is_timed_or_unmeasured(qd, no_bpf_leak):
     """count + unmeasured of cqe_reap and total equals the CQEs posted, at any depth: the last

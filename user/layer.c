@@ -743,6 +743,7 @@ static const char *const drop_reason_names[DROP_NREASONS] = {
 	[DROP_AIO_BATCH] = "batch_cut",
 	[DROP_COMPLETE_UNSEEN] = "complete_unseen",
 	[DROP_SNOOP_LOST] = "snoop_lost",
+	[DROP_RING_FULL] = "ring_full",
 };
 
 int layer_counters(struct layer_inst *l, struct interval *iv)

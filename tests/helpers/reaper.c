@@ -8,6 +8,9 @@
  *   reaper uring-paths N           N IOSQE_IO_LINK chains of two NOPs, N reads of an empty pipe
  *                                  (io_uring arms a poll for each), and 2N
  *                                  NOPs into a ring whose CQ holds N (N of them overflow)
+ *   reaper uring-rings N           N rings open at once: on each 4 NOPs submitted and reaped,
+ *                                  twice (the second round's events find the first's CQEs
+ *                                  reaped), then all N closed
  *   reaper aio-partial FILE        io_submit of 4 reads whose third has a bad fd (the kernel
  *                                  takes 2), reaped; then the 2 it refused, fixed, submitted
  *                                  and reaped: 4 reads, none reaped without io_getevents
@@ -22,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -73,6 +77,37 @@ static int reap(struct io_uring *ring, int n)
 			return -1;
 		io_uring_cqe_seen(ring, cqe);
 	}
+	return 0;
+}
+
+static int uring_rings(int n)
+{
+	struct rlimit fds = { (rlim_t)n + 64, (rlim_t)n + 64 };
+	struct io_uring *rings = calloc((size_t)n, sizeof(*rings));
+	int i, j, round;
+
+	if (!rings)
+		return die("calloc");
+	if (getrlimit(RLIMIT_NOFILE, &fds) == 0 && fds.rlim_cur < (rlim_t)n + 64) {
+		fds.rlim_cur = (rlim_t)n + 64;
+		if (fds.rlim_max < fds.rlim_cur)
+			fds.rlim_max = fds.rlim_cur;
+		if (setrlimit(RLIMIT_NOFILE, &fds))
+			return die("setrlimit");
+	}
+	for (i = 0; i < n; i++)
+		if (io_uring_queue_init(4, &rings[i], 0))
+			return die("io_uring_queue_init");
+	for (round = 0; round < 2; round++)
+		for (i = 0; i < n; i++) {
+			for (j = 0; j < 4; j++)
+				io_uring_prep_nop(io_uring_get_sqe(&rings[i]));
+			if (io_uring_submit(&rings[i]) != 4 || reap(&rings[i], 4))
+				return die("io_uring_submit");
+		}
+	for (i = 0; i < n; i++)
+		io_uring_queue_exit(&rings[i]);
+	free(rings);
 	return 0;
 }
 
@@ -200,12 +235,15 @@ int main(int argc, char **argv)
 {
 	if (argc == 4 && !strcmp(argv[1], "uring-lazy"))
 		return uring_lazy(atoi(argv[2]), atoi(argv[3]));
+	if (argc == 3 && !strcmp(argv[1], "uring-rings"))
+		return uring_rings(atoi(argv[2]));
 	if (argc == 3 && !strcmp(argv[1], "uring-paths"))
 		return uring_paths(atoi(argv[2]));
 	if (argc == 3 && !strcmp(argv[1], "aio-partial"))
 		return aio_partial(argv[2]);
 	if (argc == 4 && !strcmp(argv[1], "aio-ring"))
 		return aio_ring(atoi(argv[2]), argv[3]);
-	fprintf(stderr, "usage: reaper uring-lazy N DELAY_MS | uring-paths N | aio-partial FILE | aio-ring N FILE\n");
+	fprintf(stderr, "usage: reaper uring-lazy N DELAY_MS | uring-rings N | uring-paths N |"
+		" aio-partial FILE | aio-ring N FILE\n");
 	return 2;
 }

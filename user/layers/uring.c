@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "uring.skel.h"
@@ -79,41 +80,57 @@ static const char *opcode_name(unsigned int op, char *buf, size_t len)
 /*
  * CQEs whose reap no event of their ring will bound any more, counted as unmeasured in cqe_reap
  * and total: the ring's process has gone (its rings closed with it: the last CQEs it reaped are
- * followed by no submit, CQE or wait), or tracing stops. The ring's entry goes with them.
+ * followed by no submit, CQE or wait), or tracing stops. The ring's slot is freed with them.
+ * The table is read through a mapping of the map: only the slots in use are touched.
  */
+static int forget_ring(struct layer_inst *l, struct ring_state *rs, struct interval *iv)
+{
+	uint32_t owner = rs->owner;
+	uint64_t key = rs->key;
+	int slot, err = 0;
+
+	for (slot = 0; slot < RING_SLOTS && !err; slot++) {
+		struct ring_cqe *q = &rs->cqe[slot];
+		struct ioreq_key k = { .flags = q->flags };
+
+		/* taken, so that a program forgetting it at once does not count it too */
+		if (!__atomic_exchange_n(&q->posted, 0, __ATOMIC_RELAXED))
+			continue;
+		k.opcode = l->cfg->per_opcode ? q->opcode : 0xffff;
+		k.tgid = l->cfg->per_process ? owner : 0;
+		k.cgroup = l->cfg->per_cgroup ? q->cgroup : 0;
+		err = layer_add_stage(l, &k, REQ_DONE_REAP, 0, 0, iv) ?:
+		      layer_add_stage(l, &k, REQ_TOTAL, 0, 0, iv);
+	}
+	/* free the slot, unless a new ring took it meanwhile (a new process: a new owner) */
+	if (!err && rs->owner == owner)
+		__atomic_compare_exchange_n(&rs->key, &key, 0, false, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED);
+	return err;
+}
+
 static int pending(struct layer_inst *l, bool final, struct interval *iv)
 {
 	struct uring_bpf *skel = l->skel;
-	int fd = bpf_map__fd(skel->maps.rings), err;
-	struct ring_state *rs = malloc(sizeof(*rs));
-	size_t nkeys, i;
-	uint64_t *keys;
-	int slot;
+	const struct bpf_map *m = skel->maps.rings;
+	size_t len = (size_t)bpf_map__max_entries(m) * sizeof(struct ring_state), i;
+	struct ring_state *tab;
+	int err = 0;
 
-	if (!rs)
-		return -ENOMEM;
-	err = map_keys(fd, sizeof(*keys), (char **)&keys, &nkeys);
-	for (i = 0; i < nkeys && !err; i++) {
-		if (bpf_map_lookup_elem(fd, &keys[i], rs) || !rs->tgid)
+	tab = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(m), 0);
+	if (tab == MAP_FAILED)
+		return -errno;
+	for (i = 0; i < bpf_map__max_entries(m) && !err; i++) {
+		struct ring_state *rs = &tab[i];
+		uint32_t owner = __atomic_load_n(&rs->owner, __ATOMIC_RELAXED);
+
+		if (!__atomic_load_n(&rs->key, __ATOMIC_ACQUIRE) || !owner)
 			continue;
-		if (!final && (!kill((pid_t)rs->tgid, 0) || errno != ESRCH))
+		if (!final && (!kill((pid_t)owner, 0) || errno != ESRCH))
 			continue;	/* the process lives: its ring may have more events */
-		for (slot = 0; slot < RING_SLOTS && !err; slot++) {
-			const struct ring_cqe *q = &rs->cqe[slot];
-			struct ioreq_key k = { .flags = q->flags };
-
-			if (!q->posted)
-				continue;
-			k.opcode = l->cfg->per_opcode ? q->opcode : 0xffff;
-			k.tgid = l->cfg->per_process ? rs->tgid : 0;
-			k.cgroup = l->cfg->per_cgroup ? q->cgroup : 0;
-			err = layer_add_stage(l, &k, REQ_DONE_REAP, 0, 0, iv) ?:
-			      layer_add_stage(l, &k, REQ_TOTAL, 0, 0, iv);
-		}
-		bpf_map_delete_elem(fd, &keys[i]);
+		err = forget_ring(l, rs, iv);
 	}
-	free(keys);
-	free(rs);
+	munmap(tab, len);
 	/* and the requests whose CQE had not come when tracing stopped */
 	return err ?: final ? req_pending_final(l, false, iv) : 0;
 }
@@ -123,5 +140,5 @@ REQ_LAYER_FUNCS(uring)
 const struct layer uring_layer = {
 	REQ_LAYER_COMMON(uring, opcode_name, io_complete_rw, kc_uring),
 	.drops = BIT(DROP_INFLIGHT_FULL) | BIT(DROP_INFLIGHT_STALE) | BIT(DROP_INFLIGHT_REUSED) |
-		 BIT(DROP_HIST_FULL) | BIT(DROP_REAP_UNSEEN),
+		 BIT(DROP_HIST_FULL) | BIT(DROP_REAP_UNSEEN) | BIT(DROP_RING_FULL),
 };
