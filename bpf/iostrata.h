@@ -170,7 +170,7 @@ struct ring_cqe {
 #define RING_TS_STEP_NS		(10ULL * 1000000ULL)
 struct ring_state {
 	__u64 key;		/* the io_ring_ctx; 0 = a free slot */
-	__u64 ts;		/* the ring's last event, to within RING_TS_STEP_NS */
+	__u64 ts;		/* its last event (to RING_TS_STEP_NS); 0: free, or being taken */
 	__u64 rings;		/* the ring's io_rings: a new ring at a recycled ctx has new ones */
 	__u32 owner;		/* the ring's process; 0 until initialised */
 	__u32 head;		/* CQ head last read */

@@ -74,7 +74,9 @@ static __always_inline struct ring_state *ring_find(__u64 ctx)
  * A slot for a ring: its own, else a free one, else the one idle longest if idle for
  * RING_IDLE_NS (a ring whose process has gone and whose slot user space has not freed yet, or
  * one at rest: ring_of counts its unreaped CQEs as unmeasured). NULL when every probe holds a
- * ring in use: the caller counts its CQEs' reaps as unmeasured, and the drop.
+ * ring in use: the caller counts its CQEs' reaps as unmeasured, and the drop. A slot being
+ * taken has ts 0 (user space zeroes it before freeing one; a takeover swaps it first), so two
+ * CPUs never take one slot; a slot taken here has rings 0, so ring_of always starts it afresh.
  */
 static __always_inline struct ring_state *ring_claim(__u64 ctx, __u64 now)
 {
@@ -93,20 +95,36 @@ static __always_inline struct ring_state *ring_claim(__u64 ctx, __u64 now)
 		if (!k) {
 			if (!free)
 				free = rs;
-		} else if (ts && ts < oldest) {	/* ts 0: being claimed on another CPU */
+		} else if (ts && ts < oldest) {
 			oldest = ts;
 			idle = rs;
 		}
 	}
-	if (free && __sync_val_compare_and_swap(&free->key, 0, ctx) == 0)
+	if (free && __sync_val_compare_and_swap(&free->key, 0, ctx) == 0) {
 		rs = free;
-	else if (idle && now - oldest > RING_IDLE_NS && (k = idle->key) &&
-		 __sync_val_compare_and_swap(&idle->key, k, ctx) == k)
+	} else {
+		/* another CPU may have just given this ring the free slot */
+		rs = ring_find(ctx);
+		if (rs)
+			return rs;
+		if (!idle || now - oldest <= RING_IDLE_NS ||
+		    __sync_val_compare_and_swap(&idle->ts, oldest, 0) != oldest)
+			return NULL;
 		rs = idle;
-	else
-		return NULL;
+		rs->key = ctx;
+	}
+	rs->rings = 0;
 	rs->ts = now;
 	return rs;
+}
+
+/* The idle clock, written every RING_TS_STEP_NS at most: the line is shared across CPUs. */
+static __always_inline void ring_touch(struct ring_state *rs, __u64 now)
+{
+	__u64 ts = rs->ts;
+
+	if (ts && now - ts > RING_TS_STEP_NS)
+		rs->ts = now;
 }
 
 /* A tracepoint argument as an integer, whether the program type typed it or not. */
@@ -135,11 +153,14 @@ static long reap_one(__u64 i, struct reap_ctx *c)
 	__u32 idx = c->from + (__u32)i;
 	struct ring_cqe *q = &c->rs->cqe[idx & (RING_SLOTS - 1)];
 	struct ioreq_hists *h;
-	__u64 posted = q->posted;
+	__u64 posted;
 
-	if (q->idx != idx || !posted)
+	if (q->idx != idx || !q->posted)
 		return 0;
-	q->posted = 0;
+	/* taken, not read and cleared: a CPU or user space forgetting it at once must not count it */
+	posted = __sync_lock_test_and_set(&q->posted, 0);
+	if (!posted)
+		return 0;
 	h = hists_of(q->opcode, q->flags, c->rs->owner, q->cgroup);
 	if (h) {
 		stage_add(&h->stage[REQ_DONE_REAP], posted, c->now);
@@ -185,9 +206,8 @@ static long forget_one(__u64 i, struct reap_ctx *c)
 	struct ring_cqe *q = &c->rs->cqe[i & (RING_SLOTS - 1)];
 	struct ioreq_hists *h;
 
-	if (!q->posted)
+	if (!q->posted || !__sync_lock_test_and_set(&q->posted, 0))
 		return 0;
-	q->posted = 0;
 	h = hists_of(q->opcode, q->flags, c->rs->owner, q->cgroup);
 	if (h) {
 		h->stage[REQ_DONE_REAP].unmeasured++;
@@ -227,9 +247,7 @@ static __always_inline struct ring_state *ring_of(__u64 key, __u64 r, __u32 head
 		rs->sqpoll = !!(BPF_CORE_READ(ctx, flags) & IORING_SETUP_SQPOLL_BIT);
 		rs->rings = r;
 	}
-	/* the idle clock, written every RING_TS_STEP_NS at most: the line is shared across CPUs */
-	if (now - rs->ts > RING_TS_STEP_NS)
-		rs->ts = now;
+	ring_touch(rs, now);
 	return rs;
 }
 
@@ -402,9 +420,13 @@ static __always_inline int complete_read(struct io_ring_ctx *ctx, struct io_kioc
 static __always_inline int on_wait(struct io_ring_ctx *ctx)
 {
 	struct ring_state *rs = ring_find((__u64)ctx);
+	__u64 now;
 
-	if (rs)
-		reap_check(rs, bpf_ktime_get_ns());
+	if (!rs)
+		return 0;
+	now = bpf_ktime_get_ns();
+	ring_touch(rs, now);	/* waiting is not idle: the ring keeps its slot */
+	reap_check(rs, now);
 	return 0;
 }
 

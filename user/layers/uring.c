@@ -83,18 +83,17 @@ static const char *opcode_name(unsigned int op, char *buf, size_t len)
  * followed by no submit, CQE or wait), or tracing stops. The ring's slot is freed with them.
  * The table is read through a mapping of the map: only the slots in use are touched.
  */
-static int forget_ring(struct layer_inst *l, struct ring_state *rs, struct interval *iv)
+static int forget_cqes(struct layer_inst *l, struct ring_state *rs, uint32_t owner,
+		       struct interval *iv)
 {
-	uint32_t owner = rs->owner;
-	uint64_t key = rs->key;
 	int slot, err = 0;
 
 	for (slot = 0; slot < RING_SLOTS && !err; slot++) {
 		struct ring_cqe *q = &rs->cqe[slot];
 		struct ioreq_key k = { .flags = q->flags };
 
-		/* taken, so that a program forgetting it at once does not count it too */
-		if (!__atomic_exchange_n(&q->posted, 0, __ATOMIC_RELAXED))
+		/* taken, as the programs take it: a CQE forgotten on both sides is counted once */
+		if (!__atomic_exchange_n(&q->posted, 0, __ATOMIC_ACQ_REL))
 			continue;
 		k.opcode = l->cfg->per_opcode ? q->opcode : 0xffff;
 		k.tgid = l->cfg->per_process ? owner : 0;
@@ -102,11 +101,27 @@ static int forget_ring(struct layer_inst *l, struct ring_state *rs, struct inter
 		err = layer_add_stage(l, &k, REQ_DONE_REAP, 0, 0, iv) ?:
 		      layer_add_stage(l, &k, REQ_TOTAL, 0, 0, iv);
 	}
-	/* free the slot, unless a new ring took it meanwhile (a new process: a new owner) */
-	if (!err && rs->owner == owner)
-		__atomic_compare_exchange_n(&rs->key, &key, 0, false, __ATOMIC_RELEASE,
-					    __ATOMIC_RELAXED);
 	return err;
+}
+
+/*
+ * A gone ring's CQEs, and its slot freed: its idle clock zeroed first (a slot with ts 0 is
+ * being taken, never taken over), then its key, unless a new ring took it meanwhile (a new
+ * owner). Swept again after: a CQE the kernel posted in between (a killed process's cancelled
+ * requests, from the ring's exit work) is counted, not left in a free slot.
+ */
+static int forget_ring(struct layer_inst *l, struct ring_state *rs, struct interval *iv)
+{
+	uint32_t owner = rs->owner;
+	uint64_t key = rs->key;
+	int err;
+
+	err = forget_cqes(l, rs, owner, iv);
+	if (err || rs->owner != owner)
+		return err;
+	__atomic_store_n(&rs->ts, 0, __ATOMIC_RELEASE);
+	__atomic_compare_exchange_n(&rs->key, &key, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+	return forget_cqes(l, rs, owner, iv);
 }
 
 static int pending(struct layer_inst *l, bool final, struct interval *iv)
@@ -124,8 +139,14 @@ static int pending(struct layer_inst *l, bool final, struct interval *iv)
 		struct ring_state *rs = &tab[i];
 		uint32_t owner = __atomic_load_n(&rs->owner, __ATOMIC_RELAXED);
 
-		if (!__atomic_load_n(&rs->key, __ATOMIC_ACQUIRE) || !owner)
+		if (!owner)
 			continue;
+		if (!__atomic_load_n(&rs->key, __ATOMIC_ACQUIRE)) {
+			/* a freed slot: only at the stop can a late CQE still sit in it */
+			if (final)
+				err = forget_cqes(l, rs, owner, iv);
+			continue;
+		}
 		if (!final && (!kill((pid_t)owner, 0) || errno != ESRCH))
 			continue;	/* the process lives: its ring may have more events */
 		err = forget_ring(l, rs, iv);
