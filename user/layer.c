@@ -608,8 +608,9 @@ int layer_add_stage(const struct layer_inst *l, const void *key, int stage, uint
 	return 0;
 }
 
-/* Every key of a hash map, collected before any is deleted (deleting restarts a walk). */
-int map_keys(int fd, size_t key_size, char **keys, size_t *n)
+/* Every key of a hash map, collected before any is deleted (deleting restarts a walk); *keys
+ * is to be freed. */
+static int map_keys(int fd, size_t key_size, char **keys, size_t *n)
 {
 	size_t cap = 0;
 	char *v = NULL, *grown;

@@ -231,9 +231,6 @@ bool stage_wanted(const struct trace_config *cfg, int id, int st);
 /* The layer called name, or NULL. */
 const struct layer *layer_by_name(const char *name, int *id);
 
-/* Every key of a hash map, collected before any is deleted (deleting restarts a walk); *keys
- * is to be freed. */
-int map_keys(int fd, size_t key_size, char **keys, size_t *n);
 /* Every value of an ARRAY map (an in-flight or request table), in batches, to fn; stops at
  * fn's first non-zero return, which it returns (-errno when the map cannot be read). */
 int array_sweep(int fd, size_t value_size, int (*fn)(const void *v, void *arg), void *arg);
