@@ -342,3 +342,35 @@ def test_names_from_the_file_are_escaped(tmp_path):
     assert files and all(re.fullmatch(r"[a-z0-9_-]+\.svg", f.name) for f in files), files
     x = subprocess.run(["xmllint", "--noout", *map(str, files)], capture_output=True, text=True)
     assert x.returncode == 0, x.stderr
+
+
+def test_latency_axis_has_labels_at_every_range(tmp_path):
+    """Every heatmap's latency axis carries at least two labels, in order and inside the panel,
+    whatever latency its I/O had: one bucket's I/O from 100 ns to 30 s, each a recording of its
+    own (a panel spans two octaves at least; 2.1 to 8.4 ms holds one 1-2-5 value alone)."""
+    for i in range(60):
+        v = int(100 * 10 ** (i / 10))
+        b = [hist_lo(hist_index(v)), hist_hi(hist_index(v)), 3]
+        h = {"layer": "block", "stage": "device", "labels": {}, "count": 3,
+             "sum_ns": 3 * b[0], "min_ns": b[0], "max_ns": b[0], "p50_ns": b[0],
+             "p90_ns": b[0], "p99_ns": b[0], "p999_ns": b[0], "unmeasured": 0, "buckets": [b]}
+        rec = tmp_path / f"r{i}.ndjson"
+        rec.write_text(json.dumps({"type": "interval", "ts": 2_000_000_000,
+                                   "interval_ns": 1_000_000_000, "hists": [h], "drops": {},
+                                   "events": {}}) + "\n")
+        svg = tmp_path / f"svg{i}"
+        report(rec, "-o", tmp_path / f"r{i}.html", "--svg", svg, check=True)
+        for f in svg.glob("*.svg"):
+            root = ET.parse(f).getroot()
+            _, cells = svg_cells(f)
+            ticks = [(int(e.get("data-ns")), float(e.get("y")), e.text)
+                     for e in root.iter(SVG_NS + "text") if e.get("data-ns")]
+            assert len(ticks) >= 2, (v, f.name, ticks)
+            # higher latency higher up, each label its own value, no two closer than a line
+            ys = [y for _, y, _ in sorted(ticks)]
+            assert all(a - b >= 12 for a, b in zip(ys, ys[1:])), (v, f.name, ticks)
+            assert len({t for _, _, t in ticks}) == len(ticks), ticks
+            frame = next(e for e in root.iter(SVG_NS + "rect") if e.get("class") == "frame")
+            top, bottom = float(frame.get("y")), float(frame.get("y")) + float(frame.get("height"))
+            # a label's baseline sits 4 px below its tick
+            assert cells and all(top <= y - 4 <= bottom for _, y, _ in ticks), (v, ticks)

@@ -132,31 +132,62 @@ char *report_tick_label(char *buf, size_t len, uint64_t v)
 	return buf;
 }
 
+/* v within the panel's latency range [lo, hi); hi UINT64_MAX: the top row is the overflow */
+static bool in_rows(uint64_t v, uint64_t lo, uint64_t hi)
+{
+	return v >= lo && (hi == UINT64_MAX || v < hi);
+}
+
+#define YTICKS_MAX 40
+
+/*
+ * The latency axis's ticks: decades (1 us, 10 us, ...); over fewer than three of them, 1, 2 and
+ * 5 times them; over a range with fewer than two of those (2.1 to 8.4 ms: 5 ms alone), the
+ * multiples of the largest 1-2-5 step that gives three (4, 6, 8 ms). A panel spans at least
+ * two octaves (panel_bin), so three such multiples always exist.
+ */
+static int y_ticks(uint64_t lo, uint64_t hi, uint64_t *v)
+{
+	static const uint64_t mult[] = { 1, 2, 5 }, down[] = { 5, 2, 1 };
+	uint64_t dec, step, top = hi == UINT64_MAX ? lo * 4 : hi, x;
+	int n = 0, nm, m;
+
+	for (nm = 1; nm <= 3; nm += 2) {
+		n = 0;
+		for (dec = 1; dec <= 100000000000ULL; dec *= 10)
+			for (m = 0; m < nm; m++)
+				if (in_rows(dec * mult[m], lo, hi) && n < YTICKS_MAX)
+					v[n++] = dec * mult[m];
+		if (n >= (nm == 1 ? 3 : 2))
+			return n;
+	}
+	for (dec = 100000000000ULL; dec; dec /= 10)
+		for (m = 0; m < 3; m++) {
+			step = dec * down[m];
+			if (step >= top)
+				continue;
+			n = 0;
+			for (x = (lo + step - 1) / step * step; x < top && n < YTICKS_MAX; x += step)
+				v[n++] = x;
+			if (n >= 3)
+				return n;
+		}
+	return n;
+}
+
 static void y_axis(const struct panel *p, const struct geom *g, struct sbuf *b)
 {
-	static const uint64_t mult[] = { 1, 2, 5 };
-	uint64_t lo = p->rowlo[0], hi = p->rowhi[p->nrows - 1], dec, v;
-	int m, n = 0, nm = 1;
+	uint64_t v[YTICKS_MAX];
+	int i, n = y_ticks(p->rowlo[0], p->rowhi[p->nrows - 1], v);
 	char t[24];
 
-	/* decades (1 us, 10 us, ...); 2s and 5s between them when that makes under 3 ticks */
-	for (dec = 1; dec <= 100000000000ULL; dec *= 10)
-		n += dec >= lo && (hi == UINT64_MAX || dec < hi);
-	if (n < 3)
-		nm = 3;
-	for (dec = 1; dec <= 100000000000ULL; dec *= 10) {
-		for (m = 0; m < nm; m++) {
-			double y;
+	for (i = 0; i < n; i++) {
+		double y = value_y(p, g, v[i]);
 
-			v = dec * mult[m];
-			if (v < lo || (hi != UINT64_MAX && v >= hi))
-				continue;
-			y = value_y(p, g, v);
-			sbuf_printf(b, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" "
-				  "class=\"grid\"/><text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">"
-				  "%s</text>", g->x0 - 4, g->x0, y, y, g->x0 - 6, y + 4,
-				  report_tick_label(t, sizeof(t), v));
-		}
+		sbuf_printf(b, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" "
+			  "class=\"grid\"/><text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" "
+			  "data-ns=\"%" PRIu64 "\">%s</text>", g->x0 - 4, g->x0, y, y, g->x0 - 6, y + 4,
+			  v[i], report_tick_label(t, sizeof(t), v[i]));
 	}
 }
 
@@ -180,12 +211,19 @@ static void x_axis(const struct report *r, const struct panel *p, const struct g
 		step = (span / (uint64_t)max_ticks / (86400ULL * 1000000000ULL) + 1) *
 		       86400ULL * 1000000000ULL;
 	for (t = (r->t0 + step - 1) / step * step; t <= r->t1; t += step) {
-		double x = g->x0 + (double)(t - r->t0) / (double)span * (g->x1 - g->x0);
+		double x = g->x0 + (double)(t - r->t0) / (double)span * (g->x1 - g->x0), tx = x;
+		const char *anchor = "middle";
 
 		fmt_clock(lab, sizeof(lab), t, step < 60000000000ULL);
+		/* a label at the right edge ends there rather than past the picture (digits of
+		 * 13px sans-serif are 8.3px wide at most) */
+		if (x + (double)strlen(lab) * 8.3 / 2 > g->w - 2) {
+			tx = g->w - 2;
+			anchor = "end";
+		}
 		sbuf_printf(b, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" class=\"grid\"/>"
-			  "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>", x, x,
-			  g->y1, g->y1 + 4, x, g->y1 + 16, lab);
+			  "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\">%s</text>", x, x,
+			  g->y1, g->y1 + 4, tx, g->y1 + 16, anchor, lab);
 	}
 }
 
