@@ -2,8 +2,9 @@
 every block event attaches by tp_btf and by raw_tp and counts 40 reads exactly; the uring, aio and
 syscall layers attach with 6.1's events and prototypes; io_uring and libaio O_DIRECT reads link to
 their bios; null_blk at 2 ms and 100 us and dm-delay (10 ms) over null_blk show their latency on
-the right device; sched-ab calls the scheduler effect docs/sched-ab.md predicts, with
-its A/A control clean, and puts the disk's scheduler back. Under -icount at a fixed rate the
+the right device; -C labels and -c keeps each request by its submitter's cgroup v2; sched-ab
+calls the scheduler effect docs/sched-ab.md predicts, with its A/A control clean, and puts the
+disk's scheduler back. Under -icount at a fixed rate the
 guest's clock counts its own instructions and its timers fire at their deadline in guest time,
 whatever the host's load, so a set latency is what the device takes, to the bucket. Runs
 tests/vm/smoke61.sh; skipped, with the reason, where QEMU is absent."""
@@ -81,6 +82,7 @@ def test_debian_61_kernel():
     snoop_dm_delay(full.split("=== SCENARIOS")[1].split("FAST ")[1].split()[0],
                    full.split("=== SNOOP")[1].split("=== PROBE")[0])
     sched_ab(full.split("=== SCHED-AB")[1].split("=== DONE")[0])
+    cgroups(full.split("=== CGROUP")[1].split("=== PROBE")[0])
     sections = r.stdout.split("=== TRACE ")[1:]
     assert [s.split()[0] for s in sections] == ["tp_btf", "raw_tp"]
     feats = r.stdout.split("=== FEATURES")[1].split("=== TRACE")[0]
@@ -214,3 +216,35 @@ def sched_ab(out):
         print(f"sched-ab on 6.1, {d['a']} -> {d['b']}: reader total p50 {t['a_ns'] / 1e6:.2f} -> "
               f"{t['b_ns'] / 1e6:.2f} ms (x{t['ratio']:.3f}, {t['ci_lo']:.3f}..{t['ci_hi']:.3f}), "
               f"A/A {d['aa']['changes']} of {d['aa']['compared']}")
+
+
+def cgroups(out):
+    """-C and -c on 6.1: 40 io_uring reads from cgroup a and 20 psync reads from cgroup b on
+    nullb0, labelled by cgroup in the block layer (device, total) and the uring layer
+    (submit_cqe); the -c tracer counts a's 40 and nothing of b's."""
+    labelled, filtered = out.split("LABELLED")[1].split("FILTERED")
+    seen = {}
+    for text, name in ((labelled, "labelled"), (filtered, "filtered")):
+        for line in text.splitlines():
+            if not line.startswith('{"type":"interval"'):
+                continue
+            for h in json.loads(line)["hists"]:
+                lab = h["labels"]
+                if h["layer"] == "block" and (lab.get("disk"), lab.get("op")) != \
+                        ("nullb0", "read"):
+                    continue
+                if h["layer"] == "uring" and lab.get("opcode") != "read":
+                    continue
+                # not the readahead of each load's check of the device for a signature
+                if "rahead" in lab.get("flags", ""):
+                    continue
+                key = (name, h["layer"], h["stage"], lab.get("cgroup"))
+                seen[key] = seen.get(key, 0) + h["count"] + h["unmeasured"]
+    print(f"6.1 cgroups: {seen}")
+    for stage in ("device", "total"):
+        assert seen.get(("labelled", "block", stage, "/a")) == 40, (stage, seen, out[-2000:])
+        assert seen.get(("labelled", "block", stage, "/b")) == 20, (stage, seen)
+        assert seen.get(("filtered", "block", stage, None)) == 40, (stage, seen)
+    assert seen.get(("labelled", "uring", "submit_cqe", "/a")) == 40, seen
+    assert not [k for k in seen if k[0] == "filtered" and k[3] is not None], seen
+    assert seen.get(("filtered", "uring", "submit_cqe", None)) == 40, seen

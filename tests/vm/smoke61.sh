@@ -10,8 +10,9 @@
 # timer (reads of the 2 ms device took 4, 8, 16 ms; submissions 2 ms), and a fixed shift stalls
 # the second CPU's bring-up. Boots a busybox initramfs holding bin/iostrata, bin/iostrata-load,
 # configfs, null_blk (2 ms and 100 us timer completion), dm-mod and dm-delay, and scsi_debug (a
-# disk serving one command at a time, in 2 ms, for sched-ab), prints what the tools print there,
-# and exits non-zero when a marker is missing; tests/test_vm61.py checks the figures.
+# disk serving one command at a time, in 2 ms, for sched-ab), mounts a cgroup v2 hierarchy for -C
+# and -c, prints what the tools print there, and exits non-zero when a marker is missing;
+# tests/test_vm61.py checks the figures.
 # Downloads are cached in $CACHE.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -122,6 +123,28 @@ wait
 grep -v "^iostrata: " /tmp/s.err; cat /tmp/s.json
 echo "=== SNOOP"
 grep -v "^iostrata: " /tmp/n.err; cat /tmp/n.json
+echo "=== CGROUP"
+# -C and -c on 6.1: 40 io_uring reads from cgroup a, 20 psync reads from cgroup b, on nullb0;
+# one tracer labels each request with its submitter's cgroup, the other counts a's alone
+mkdir -p /sys/fs/cgroup && mount -t cgroup2 none /sys/fs/cgroup && mkdir /sys/fs/cgroup/a /sys/fs/cgroup/b
+rm -f /tmp/c.err /tmp/f.err
+/iostrata -v -D -F -O -C -l block,uring -j > /tmp/c.json 2>/tmp/c.err &
+labeller=$!
+/iostrata -v -D -F -O -l block,uring -c /sys/fs/cgroup/a -j > /tmp/f.json 2>/tmp/f.err &
+filter=$!
+until grep -q "iostrata: tracing" /tmp/c.err 2>/dev/null; do sleep 0.2; done
+until grep -q "iostrata: tracing" /tmp/f.err 2>/dev/null; do sleep 0.2; done
+in_cg() { cg=$1; shift; sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "/sys/fs/cgroup/$cg" "$@"; }
+in_cg a /iostrata-load --device /dev/nullb0 --force --engine io_uring --qd 4 --rw randread \
+	--ios 40 --size 64m >/dev/null && echo "CGROUP LOAD a"
+in_cg b /iostrata-load --device /dev/nullb0 --force --engine psync --rw randread --ios 20 \
+	--size 64m >/dev/null && echo "CGROUP LOAD b"
+sleep 0.5
+kill -INT $labeller $filter
+wait
+grep -v "^iostrata: " /tmp/c.err /tmp/f.err
+echo "LABELLED"; cat /tmp/c.json
+echo "FILTERED"; cat /tmp/f.json
 echo "=== PROBE"; /iostrata-load --engine io_uring --op timeout --latency 1ms --ios 50 | grep timeout
 echo "=== FAIL"; /iostrata -l block --fail-probe block_rq_complete --duration 1; echo "FAIL rc=$?"
 echo "=== SCHED-AB"
@@ -171,7 +194,7 @@ timeout 900 qemu-system-x86_64 ${QEMU_ACCEL:--accel tcg,thread=single -icount sh
 	> "$work/console.log" 2>&1 || true
 sed -n '/=== FEATURES/,/=== DONE/p' "$work/console.log"
 for m in "block_rq_complete  *tp_btf" "LOAD OK" "URING LOAD OK" "SCENARIO LOAD dm-0" \
-	"FAIL rc=1" "SCHED-AB rc=0" "=== DONE"; do
+	"CGROUP LOAD b" "FAIL rc=1" "SCHED-AB rc=0" "=== DONE"; do
 	grep -q "$m" "$work/console.log" || { echo "smoke61: FAILED: no '$m'" >&2; exit 1; }
 done
 [ "$(grep -c '^LOAD OK' "$work/console.log")" = 2 ] || { echo "smoke61: FAILED: a load run" >&2; exit 1; }
