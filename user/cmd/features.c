@@ -20,6 +20,7 @@
 #include "layer.h"
 #include "log.h"
 #include "session.h"
+#include "trace_opts.h"
 
 #define TRACEFS_MAGIC_ 0x74726163
 
@@ -309,11 +310,8 @@ int cmd_features(int argc, char **argv)
 		case 'v': verbose++; break;
 		case 'h': fputs(usage, stdout); return 0;
 		case 'f':
-			if (cfg.nfail_tp == MAX_FAIL_TPS) {
-				errorf("too many --fail-probe options");
+			if (parse_fail_probe(&cfg, optarg))
 				return 2;
-			}
-			cfg.fail_tp[cfg.nfail_tp++] = optarg;
 			break;
 		case 'r': cfg.force_raw_tp = true; break;
 		default:

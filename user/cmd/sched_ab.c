@@ -185,11 +185,8 @@ static int parse_args(int argc, char **argv, struct sab *a)
 				return -1;
 			break;
 		case OPT_FAIL_PROBE:
-			if (a->cfg.nfail_tp == MAX_FAIL_TPS) {
-				errorf("too many --fail-probe options");
+			if (parse_fail_probe(&a->cfg, optarg))
 				return -1;
-			}
-			a->cfg.fail_tp[a->cfg.nfail_tp++] = optarg;
 			break;
 		case OPT_ROUND_SECS:
 			if (parse_seconds("--round-secs", optarg, &a->round_s))

@@ -79,6 +79,16 @@ static int parse_layers(const char *list, unsigned int *mask)
 	return 0;
 }
 
+int parse_fail_probe(struct trace_config *c, const char *tp)
+{
+	if (c->nfail_tp == MAX_FAIL_TPS) {
+		errorf("too many --fail-probe options");
+		return -1;
+	}
+	c->fail_tp[c->nfail_tp++] = tp;
+	return 0;
+}
+
 int parse_seconds(const char *what, const char *s, double *out)
 {
 	char *end;
@@ -227,12 +237,7 @@ static int trace_opt(struct trace_opts *t, int o, const char *arg)
 		c->inflight_slots = (uint32_t)v;
 		return 1;
 	case TOPT_FAIL_PROBE:
-		if (c->nfail_tp == MAX_FAIL_TPS) {
-			errorf("too many --fail-probe options");
-			return -1;
-		}
-		c->fail_tp[c->nfail_tp++] = arg;
-		return 1;
+		return parse_fail_probe(c, arg) ? -1 : 1;
 	case TOPT_FORCE_RAW_TP:
 		c->force_raw_tp = true;
 		return 1;

@@ -87,6 +87,8 @@ int sink_written(int err);
 
 /* A positive number of seconds / an integer in [min, max], or -1 with one line said. */
 int parse_seconds(const char *what, const char *s, double *out);
+/* --fail-probe=TP, for every command that loads the layers: -1 (said) past MAX_FAIL_TPS */
+int parse_fail_probe(struct trace_config *c, const char *tp);
 int parse_long(const char *what, const char *s, long min, long max, long *out);
 
 /* "block, uring, aio, syscall" */
