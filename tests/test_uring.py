@@ -100,6 +100,37 @@ def test_direct_reads_on_a_loop_device_are_linked(loopdev, no_bpf_leak):
     assert abs(parts_p50 - med["submit_cqe"]) <= 0.5 * med["submit_cqe"], med
 
 
+def test_no_linked_stage_asked_no_bio_walk(loopdev, no_bpf_leak):
+    """--stages with no stage bounded by block times: the bios are not tracked (block_bio_queue
+    is not attached: two block programs per I/O, not three), and the stages asked still count
+    every request: 300 O_DIRECT reads in uring submit_cqe and total and in block device."""
+    disk = Path(loopdev).name
+    tracer = Tracer(["-l", "block,uring", "-P", "-O", "-D", "-F", "-j", "--stages",
+                     "uring.submit_cqe,uring.total,block.device"])
+    load("--rw", "randread", "--ios", "300", "--qd", "16", target=loopdev)
+    recs = records(tracer.stop())
+    attached = [ln for ln in tracer.stderr.splitlines() if " attached by " in ln]
+    assert not [ln for ln in attached if "block_bio_queue" in ln], attached
+    assert [ln for ln in attached if "block_rq_complete" in ln], attached
+    st = uring_stages(recs)
+    assert {k[0] for k in st} == {"submit_cqe", "total"}, st.keys()
+    assert total(st, "submit_cqe", "read") == 300, st.keys()
+    assert total(st, "submit_cqe", "read", field="unmeasured") == 0
+    # a reap the layer cannot bound (the ring's last, at its close) is unmeasured, not lost
+    assert total(st, "total", "read") + total(st, "total", "read", field="unmeasured") == 300
+    dev = {}
+    for rec in recs:
+        for h in rec["hists"]:
+            if h["layer"] == "block" and h["labels"].get("disk") == disk:
+                key = (h["stage"], h["labels"].get("op"), h["labels"].get("flags", ""))
+                dev[key] = dev.get(key, 0) + h["count"] + h["unmeasured"]
+    # the one buffered read with which the load checks the device for a signature is readahead
+    reads = sum(n for (stage, op, flags), n in dev.items()
+                if stage == "device" and op == "read" and "rahead" not in flags)
+    assert {k[0] for k in dev} == {"device"} and reads == 300, dev
+    assert not drops_of(recs)
+
+
 def test_buffered_reads_are_unlinked(no_bpf_leak):
     """Page-cache I/O has no kiocb behind its bios: counted as unlinked, never given stages."""
     tracer = Tracer(["-l", "block,uring", "-P", "-O", "-j"])

@@ -83,6 +83,30 @@ static void label(const struct layer_inst *l, const void *key, struct rec *r)
 }
 
 /*
+ * Are io_uring/aio requests linked to their bios? When such a layer may run and one of its
+ * stages bounded by block times is asked (submit_bio, wait, device, device_cqe), or snoop,
+ * which shows those times: otherwise (--stages uring.submit_cqe,block.device) the block
+ * programs skip the walk from each bio to its request.
+ */
+static bool links_needed(const struct trace_config *c)
+{
+	static const int linked[] = { REQ_SUBMIT_BIO, REQ_WAIT, REQ_DEVICE, REQ_DEVICE_CQE };
+	static const int req_layers[] = { LAYER_URING, LAYER_AIO };
+	size_t i, j;
+
+	if (c->snoop)
+		return true;
+	for (i = 0; i < ARRAY_LEN(req_layers); i++) {
+		if (c->layers && !(c->layers & BIT(req_layers[i])))
+			continue;
+		for (j = 0; j < ARRAY_LEN(linked); j++)
+			if (stage_wanted(c, req_layers[i], linked[j]))
+				return true;
+	}
+	return false;
+}
+
+/*
  * The bios' events are needed for wait and total, for -p/-c (decided where bios are queued) and
  * for linking io_uring/aio requests; without them the block layer runs two programs per I/O.
  * iostrata's own requests are known by their bios: with device alone they are counted too.
@@ -93,8 +117,7 @@ static bool event_needed(const struct trace_config *c, int ev)
 		return true;
 	/* snoop and -C: who submitted is known where the bios are queued */
 	return stage_wanted(c, LAYER_BLOCK, BLOCK_WAIT) || stage_wanted(c, LAYER_BLOCK, BLOCK_TOTAL) ||
-	       c->tgid || c->cgroup || c->snoop || c->per_cgroup || !c->layers ||
-	       (c->layers & (BIT(LAYER_URING) | BIT(LAYER_AIO)));
+	       c->tgid || c->cgroup || c->snoop || c->per_cgroup || links_needed(c);
 }
 
 static const char *event_unneeded(const struct trace_config *c, int ev)
@@ -116,8 +139,8 @@ static int configure(struct layer_inst *l)
 	skel->rodata->split_arg = l->rep.events[EV_SPLIT].arg;
 	skel->rodata->rq_issue_arg = l->rep.events[EV_RQ_ISSUE].arg;
 	skel->rodata->inflight_mask = c->inflight_slots - 1;
-	/* an io_uring or aio layer runs: stamp their requests with their bios' block times */
-	skel->rodata->link_reqs = l->shared->reqs_fd >= 0;
+	/* an io_uring or aio layer runs and asks: stamp its requests with their bios' block times */
+	skel->rodata->link_reqs = l->shared->reqs_fd >= 0 && links_needed(c);
 	skel->rodata->queue_stages = event_needed(c, EV_BIO_QUEUE);
 	skel->rodata->req_mask = c->inflight_slots - 1;
 	LINK_SYMS_RODATA(skel->rodata, link_syms());
