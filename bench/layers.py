@@ -3,10 +3,11 @@
 
 fio (ioengine=io_uring, 4 KiB random reads, qd 32, O_DIRECT) drives two targets in turn: a
 tmpfs-backed loop device (fast, so the tracers' cost shows) and a 1 GiB file on the root
-filesystem (a real disk's latency and queueing, e.g. virtio). On each target, in eight
+filesystem (a real disk's latency and queueing, e.g. virtio). On each target, in nine
 configurations alternated within each of --runs rounds: no tracer; iostrata's block layer alone
 (three stages), and its device stage alone (--stages device: two programs per I/O, as biolatency);
 all layers (block, uring, aio, syscall; the block programs then link each request to its bios);
+the uring layer's own stages over the block layer's device stage (no bio tracked or linked);
 `iostrata snoop --slower 10ms` over the same layers (no request of the load is that slow: the
 cost of deciding, per request, that it is not, against issue 15's 10 %);
 bpftrace's block-latency one-liner (classic tracepoints, a hash keyed by dev+sector:
@@ -57,6 +58,10 @@ BIOLAT = shutil.which("biolatency", path=os.environ.get("PATH", "") + ":/usr/sbi
 CONFIGS = {"no tracer": None, "iostrata block": ["-l", "block"],
            "iostrata block device": ["-l", "block", "--stages", "device"],
            "iostrata all": ["-l", "block,uring,aio,syscall"],
+           # the application's view with the device under it: no stage bounded by bio times,
+           # so no bio is tracked or linked (4 programs per I/O)
+           "iostrata uring+device": ["-l", "block,uring", "--stages",
+                                     "uring.submit_cqe,uring.cqe_reap,uring.total,block.device"],
            # issue 15: snoop over the same layers; fio's load has no request of 10 ms or more
            "iostrata snoop": ["snoop", "--slower", "10ms", "-l", "block,uring,aio,syscall"],
            "bpftrace": ("bpftrace", ["bpftrace", "-e", BIOLATENCY]),
@@ -248,7 +253,7 @@ def breakdown(res, t, empty, clock):
     """Each iostrata program's median runs per I/O and ns per run on target t, against the
     floor of a timing program (an empty program plus one clock read)."""
     out = []
-    for name in ("iostrata block", "iostrata block device", "iostrata all"):
+    for name in ("iostrata block", "iostrata block device", "iostrata all", "iostrata uring+device"):
         runs = res.get((t, name))
         if not runs:
             continue
