@@ -44,7 +44,7 @@ def main():
         for _ in range(a.runs):
             ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             t = time.monotonic()
-            r = subprocess.run([str(IOSTRATA), "report", str(rec), "-o", str(html)],
+            r = subprocess.run([str(IOSTRATA), "report", str(rec), "-o", str(html), "--force"],
                                capture_output=True, text=True)
             times.append(time.monotonic() - t)
             ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)

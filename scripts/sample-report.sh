@@ -45,7 +45,7 @@ kill -INT $REC
 wait $REC
 REC=""
 
-$B/iostrata report "$OUT/recording.ndjson.gz" -o "$OUT/report.html"
+$B/iostrata report "$OUT/recording.ndjson.gz" -o "$OUT/report.html" --force
 # the screenshot the README shows: the top of the page at desktop width
 if command -v chromium-headless-shell >/dev/null; then
 	chromium-headless-shell --no-sandbox --hide-scrollbars --window-size=1280,1700 \

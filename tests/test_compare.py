@@ -15,6 +15,7 @@
 import gzip
 import json
 import math
+import os
 import random
 import re
 import shutil
@@ -465,6 +466,27 @@ def test_html_page_renders(tmp_path):
     assert sum((v - mean) ** 2 for v in values) / len(values) > 100, "the screenshot is blank"
     # colour: the slower cells are red, not grey
     assert any(r[i] - r[i + 2] > 60 for r in rows[::4] for i in range(0, len(r), 2 * bpp))
+
+
+def test_html_replaces_a_file_only_with_force(tmp_path):
+    """--html over a file that exists: refused, unless --force; over an input or anything but a
+    regular file: refused even with it. Refusals come before anything is read."""
+    a = lognormal_rec(tmp_path / "a.ndjson", 8)
+    before = a.read_bytes()
+    page = tmp_path / "c.html"
+    page.write_text("an older page")
+    assert_one_line_error(compare(a, a, "--html", page), "c.html exists", "--force")
+    assert page.read_text() == "an older page"
+    assert_one_line_error(compare(a, a, "--html", a, "--force"), "is also an input")
+    assert a.read_bytes() == before
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    assert_one_line_error(compare(a, a, "--html", fifo, "--force"), "not a regular file")
+    r = compare(a, a, "--html", page, "--force")
+    assert r.returncode == 0, r.stderr
+    assert page.read_text().startswith("<!DOCTYPE html>")
+    assert sorted(os.listdir(tmp_path)) == ["a.ndjson", "c.html", "fifo"]
+    assert_one_line_error(compare(a, a, "--force"), "only lets --html replace")
 
 
 def test_html_unwritable_is_one_line_error(tmp_path):

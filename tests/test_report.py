@@ -14,6 +14,7 @@ import math
 import os
 import re
 import shutil
+import stat
 import struct
 import subprocess
 import sys
@@ -271,8 +272,21 @@ def make_2g_line(p):
     (lambda p: p.write_bytes(b'{"type":"interval","ts":1,"interval_ns":1,"hists":[{"layer":'
                              b'"block","stage":"total","labels":{},"count":99999999999999999999'
                              b'9,"sum_ns":5}]}\n'), ["without its count"]),
+    # bucket counts whose sum wraps round 2^64 to the count
+    (lambda p: p.write_bytes(b'{"type":"interval","ts":2000000000,"interval_ns":1000000000,'
+                             b'"hists":[{"layer":"block","stage":"total","labels":{},"count":1,'
+                             b'"sum_ns":5,"min_ns":640,"max_ns":700,"buckets":[[640,672,'
+                             b'18446744073709551615],[672,704,2]]}]}\n'), ["overflow 64 bits"]),
+    # a time at the end of the u64 range (report's columns once looped there, forever)
+    (lambda p: p.write_bytes(b'{"type":"interval","ts":18446744073709551615,"interval_ns":1,'
+                             b'"hists":[]}\n'), ["out of range"]),
+    # 100,000 brackets deep (quadratic in the tokenizer): refused at once
+    (lambda p: p.write_bytes(b'{"type":"interval","ts":2000000000,"interval_ns":1,"hists":[],'
+                             b'"x":' + b"[" * 100000 + b"]" * 100000 + b"}\n"),
+     ["nested deeper"]),
 ], ids=["random", "text", "damaged-middle", "empty", "directory", "2g-line", "gzip-garbage",
-        "meta-only", "bucket-scheme", "bucket-sum", "overflow"])
+        "meta-only", "bucket-scheme", "bucket-sum", "overflow", "bucket-wrap", "ts-range",
+        "depth"])
 def test_bad_input_is_one_line_error(tmp_path, make, needles):
     rec = tmp_path / "bad.ndjson"
     make(rec)
@@ -282,7 +296,7 @@ def test_bad_input_is_one_line_error(tmp_path, make, needles):
         assert r.returncode == 0 and "no intervals recorded" in out.read_text()
         return
     assert_one_line_error(r, *needles)
-    assert not out.exists() and not Path(str(out) + ".tmp").exists(), "a partial report"
+    assert sorted(os.listdir(tmp_path)) == ["bad.ndjson"], "a partial report"
 
 
 @pytest.mark.parametrize("args,needles", [
@@ -374,3 +388,59 @@ def test_latency_axis_has_labels_at_every_range(tmp_path):
             top, bottom = float(frame.get("y")), float(frame.get("y")) + float(frame.get("height"))
             # a label's baseline sits 4 px below its tick
             assert cells and all(top <= y - 4 <= bottom for _, y, _ in ticks), (v, ticks)
+
+
+def test_escapes_are_read_in_linear_time(tmp_path):
+    """A meta record of 2,000,000 \\u escapes in one string is read at once (each escape once
+    cost a scan of the rest of the line)."""
+    rec = tmp_path / "esc.ndjson"
+    rec.write_text('{"type":"meta","options":{"k":"' + "\\u0041" * 2_000_000 + '"}}\n')
+    r = report(rec, "-o", tmp_path / "r.html")
+    assert r.returncode == 0, r.stderr   # no interval: an empty report, said so; no timeout
+
+
+def test_output_is_never_a_file_it_did_not_create(tmp_path):
+    """-o and --svg: a file that exists is replaced only with --force, and never when it is an
+    input or not a regular file (a device, a FIFO, a symlink); a stale NAME.tmp is not ours; a
+    failure at the SVGs leaves every file as it was and nothing new."""
+    rec = tmp_path / "rec.ndjson"
+    synthesize(rec, 5)
+    before = rec.read_bytes()
+    old = tmp_path / "old.html"
+    old.write_text("an older report")
+    assert_one_line_error(report(rec, "-o", old), "old.html exists", "--force")
+    assert old.read_text() == "an older report"
+    for args in ([rec, "-o", rec], [rec, "-o", rec, "--force"]):
+        assert_one_line_error(report(*args), "is also an input")
+        assert rec.read_bytes() == before
+    dev = tmp_path / "null"
+    os.mknod(dev, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    link = tmp_path / "link.html"
+    link.symlink_to(old)
+    for target in (dev, fifo, link):
+        assert_one_line_error(report(rec, "-o", target, "--force"), "not a regular file")
+    assert stat.S_ISCHR(dev.lstat().st_mode) and stat.S_ISFIFO(fifo.lstat().st_mode)
+    assert link.is_symlink() and old.read_text() == "an older report"
+    stale = tmp_path / "new.html.tmp"
+    stale.write_text("not the tool's")
+    # the SVGs fail (--svg names a file): the page it would replace is kept, nothing is made
+    listing = sorted(os.listdir(tmp_path))
+    assert_one_line_error(report(rec, "-o", old, "--force", "--svg", old), "not a directory")
+    assert_one_line_error(report(rec, "-o", tmp_path / "new.html", "--svg", tmp_path / "sub" /
+                                 "deeper"), "cannot create")
+    assert sorted(os.listdir(tmp_path)) == listing and old.read_text() == "an older report"
+    # written: a new page and its SVGs; again, each SVG exists: refused; --force replaces all
+    report(rec, "-o", tmp_path / "new.html", "--svg", tmp_path / "svg", check=True)
+    assert stale.read_text() == "not the tool's"
+    nsvg = len(list((tmp_path / "svg").glob("*.svg")))
+    assert nsvg > 20
+    assert_one_line_error(report(rec, "-o", tmp_path / "new2.html", "--svg", tmp_path / "svg"),
+                          ".svg exists", "--force")
+    assert not (tmp_path / "new2.html").exists()
+    report(rec, "-o", old, "--svg", tmp_path / "svg", "--force", check=True)
+    assert old.read_text().startswith("<!DOCTYPE html>")
+    assert len(list((tmp_path / "svg").glob("*.svg"))) == nsvg
+    # no temporary file left: only the stale one, which was never the tool's
+    assert [f for f in os.listdir(tmp_path) if ".html." in f] == ["new.html.tmp"]

@@ -18,10 +18,11 @@
 #include "compare.h"
 #include "json.h"
 #include "log.h"
+#include "outfile.h"
 
 static const char usage_text[] =
 "Usage: iostrata compare A B [--threshold PCT] [--gate LAYER:STAGE:Q]... [-j]\n"
-"                            [--html FILE] [--seed N] [--resamples N]\n"
+"                            [--html FILE [--force]] [--seed N] [--resamples N]\n"
 "       iostrata compare A --aa N [--threshold PCT] [-j] [--seed N]\n"
 "                            [--resamples N]\n"
 "\n"
@@ -40,6 +41,7 @@ static const char usage_text[] =
 "      --aa=N            A/A check of one set: N random even splits of its\n"
 "                        intervals compared; prints the false-positive rate\n"
 "      --html=FILE       also write overlaid CDFs and a ratio heatmap (HTML)\n"
+"      --force           replace the --html file if it exists\n"
 "      --seed=N          seed of the resampling (default 1)\n"
 "      --resamples=N     bootstrap resamples (default 1000)\n"
 "  -j, --json            one JSON document on stdout\n"
@@ -51,12 +53,13 @@ static const char usage_text[] =
 "  iostrata compare runs/none runs/mq-deadline --gate block:device:p99\n"
 "  iostrata compare run.ndjson.gz --aa 200\n";
 
-enum { OPT_AA = COPT_NEXT, OPT_HTML, OPT_RESAMPLES };
+enum { OPT_AA = COPT_NEXT, OPT_HTML, OPT_RESAMPLES, OPT_FORCE };
 
 static const struct option long_opts[] = {
 	CMP_OPTS_LONG,
 	{ "aa", required_argument, NULL, OPT_AA },
 	{ "html", required_argument, NULL, OPT_HTML },
+	{ "force", no_argument, NULL, OPT_FORCE },
 	{ "resamples", required_argument, NULL, OPT_RESAMPLES },
 	{ "json", no_argument, NULL, 'j' },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -68,7 +71,7 @@ struct compare_args {
 	struct cmp_opts o;
 	struct cmp_gates g;
 	int aa, verbose;
-	bool json;
+	bool json, force;
 	const char *html, *a, *b;
 };
 
@@ -108,6 +111,7 @@ static int parse(int argc, char **argv, struct compare_args *a)
 			a->aa = (int)v;
 			break;
 		case OPT_HTML: a->html = optarg; break;
+		case OPT_FORCE: a->force = true; break;
 		case OPT_RESAMPLES:
 			if (parse_ulong("--resamples", optarg, 100, 1000000, &v))
 				return -1;
@@ -200,7 +204,7 @@ static int run_compare(const struct compare_args *a)
 	cmp_set_free(sb);
 	if (!r)
 		return 1;
-	if (cmp_gates_check(&a->g, r) || (a->html && cmp_write_html(r, a->a, a->b, a->html)))
+	if (cmp_gates_check(&a->g, r) || (a->html && cmp_write_html(r, a->a, a->b, a->html, a->force)))
 		goto out;
 	if (a->json) {
 		jw_init(&w);
@@ -242,5 +246,14 @@ int cmd_compare(int argc, char **argv)
 	if (r)
 		return r > 0 ? 0 : 2;
 	log_init("iostrata", a.json, a.verbose);
+	if (a.html) {	/* said before anything is read */
+		char *in[] = { (char *)a.a, (char *)a.b };
+
+		if (outfile_allowed(a.html, a.force, in, 2) < 0)
+			return 1;
+	} else if (a.force) {
+		errorf("compare --force: it only lets --html replace a file");
+		return 2;
+	}
 	return a.aa ? run_aa(&a) : run_compare(&a);
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * iostrata report FILE... -o HTML [--svg DIR] [--top N] [--scale log|sqrt]: read recordings
+ * iostrata report FILE... -o HTML [--svg DIR] [--force] [--top N] [--scale log|sqrt]: read recordings
  * (`iostrata record`, or `iostrata -j` output) and write one self-contained HTML report, and
  * one SVG per panel. Needs no root and no BPF: it works on the host and on a laptop alike.
  */
@@ -12,11 +12,12 @@
 #include "cli.h"
 #include "cmd.h"
 #include "log.h"
+#include "outfile.h"
 #include "recread.h"
 #include "report.h"
 
 static const char usage_text[] =
-"Usage: iostrata report FILE... -o HTML [--svg DIR] [--top N] [--scale S]\n"
+"Usage: iostrata report FILE... -o HTML [--svg DIR] [--force] [--top N] [--scale S]\n"
 "\n"
 "Renders recordings (iostrata record; iostrata -j output too) as one HTML file:\n"
 "per layer and stage a latency heatmap (time across, latency buckets up, colour\n"
@@ -24,8 +25,9 @@ static const char usage_text[] =
 "heatmaps, summary tables, io_uring/aio waterfalls, drops, the host and options.\n"
 "Nothing in it is fetched from anywhere. FILE may be gzip (.gz).\n"
 "\n"
-"  -o, --output=HTML     the report to write (replaced if it exists)\n"
+"  -o, --output=HTML     the report to write (not over a file, unless --force)\n"
 "      --svg=DIR         also one SVG file per panel in DIR (created)\n"
+"      --force           replace the report and SVG files if they exist\n"
 "      --top=N           label sets per layer with panels of their own (default 4)\n"
 "      --scale=S         colour by log (default) or sqrt of the count\n"
 "  -v, --verbose         say what was read and binned\n"
@@ -35,13 +37,14 @@ static const char usage_text[] =
 "  iostrata report run.ndjson.gz -o report.html\n"
 "  iostrata report a.ndjson b.ndjson -o ab.html --svg panels --top 8\n";
 
-enum { OPT_SVG = 256, OPT_TOP, OPT_SCALE };
+enum { OPT_SVG = 256, OPT_TOP, OPT_SCALE, OPT_FORCE };
 
 static const struct option long_opts[] = {
 	{ "output", required_argument, NULL, 'o' },
 	{ "svg", required_argument, NULL, OPT_SVG },
 	{ "top", required_argument, NULL, OPT_TOP },
 	{ "scale", required_argument, NULL, OPT_SCALE },
+	{ "force", no_argument, NULL, OPT_FORCE },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
@@ -59,6 +62,7 @@ static int parse(int argc, char **argv, struct report_opts *o, int *verbose)
 		switch (c) {
 		case 'o': o->html = optarg; break;
 		case OPT_SVG: o->svg_dir = optarg; break;
+		case OPT_FORCE: o->force = true; break;
 		case OPT_TOP:
 			errno = 0;
 			v = strtol(optarg, &end, 10);
@@ -152,6 +156,9 @@ int cmd_report(int argc, char **argv)
 	if (r)
 		return r > 0 ? 0 : 2;
 	log_init("iostrata", false, verbose);
+	/* said before anything is read: an output that exists, is not a file, or is an input */
+	if (outfile_allowed(o.html, o.force, argv + optind, argc - optind) < 0)
+		return 1;
 	rep = report_new(&o);
 	if (!rep)
 		return 1;

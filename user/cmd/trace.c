@@ -19,8 +19,8 @@
 static const char usage_head[] =
 "Usage: iostrata [OPTIONS] [INTERVAL [COUNT]]\n"
 "       iostrata record -o FILE [--force] [OPTIONS] [INTERVAL [COUNT]]\n"
-"       iostrata report FILE... -o HTML [--svg DIR] [--top N] [--scale S]\n"
-"       iostrata compare A B [--gate L:S:Q]... [--html FILE] [-j] [OPTIONS]\n"
+"       iostrata report FILE... -o HTML [--svg DIR] [--force] [--top N] [--scale S]\n"
+"       iostrata compare A B [--gate L:S:Q]... [--html FILE [--force]] [-j] [OPTIONS]\n"
 "       iostrata compare A --aa N [-j] [OPTIONS]\n"
 "       iostrata snoop [--slower DURATION] [-l LIST] [-d DISK] [-p PID] [-c PATH] [-j]\n"
 "       iostrata sched-ab -d DISK A B [--rounds N] [--round-secs S] [-o DIR] -- LOAD...\n"

@@ -155,6 +155,6 @@ void cmp_aa_print_text(const struct cmp_aa *aa, FILE *f);
 void cmp_aa_write_json(const struct cmp_aa *aa, struct jw *w);
 /* One self-contained page: overlaid CDFs and a heatmap of the ratios. 0, or -1 said. */
 int cmp_write_html(const struct cmp_result *r, const char *a_name, const char *b_name,
-		   const char *path);
+		   const char *path, bool force);
 
 #endif

@@ -547,7 +547,7 @@ static void cdfs(const struct cmp_result *r, struct sbuf *s, int *drawn)
 }
 
 int cmp_write_html(const struct cmp_result *r, const char *a_name, const char *b_name,
-		   const char *path)
+		   const char *path, bool force)
 {
 	struct sbuf s = { 0 };
 	int drawn = 0, err;
@@ -570,7 +570,7 @@ int cmp_write_html(const struct cmp_result *r, const char *a_name, const char *b
 		    "<script>document.documentElement.setAttribute('data-rendered',"
 		    "String(document.querySelectorAll('svg.cmp').length));</script>\n"
 		    "<!-- iostrata-svgs %d -->\n</body></html>\n", drawn + 1);
-	err = report_write_file(path, &s);
+	err = report_write_file(path, force, &s);
 	sbuf_free(&s);
 	return err;
 }

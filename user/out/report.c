@@ -5,6 +5,7 @@
  * latency rows made of whole buckets of bpf/hist.h) and rendered (svg.c, html.c).
  */
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include <sys/stat.h>
 #include "layer.h"
 #include "log.h"
+#include "outfile.h"
 #include "report_int.h"
 
 /* Columns of a big panel and of a label set's small one, before the size budget. */
@@ -662,42 +664,59 @@ static int bin_all(const struct report *r, struct panel *p, int n)
 	return 0;
 }
 
-/* ---- writing: each file to FILE.tmp, renamed when whole */
+/* ---- writing: each file whole or not at all (outfile.c), none replaced without --force */
 
-int report_write_file(const char *path, const struct sbuf *b)
+int report_write_file(const char *path, bool force, const struct sbuf *b)
 {
-	char tmp[4200];
-	FILE *f;
-	int err;
-
 	if (b->oom) {
 		errorf("out of memory rendering %s", path);
 		return -1;
 	}
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	f = fopen(tmp, "w");
-	if (!f) {
-		errorf("cannot create %s: %s", tmp, strerror(errno));
-		return -1;
-	}
-	err = fwrite(b->p, 1, b->len, f) != b->len;
-	err |= fclose(f) != 0;
-	if (err || rename(tmp, path)) {
-		errorf("writing %s: %s", path, strerror(errno ? errno : EIO));
-		unlink(tmp);
-		return -1;
-	}
-	return 0;
+	return outfile_write(path, force, b->p, b->len);
 }
 
-static int write_svgs(const struct report *r, struct panel *p, int n)
+static void svg_path(const struct report *r, const struct panel *p, char *buf, size_t len)
 {
-	char path[4200];
-	struct sbuf b = { 0 };
-	struct stat st;
+	snprintf(buf, len, "%s/%s.svg", r->o.svg_dir, p->id);
+}
+
+/* What write_svgs made, to be removed again if the run fails: the files new to it, the dir. */
+struct svg_undo {
+	bool *fresh;		/* per panel: its file did not exist */
+	int done;		/* panels written */
+	bool made_dir;
+};
+
+static void svg_undo(const struct report *r, const struct panel *p, struct svg_undo *u)
+{
+	char path[PATH_MAX];
 	int i;
 
-	if (mkdir(r->o.svg_dir, 0755) && errno != EEXIST) {
+	for (i = 0; u->fresh && i < u->done; i++)
+		if (u->fresh[i]) {
+			svg_path(r, &p[i], path, sizeof(path));
+			unlink(path);
+		}
+	if (u->made_dir)
+		rmdir(r->o.svg_dir);
+	free(u->fresh);
+	memset(u, 0, sizeof(*u));
+}
+
+/*
+ * The SVGs, before the page: every name checked before any is written (one that exists needs
+ * --force); on a failure here or at the page, svg_undo removes what this run created.
+ */
+static int write_svgs(const struct report *r, struct panel *p, int n, struct svg_undo *u)
+{
+	char path[PATH_MAX];
+	struct sbuf b = { 0 };
+	struct stat st;
+	int i, a;
+
+	if (!mkdir(r->o.svg_dir, 0755))
+		u->made_dir = true;
+	else if (errno != EEXIST) {
 		errorf("cannot create %s: %s", r->o.svg_dir, strerror(errno));
 		return -1;
 	}
@@ -705,11 +724,22 @@ static int write_svgs(const struct report *r, struct panel *p, int n)
 		errorf("--svg %s: not a directory", r->o.svg_dir);
 		return -1;
 	}
+	u->fresh = calloc((size_t)n + 1, sizeof(*u->fresh));
+	if (!u->fresh) {
+		errorf("out of memory");
+		return -1;
+	}
 	for (i = 0; i < n; i++) {
+		svg_path(r, &p[i], path, sizeof(path));
+		if ((a = outfile_allowed(path, r->o.force, NULL, 0)) < 0)
+			return -1;
+		u->fresh[i] = a == 1;
+	}
+	for (; u->done < n; u->done++) {
 		b.len = 0;
-		svg_heatmap(r, &p[i], true, &b);
-		snprintf(path, sizeof(path), "%s/%s.svg", r->o.svg_dir, p[i].id);
-		if (report_write_file(path, &b)) {
+		svg_heatmap(r, &p[u->done], true, &b);
+		svg_path(r, &p[u->done], path, sizeof(path));
+		if (report_write_file(path, r->o.force, &b)) {
 			sbuf_free(&b);
 			return -1;
 		}
@@ -722,6 +752,7 @@ int report_write(struct report *r)
 {
 	struct panel *panels = NULL;
 	struct sbuf *svgs = NULL, page = { 0 };
+	struct svg_undo undo = { 0 };
 	int n = 0, i, err = -1;
 	char from[64], to[64];
 
@@ -737,12 +768,12 @@ int report_write(struct report *r)
 	for (i = 0; i < n; i++)
 		svg_heatmap(r, &panels[i], false, &svgs[i]);
 	html_page(r, panels, n, svgs, &page);
-	if (report_write_file(r->o.html, &page))
-		goto out;
-	if (r->o.svg_dir && write_svgs(r, panels, n)) {
-		unlink(r->o.html);
+	if ((r->o.svg_dir && write_svgs(r, panels, n, &undo)) ||
+	    report_write_file(r->o.html, r->o.force, &page)) {
+		svg_undo(r, panels, &undo);
 		goto out;
 	}
+	free(undo.fresh);
 	fmt_date(from, sizeof(from), r->t0);
 	fmt_date(to, sizeof(to), r->t1);
 	printf("%s: %d panels, %.1f KiB, %zu intervals from %s to %s\n", r->o.html, n,

@@ -17,6 +17,7 @@ struct report_opts {
 	bool sqrt_scale;	/* colour by sqrt(count), not log(1 + count) */
 	const char *html;	/* the page */
 	const char *svg_dir;	/* NULL, or a directory for one SVG per panel */
+	bool force;		/* replace files that exist (never anything but regular files) */
 };
 
 struct report;

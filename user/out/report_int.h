@@ -113,7 +113,7 @@ extern const char report_css[];
  * more: "500ns", "20us", "1.05ms" (the units of the page's figures). */
 char *report_tick_label(char *buf, size_t len, uint64_t v);
 /* b to path through path.tmp, renamed when whole: the file whole or not at all. 0, or -1 said. */
-int report_write_file(const char *path, const struct sbuf *b);
+int report_write_file(const char *path, bool force, const struct sbuf *b);
 /* The page around the panels. */
 void html_page(const struct report *r, struct panel *panels, int npanels,
 	       const struct sbuf *svgs, struct sbuf *b);

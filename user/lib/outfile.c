@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include "log.h"
+#include "outfile.h"
+
+int outfile_allowed(const char *path, bool force, char *const *inputs, int n)
+{
+	struct stat o, in;
+	int i;
+
+	if (lstat(path, &o)) {
+		if (errno == ENOENT)
+			return 1;
+		errorf("cannot write %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (!S_ISREG(o.st_mode)) {
+		errorf("%s exists and is not a regular file: choose another name", path);
+		return -1;
+	}
+	for (i = 0; i < n; i++)
+		if (!stat(inputs[i], &in) && in.st_dev == o.st_dev && in.st_ino == o.st_ino) {
+			errorf("%s is also an input: choose another name", path);
+			return -1;
+		}
+	if (!force) {
+		errorf("%s exists: choose another name, or --force to overwrite it", path);
+		return -1;
+	}
+	return 0;
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* tmp in path's place: over a regular file only with force, never over a file made meanwhile */
+static int put_in_place(const char *tmp, const char *path, bool force)
+{
+	struct stat st;
+
+	if (force) {
+		if (!lstat(path, &st) && !S_ISREG(st.st_mode)) {
+			errno = EEXIST;
+			return -1;
+		}
+		return rename(tmp, path);
+	}
+	if (!renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE))
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		return -1;
+	/* a filesystem without RENAME_NOREPLACE: a hard link fails just as well on EEXIST */
+	if (link(tmp, path))
+		return -1;
+	unlink(tmp);
+	return 0;
+}
+
+int outfile_write(const char *path, bool force, const void *buf, size_t len)
+{
+	char tmp[PATH_MAX + 8];
+	mode_t mask;
+	int fd, err;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= sizeof(tmp)) {
+		errorf("cannot create %s: %s", path, strerror(ENAMETOOLONG));
+		return -1;
+	}
+	fd = mkstemp(tmp);	/* O_CREAT | O_EXCL: never a file that was there, nor a link's target */
+	if (fd < 0) {
+		errorf("cannot create %s: %s", path, strerror(errno));
+		return -1;
+	}
+	mask = umask(0);
+	umask(mask);
+	err = fchmod(fd, 0666 & ~mask) || write_all(fd, buf, len);
+	if (close(fd))
+		err = 1;
+	if (err || put_in_place(tmp, path, force)) {
+		if (errno == EEXIST)
+			errorf("%s exists%s: choose another name", path,
+			       force ? " and is not a regular file" : ", made while writing it");
+		else
+			errorf("writing %s: %s", path, strerror(errno ? errno : EIO));
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Files written whole (a report, its SVGs, compare's HTML): never one the tool did not create
+ * unless told --force, never anything but a regular file, never one of its inputs; each written
+ * to a fresh temporary file beside it and put in place only when whole.
+ */
+#ifndef IOSTRATA_OUTFILE_H
+#define IOSTRATA_OUTFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* May path be written? Absent, or (force) a regular file that is none of the n inputs.
+ * 1 absent, 0 present and allowed, -1 refused with one line said. */
+int outfile_allowed(const char *path, bool force, char *const *inputs, int n);
+/* Write len bytes of buf to path whole: a fresh file beside it (O_EXCL), then put in its place,
+ * over an existing file only with force. 0, or -1 with one line said and nothing left behind. */
+int outfile_write(const char *path, bool force, const void *buf, size_t len);
+
+#endif
