@@ -15,6 +15,7 @@ import json
 import os
 import select
 import signal
+import stat
 import subprocess
 import time
 import xml.etree.ElementTree as ET
@@ -221,6 +222,44 @@ def test_existing_file_is_refused_unless_force(tmp_path, no_bpf_leak):
         jsonschema.validate(x, SCHEMA_DOC)
     assert recs[0]["type"] == "meta" and recs[-1]["reason"] == "duration"
     assert recs[0]["options"]["stages"] == ["block.device"]
+
+
+def test_force_keeps_a_file_until_the_recording_begins(tmp_path, no_bpf_leak):
+    """--force replaces a regular file, but only once the session runs: a session that cannot
+    start leaves it as it was. A device node, a FIFO or a symlink is refused even with --force
+    (a FIFO without a reader once blocked the open for ever). A disk with no room for the meta
+    record leaves no file."""
+    keep = tmp_path / "keep.ndjson"
+    keep.write_text("precious\n")
+    r = subprocess.run([str(IOSTRATA), "record", "-o", str(keep), "--force", "--fail-probe",
+                        "block_rq_complete", "-l", "block", "--duration", "1"],
+                       capture_output=True, text=True, timeout=60)
+    assert_one_line_error(r, "block_rq_complete", "unavailable")
+    assert keep.read_text() == "precious\n"
+    dev = tmp_path / "null"
+    os.mknod(dev, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    link = tmp_path / "link.ndjson"
+    link.symlink_to(keep)
+    for target in (dev, fifo, link):
+        r = subprocess.run([str(IOSTRATA), "record", "-o", str(target), "--force", "-l", "block",
+                            "--duration", "1"], capture_output=True, text=True, timeout=60)
+        assert_one_line_error(r, "not a regular file")
+    assert stat.S_ISCHR(dev.lstat().st_mode) and stat.S_ISFIFO(fifo.lstat().st_mode)
+    assert link.is_symlink() and keep.read_text() == "precious\n"
+    full = tmp_path / "full"
+    full.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(full)], check=True)
+    try:
+        (full / "fill").write_bytes(b"x" * 65536)
+        r = subprocess.run([str(IOSTRATA), "record", "-o", str(full / "r.ndjson"), "-l", "block",
+                            "--duration", "1"], capture_output=True, text=True, timeout=60)
+        assert_one_line_error(r, "No space left")
+        assert sorted(os.listdir(full)) == ["fill"]
+    finally:
+        subprocess.run(["umount", str(full)], check=True)
+    assert wait_no_bpf_programs() == []
 
 
 @pytest.mark.parametrize("args,needles", [

@@ -64,9 +64,12 @@ int cmd_record(int argc, char **argv)
 		return 1;
 	}
 	m.s = s;
-	r = recorder_meta(c.rc, &m);
-	if (!r)	/* else session_close detaches: there is nothing to record into */
-		r = session_run(s, &a.t.lim, record_interval, &c);
+	if (recorder_meta(c.rc, &m)) {	/* not even the meta record: no file is left */
+		session_close(s);
+		recorder_discard(c.rc);
+		return 1;
+	}
+	r = session_run(s, &a.t.lim, record_interval, &c);
 	if (session_stopping())
 		reason = "signal";
 	else if (r)

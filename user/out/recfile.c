@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <zlib.h>
 #include "log.h"
 #include "recfile.h"
@@ -13,6 +14,8 @@ struct recfile {
 	int fd;
 	gzFile gz;	/* NULL: plain NDJSON */
 	char *path;
+	bool existed;	/* --force over a file: emptied at the first line, never before */
+	bool started;	/* a line was written */
 };
 
 static bool gz_name(const char *path)
@@ -22,17 +25,37 @@ static bool gz_name(const char *path)
 	return n > 3 && !strcmp(path + n - 3, ".gz");
 }
 
+/*
+ * A new file, or with force an existing regular file (never a device, FIFO or symlink): opened,
+ * not emptied; its content goes only when the first line is written, so a session that fails
+ * to start leaves it as it was.
+ */
 struct recfile *recfile_create(const char *path, bool force)
 {
 	struct recfile *f = calloc(1, sizeof(*f));
-	int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (force ? O_TRUNC : O_EXCL);
+	struct stat st;
 
 	if (!f || !(f->path = strdup(path))) {
 		free(f);
 		errorf("out of memory");
 		return NULL;
 	}
-	f->fd = open(path, flags, 0644);
+	f->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (f->fd < 0 && errno == EEXIST && force) {
+		f->existed = true;
+		f->fd = open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (f->fd >= 0 && (fstat(f->fd, &st) || !S_ISREG(st.st_mode))) {
+			close(f->fd);
+			f->fd = -1;
+			errno = EEXIST;
+		} else if (f->fd < 0 && (errno == ELOOP || errno == ENXIO)) {	/* link, FIFO */
+			errno = EEXIST;
+		}
+		if (f->fd < 0 && errno == EEXIST) {
+			errorf("%s exists and is not a regular file: choose another name", path);
+			goto fail;
+		}
+	}
 	if (f->fd < 0) {
 		if (errno == EEXIST)
 			errorf("%s exists: choose another name, or --force to overwrite it", path);
@@ -45,7 +68,8 @@ struct recfile *recfile_create(const char *path, bool force)
 		if (!f->gz) {
 			errorf("cannot start gzip on %s", path);
 			close(f->fd);
-			unlink(path);
+			if (!f->existed)
+				unlink(path);
 			goto fail;
 		}
 	}
@@ -76,6 +100,11 @@ int recfile_line(struct recfile *f, const char *buf, size_t len)
 {
 	int zerr;
 
+	if (!f->started) {
+		if (f->existed && ftruncate(f->fd, 0))
+			return -1;
+		f->started = true;
+	}
 	if (!f->gz) {
 		/* one write when it fits: a reader sees the line whole or not at all */
 		char *line = malloc(len + 1);
@@ -126,7 +155,9 @@ void recfile_discard(struct recfile *f)
 		gzclose(f->gz);
 	else
 		close(f->fd);
-	unlink(f->path);
+	/* a file that was there stays as it was until a line is written */
+	if (!f->existed || f->started)
+		unlink(f->path);
 	free(f->path);
 	free(f);
 }
