@@ -22,6 +22,8 @@
 #define CHUNK (1u << 20)
 /* Tokens of one record at most: a record of ours has ~100 a histogram. */
 #define MAX_TOKENS (4u << 20)
+#define MAX_DEPTH 16			/* arrays and objects in one record, nested */
+#define TS_MAX_NS (1ULL << 62)		/* 2116-02-20, in ns since 1970 */
 
 struct inflater;
 
@@ -446,9 +448,15 @@ static const char *jstr(const struct jdoc *d, int i, char *buf, size_t len)
 			case 'u':
 				c = '?';
 				if (e - p >= 4) {
-					unsigned int u = 0;
+					unsigned int u = 0, j, x;
 
-					sscanf(p, "%4x", &u);
+					for (j = 0; j < 4; j++) {
+						x = (unsigned char)p[j];
+						x = x >= '0' && x <= '9' ? x - '0' :
+						    (x | 0x20) >= 'a' && (x | 0x20) <= 'f' ?
+						    (x | 0x20) - 'a' + 10 : 0x10000;
+						u = u << 4 | x;
+					}
 					c = u < 0x80 ? (char)u : '?';
 					p += 4;
 				}
@@ -543,8 +551,9 @@ static const char *bad_buckets(const struct jdoc *d, int arr, struct rec *rec)
 			return "a bucket that is not one of this build's (another bucket scheme)";
 		if (n && (idx < first || idx > last))
 			return "a bucket outside the histogram's min_ns..max_ns";
-		rec->h.slots[idx] += n;
-		sum += n;
+		if (__builtin_add_overflow(sum, n, &sum) ||
+		    __builtin_add_overflow(rec->h.slots[idx], n, &rec->h.slots[idx]))
+			return "a histogram whose bucket counts overflow 64 bits";
 	}
 	if (sum != rec->h.count)
 		return "a histogram whose buckets do not add up to its count";
@@ -651,6 +660,9 @@ static const char *bad_interval(struct recread *r, const struct jdoc *d, struct 
 
 	if (!get_u64(d, 0, "ts", &iv->ts_ns) || !get_u64(d, 0, "interval_ns", &iv->interval_ns))
 		return "an interval record without ts or interval_ns";
+	/* ns since 1970 (wall clock): before 2116, and no interval starts before 1970 */
+	if (iv->ts_ns >= TS_MAX_NS || iv->interval_ns > iv->ts_ns)
+		return "an interval record whose ts or interval_ns is out of range";
 	if (!jis(d, hists, JSMN_ARRAY))
 		return "an interval record without hists";
 	for (i = hists + 1, k = 0; k < d->t[hists].size; k++, i = jskip(d, i)) {
@@ -698,7 +710,8 @@ static void meta_read(struct recread *r, const struct jdoc *d)
 		 get_str(d, k, "machine", s2, sizeof(s2)) ?: "");
 	m->kernel = xstrdup(line);
 	m->cpus = get_u64(d, 0, "cpus", &u) ? (long)u : 0;
-	get_u64(d, 0, "start_ns", &m->start_ns);
+	if (get_u64(d, 0, "start_ns", &m->start_ns) && m->start_ns >= TS_MAX_NS)
+		m->start_ns = 0;	/* not a time of this world: not shown */
 	used = 0;
 	line[0] = '\0';
 	if (jis(d, argv, JSMN_ARRAY))
@@ -765,12 +778,40 @@ static void end_read(struct recread *r, const struct jdoc *d)
 	get_u64(d, 0, "duration_ns", &r->end.duration_ns);
 }
 
+/* Does the line nest arrays and objects deeper than max (outside strings)? */
+static bool too_deep(const char *s, size_t len, int max)
+{
+	bool str = false;
+	int depth = 0;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		if (str) {
+			if (s[i] == '\\')
+				i++;
+			else if (s[i] == '"')
+				str = false;
+		} else if (s[i] == '"') {
+			str = true;
+		} else if (s[i] == '[' || s[i] == '{') {
+			if (++depth > max)
+				return true;
+		} else if (s[i] == ']' || s[i] == '}') {
+			depth--;
+		}
+	}
+	return false;
+}
+
 /* Tokens of one line into r->tok: 0, or the problem. */
 static const char *tokenize(struct recread *r, const char *line, size_t len, struct jdoc *d)
 {
 	jsmn_parser p;
 	int n;
 
+	/* ours nest 4 deep (interval, hists, a histogram, its buckets, a bucket) */
+	if (too_deep(line, len, MAX_DEPTH))
+		return "nested deeper than any iostrata record";
 	jsmn_init(&p);
 	for (n = JSMN_ERROR_NOMEM;;) {
 		if (r->tok)	/* (without tokens jsmn only counts) */
