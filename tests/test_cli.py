@@ -37,7 +37,14 @@ def exited_pid():
 @pytest.mark.parametrize("args,needles", [
     (["--bogus"], ["unknown option '--bogus'"]),
     (["-Z"], ["unknown option '-Z'"]),
-    (["abc"], ["bad interval 'abc'"]),
+    (["abc"], ["unknown command 'abc'", "record, report"]),
+    (["--json=1"], ["option '--json' takes no value"]),
+    (["record", "--force=1"], ["option '--force' takes no value"]),
+    (["--nosuch=1"], ["unknown option '--nosuch'"]),
+    # a list longer than the parser's buffer is refused, not cut (",bogus" was dropped once)
+    (["-l", "block," * 21 + "bogus"], ["unknown layer 'bogus'"]),
+    (["-l", "block," * 100 + "bogus"], ["bad -l", "characters"]),
+    (["--stages", "device," * 150], ["bad --stages", "characters"]),
     (["0"], ["bad interval '0'"]),
     (["-5"], ["unknown option"]),
     (["1", "x"], ["bad count 'x'"]),

@@ -282,6 +282,7 @@ def test_no_space_is_one_line(tmp_path):
     (["--op", "poll", "--latency", "1ms"], "--op poll needs --engine libaio"),
     (["--runtime", "soon"], "bad --runtime 'soon'"),
     (["--ios", "-3"], "bad --ios '-3'"),
+    (["--jobs", "0x10"], "bad --jobs '0x10'"),     # decimal only: 010 is ten, not eight
     (["--file", "a", "--device", "b"], "exclusive"),
     (["--cpus", "0-99999"], "bad --cpus"),
     (["--workers", "2"], "threadpool option"),

@@ -3,6 +3,7 @@
  * iostrata: I/O latency, layer by layer. A table of commands; tracing is the default one.
  * Each command builds its configuration and runs a session (session.h).
  */
+#include <ctype.h>
 #include <string.h>
 #include "cmd.h"
 #include "log.h"
@@ -31,9 +32,16 @@ int main(int argc, char **argv)
 	for (a = 1; a < argc; a++)
 		json |= !strcmp(argv[a], "-j") || !strcmp(argv[a], "--json");
 	log_init("iostrata", json, 0);
-	if (argc > 1)
+	if (argc > 1) {
 		for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 			if (!strcmp(argv[1], commands[i].name))
 				return commands[i].run(argc - 1, argv + 1);
+		/* a word where a command or an interval goes: a command mistyped, not an interval */
+		if (isalpha((unsigned char)argv[1][0])) {
+			errorf("unknown command '%s' (snoop, record, report, compare, sched-ab, serve, "
+			       "features, calibrate; see --help)", argv[1]);
+			return 2;
+		}
+	}
 	return cmd_trace(argc, argv);
 }

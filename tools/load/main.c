@@ -385,7 +385,7 @@ static int parse_num(const char *opt, const char *s, uint64_t min, uint64_t max,
 	char *end;
 
 	errno = 0;
-	v = strtoull(s, &end, 0);
+	v = strtoull(s, &end, 10);	/* decimal: 010 is ten, not eight */
 	if (errno || end == s || *end || *s == '-' || v < min || v > max) {
 		lerr("bad %s '%s': expected an integer from %llu to %llu", opt, s,
 		     (unsigned long long)min, (unsigned long long)max);

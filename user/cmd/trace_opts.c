@@ -60,11 +60,15 @@ void usage_layers(FILE *f)
 
 static int parse_layers(const char *list, unsigned int *mask)
 {
-	char buf[128], names[96], *tok, *save = NULL;
+	char buf[512], names[96], *tok, *save = NULL;
 	int id;
 
 	layer_names(names, sizeof(names));
-	snprintf(buf, sizeof(buf), "%s", list);
+	if ((size_t)snprintf(buf, sizeof(buf), "%s", list) >= sizeof(buf)) {
+		errorf("bad -l: a list of %zu characters; the layers' names need fewer than %zu",
+		       strlen(list), sizeof(buf));
+		return -1;
+	}
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (!layer_by_name(tok, &id)) {
 			errorf("unknown layer '%s' in -l (layers: %s)", tok, names);
@@ -148,10 +152,14 @@ static int resolve_pid(const char *s, pid_t *tgid_out)
  */
 static int parse_stages(const char *list, struct trace_config *c)
 {
-	char buf[256], *tok, *save = NULL, *dot;
+	char buf[1024], *tok, *save = NULL, *dot;
 	int i, s, found;
 
-	snprintf(buf, sizeof(buf), "%s", list);
+	if ((size_t)snprintf(buf, sizeof(buf), "%s", list) >= sizeof(buf)) {
+		errorf("bad --stages: a list of %zu characters; every stage's name fits in fewer "
+		       "than %zu", strlen(list), sizeof(buf));
+		return -1;
+	}
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		dot = strchr(tok, '.');
 		found = 0;

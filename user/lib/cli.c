@@ -10,8 +10,14 @@
 
 const char *cli_getopt_problem(int c, char **argv, char *buf, size_t len)
 {
+	const char *arg = optind > 0 ? argv[optind - 1] : "";
+	const char *eq = strchr(arg, '=');
+
 	if (c == ':')
-		snprintf(buf, len, "option '%s' needs an argument", argv[optind - 1]);
+		snprintf(buf, len, "option '%s' needs an argument", arg);
+	else if (!strncmp(arg, "--", 2) && eq)	/* --json=1: a known flag given a value */
+		snprintf(buf, len, optopt ? "option '%.*s' takes no value (see --help)" :
+			 "unknown option '%.*s' (see --help)", (int)(eq - arg), arg);
 	else if (optopt && optopt < 256)
 		snprintf(buf, len, "unknown option '-%c' (see --help)", optopt);
 	else
