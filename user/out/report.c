@@ -120,14 +120,45 @@ static bool same_key(const struct rec *a, const struct rec *b)
 	return !strcmp(a->stage, b->stage) && rec_same_labels(a, b);
 }
 
+/* One open-addressed table of index + 1 (0 empty) of n entries grown to twice that. */
+static int index_grow(size_t **tab, size_t *cap, size_t n, uint64_t (*hash_of)(void *, size_t),
+		      void *arg)
+{
+	size_t c = *cap ? *cap * 2 : 256, i, j;
+	size_t *t = calloc(c, sizeof(*t));
+
+	if (!t)
+		return -1;
+	for (i = 0; i < n; i++) {
+		for (j = hash_of(arg, i) & (c - 1); t[j]; j = (j + 1) & (c - 1))
+			;
+		t[j] = i + 1;
+	}
+	free(*tab);
+	*tab = t;
+	*cap = c;
+	return 0;
+}
+
+static uint64_t labelset_hash(void *arg, size_t i)
+{
+	return key_hash(&((struct report *)arg)->labelsets[i].key, false);
+}
+
 static int labelset_of(struct report *r, const struct rec *k)
 {
+	uint64_t h = key_hash(k, false);
 	struct labelset *l;
-	size_t i;
+	size_t j;
 
-	for (i = 0; i < r->nlabelsets; i++)
-		if (rec_same_labels(&r->labelsets[i].key, k))
-			return (int)i;
+	for (j = h & (r->lcap - 1); r->lcap && r->ltable[j]; j = (j + 1) & (r->lcap - 1))
+		if (rec_same_labels(&r->labelsets[r->ltable[j] - 1].key, k))
+			return (int)r->ltable[j] - 1;
+	if ((r->nlabelsets + 1) * 2 > r->lcap &&
+	    index_grow(&r->ltable, &r->lcap, r->nlabelsets, labelset_hash, r))
+		return -1;
+	for (j = h & (r->lcap - 1); r->ltable[j]; j = (j + 1) & (r->lcap - 1))
+		;
 	l = realloc(r->labelsets, (r->nlabelsets + 1) * sizeof(*l));
 	if (!l)
 		return -1;
@@ -136,6 +167,7 @@ static int labelset_of(struct report *r, const struct rec *k)
 	memset(l, 0, sizeof(*l));
 	l->key = *k;
 	memset(&l->key.h, 0, sizeof(l->key.h));
+	r->ltable[j] = r->nlabelsets + 1;
 	return (int)r->nlabelsets++;
 }
 
@@ -807,6 +839,7 @@ void report_free(struct report *r)
 	}
 	free(r->series);
 	free(r->table);
+	free(r->ltable);
 	free(r->labelsets);
 	free(r->ivs);
 	for (i = 0; i < r->nfiles; i++) {

@@ -59,6 +59,8 @@ struct report {
 	size_t tcap;
 	struct labelset *labelsets;
 	size_t nlabelsets;
+	size_t *ltable;		/* the same for labelsets, by key_hash without the stage */
+	size_t lcap;
 	struct interval_info *ivs;
 	size_t nivs, ivcap;
 	struct file_info *files;
