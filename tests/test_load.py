@@ -260,9 +260,15 @@ def test_no_space_is_one_line(tmp_path):
     mnt.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], check=True)
     try:
+        # refused before a byte is written (5 % of a filesystem stays free), nothing left
         assert_one_line_error(load("--file", mnt / "f", "--size", "8m", "--buffered",
-                                   "--ios", 1, check=False), "No space left")
+                                   "--ios", 1, check=False), "does not fit", "MiB free")
         assert list(mnt.iterdir()) == []
+        assert_one_line_error(load("--file", mnt / "f", "--size", "1000k", "--buffered",
+                                   "--ios", 1, check=False), "does not fit")
+        assert list(mnt.iterdir()) == []
+        r = load("--file", mnt / "f", "--size", "512k", "--buffered", "--ios", 1, check=False)
+        assert r.returncode == 0, r.stderr
     finally:
         subprocess.run(["umount", str(mnt)], check=True)
 
@@ -330,3 +336,17 @@ def test_every_option_is_in_the_man_page():
     opts = {w.split("=")[0].rstrip(",;)") for w in help_text.split() if w.startswith("--")}
     missing = sorted(o for o in opts if o not in man)
     assert not missing, f"options in --help but not in docs/iostrata-load.1: {missing}"
+
+
+@pytest.mark.root
+def test_backing_device_of_a_loop_device_is_refused(loopdev):
+    """A loop device set up over this device registers no holder: it is found by its
+    backing_file and the device is refused, with it named."""
+    stacked = subprocess.run(["losetup", "-f", "--show", loopdev], check=True,
+                             capture_output=True, text=True).stdout.strip()
+    try:
+        line = assert_one_line_error(load("--device", loopdev, "--force", "--rw", "randwrite",
+                                          "--ios", 5, check=False), "refusing", "backing file")
+        assert Path(stacked).name in line
+    finally:
+        subprocess.run(["losetup", "-d", stacked], check=True)

@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <linux/fs.h>
 #include "blkdev.h"
 #include "load.h"
@@ -71,6 +72,7 @@ static int lay_out(int fd, uint64_t size)
 
 static int create_file(const char *p, bool temp)
 {
+	struct statvfs vfs;
 	int fd, err;
 
 	if (temp) {
@@ -84,6 +86,18 @@ static int create_file(const char *p, bool temp)
 		err = errno;
 		created[0] = '\0';
 		lerr("cannot create %s: %s", p, strerror(err));
+		return -1;
+	}
+	/* a file that would fill its filesystem is refused before a byte is written: at least
+	 * 5 % of it stays free (the root disk of a production host) */
+	if (!fstatvfs(fd, &vfs) &&
+	    (double)lo.size > ((double)vfs.f_bavail - 0.05 * (double)vfs.f_blocks) *
+			      (double)vfs.f_frsize) {
+		lerr("--size %llu bytes does not fit in %s's filesystem: %.1f MiB free, of which "
+		     "5 %% of the filesystem is kept free", (unsigned long long)lo.size, p,
+		     (double)vfs.f_bavail * (double)vfs.f_frsize / 1048576.0);
+		close(fd);
+		target_cleanup();
 		return -1;
 	}
 	err = lay_out(fd, lo.size);

@@ -100,6 +100,39 @@ static bool held(const char *name, char *holder, size_t len)
 	return found;
 }
 
+/* A loop device whose backing file is the block device dev (loop registers no holder), or
+ * false: its name in loop. */
+static bool loop_backed_by(dev_t dev, char *loop, size_t len)
+{
+	char p[PATH_MAX], file[PATH_MAX];
+	struct dirent *de;
+	struct stat st;
+	bool found = false;
+	size_t n;
+	DIR *d;
+	FILE *f;
+
+	if (!(d = opendir("/sys/class/block")))
+		return false;
+	while (!found && (de = readdir(d))) {
+		if (strncmp(de->d_name, "loop", 4))
+			continue;
+		snprintf(p, sizeof(p), "/sys/class/block/%s/loop/backing_file", de->d_name);
+		if (!(f = fopen(p, "r")))
+			continue;
+		if (fgets(file, sizeof(file), f)) {
+			n = strcspn(file, "\n");
+			file[n] = '\0';
+			found = !stat(file, &st) && S_ISBLK(st.st_mode) && st.st_rdev == dev;
+			if (found)
+				snprintf(loop, len, "%s", de->d_name);
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return found;
+}
+
 /* One device: who = "it" for the device asked about, "partition vda1" for one of its parts. */
 static bool one_in_use(const char *name, const char *who, char *why, size_t len)
 {
@@ -116,6 +149,10 @@ static bool one_in_use(const char *name, const char *who, char *why, size_t len)
 	}
 	if (held(name, what, sizeof(what))) {
 		snprintf(why, len, "%s is in use by %s", who, what);
+		return true;
+	}
+	if (dev_of_name(name, &dev) && loop_backed_by(dev, what, sizeof(what))) {
+		snprintf(why, len, "%s is in use by %s (its backing file)", who, what);
 		return true;
 	}
 	return false;
