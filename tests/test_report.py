@@ -333,6 +333,10 @@ def test_two_files_make_one_timeline(tmp_path):
     assert html.count("<dt>file</dt>") == 2
     # the same ten seconds twice: twenty intervals, each panel's I/O counted from both
     assert "20 intervals" in r.stdout
+    # one file named twice would count each I/O twice: refused
+    assert_one_line_error(report(a, tmp_path / "." / "a.ndjson", "-o", tmp_path / "aa.html"),
+                          "same recording", "twice")
+    assert not (tmp_path / "aa.html").exists()
 
 
 def test_names_from_the_file_are_escaped(tmp_path):

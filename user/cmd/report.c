@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "cli.h"
 #include "cmd.h"
 #include "log.h"
@@ -99,6 +100,23 @@ static int parse(int argc, char **argv, struct report_opts *o, int *verbose)
 	return 0;
 }
 
+/* A recording named twice (or by two names) would count its I/O twice: -1, said. */
+static int named_twice(char **files, int n)
+{
+	struct stat a, b;
+	int i, j;
+
+	for (i = 0; i < n; i++)
+		for (j = i + 1; j < n && !stat(files[i], &a); j++)
+			if (!stat(files[j], &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino &&
+			    S_ISREG(a.st_mode)) {
+				errorf("%s and %s are the same recording: its I/O would be counted "
+				       "twice", files[i], files[j]);
+				return -1;
+			}
+	return 0;
+}
+
 /* Every record of one file into the report. 0, or -1 (said). */
 static int read_file(struct report *rep, const char *path)
 {
@@ -157,7 +175,8 @@ int cmd_report(int argc, char **argv)
 		return r > 0 ? 0 : 2;
 	log_init("iostrata", false, verbose);
 	/* said before anything is read: an output that exists, is not a file, or is an input */
-	if (outfile_allowed(o.html, o.force, argv + optind, argc - optind) < 0)
+	if (outfile_allowed(o.html, o.force, argv + optind, argc - optind) < 0 ||
+	    named_twice(argv + optind, argc - optind))
 		return 1;
 	rep = report_new(&o);
 	if (!rep)
