@@ -122,7 +122,11 @@ def test_missing_tracepoint_needed_by_a_filter():
 
 @pytest.mark.root
 def test_bad_cgroup():
-    assert_one_line_error(run("-c", "/tmp", "--duration", "1"), "not a cgroup v2 directory")
+    """Not a cgroup v2 directory is bad input (2), like a path that does not exist."""
+    for path in ("/tmp", "/dev/null", "/nonexistent"):
+        r = run("-c", path, "--duration", "1")
+        assert_one_line_error(r, f"-c {path}")
+        assert r.returncode == 2, r
 
 
 @pytest.mark.root

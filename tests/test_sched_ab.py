@@ -338,6 +338,8 @@ def test_usage_errors(tmp_path):
         (["-d", "loop0", "none", "bfq", "--gate", "block:nosuch:p99", "--", "true"],
          "whose stages are wait, device and total"),
         (["-d", "loop0", "none", "bfq", "--threshold", "x", "--", "true"], "bad --threshold"),
+        # as root, the disk's name is checked before anything else is: a usage error too
+        (["-d", "nosuchdisk0", "none", "bfq", "--", "true"], "unknown disk 'nosuchdisk0'"),
     ]:
         r = subprocess.run([str(IOSTRATA), "sched-ab", *args], capture_output=True, text=True,
                            timeout=30)

@@ -316,6 +316,7 @@ static void log_last_line(const char *path, char *buf, size_t len)
 
 /* ---- the disk */
 
+/* 0; -2 (said) when -d names no disk, a usage error; -1 (said) when the disk cannot be used */
 static int check_disk(struct sab *a)
 {
 	char list[256], active[IOSCHED_NAME], why[1200];
@@ -323,7 +324,7 @@ static int check_disk(struct sab *a)
 	int i;
 
 	if (disk_resolve(a->disk_arg, &a->cfg.dev))
-		return -1;
+		return -2;
 	dev = a->cfg.dev;
 	disk_name(dev, a->disk, sizeof(a->disk));
 	if (iosched_offered(a->disk, list, sizeof(list), active, sizeof(active), why,
@@ -825,8 +826,9 @@ int cmd_sched_ab(int argc, char **argv)
 		errorf("must be run as root (switching schedulers and loading BPF need it)");
 		return 1;
 	}
-	if (check_disk(&a) || load_argv(&a))
-		return 1;
+	r = check_disk(&a);
+	if (r || load_argv(&a))
+		return r == -2 ? 2 : 1;
 	a.cfg.layers = 1u << LAYER_BLOCK;
 	a.cfg.per_op = true;
 	a.lim.interval_s = a.round_s >= 10 ? 1 : a.round_s / 10;

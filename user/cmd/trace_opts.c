@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/statfs.h>
 #include "cli.h"
 #include "cmd.h"
 #include "layer.h"
@@ -294,6 +295,7 @@ int trace_opt_rest(int o, char **argv, void (*usage)(FILE *f))
 int trace_opts_finish(struct trace_opts *t)
 {
 	struct trace_config *c = &t->cfg;
+	struct statfs fs;
 
 	if (stages_layers(c))
 		return -1;
@@ -303,6 +305,11 @@ int trace_opts_finish(struct trace_opts *t)
 		return -1;
 	if (c->cgroup && access(c->cgroup, F_OK)) {
 		errorf("-c %s: %s", c->cgroup, strerror(errno));
+		return -1;
+	}
+	/* a usage error (exit 2) like a missing path, not a failure to trace */
+	if (c->cgroup && (statfs(c->cgroup, &fs) || fs.f_type != 0x63677270 /* CGROUP2 */)) {
+		errorf("-c %s: not a cgroup v2 directory", c->cgroup);
 		return -1;
 	}
 	return 0;
