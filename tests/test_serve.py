@@ -637,6 +637,32 @@ def test_abuse(servers, no_bpf_leak):
     srv.stop(signal.SIGINT)
 
 
+def test_idle_connections_cannot_keep_a_scraper_out(servers, no_bpf_leak):
+    """160 connections that never send a request take every slot (32) and fill the backlog; a
+    scrape is still served before any of them reaches its read timeout: the oldest idle one
+    gives its slot up (408) to a waiting client. Once, that scrape waited 15 s."""
+    srv = servers("-l", "uring")
+    idle = []
+    try:
+        for _ in range(160):
+            s = socket.socket()
+            s.connect(("127.0.0.1", srv.port))
+            idle.append(s)
+        t = time.monotonic()
+        st, _, body = srv.get()
+        took = time.monotonic() - t
+        assert st == 200 and "iostrata_build_info" in body
+        # served before the first idle connection's read timeout could have freed a slot
+        assert took < READ_TIMEOUT_S, took
+        idle[0].settimeout(READ_TIMEOUT_S)
+        assert status_of(idle[0].recv(4096)) == 408
+    finally:
+        for s in idle:
+            s.close()
+    assert srv.alive()
+    srv.stop(signal.SIGINT)
+
+
 # ---------------------------------------------------------------------------------------------
 # acceptance 4: unprivileged, exact
 

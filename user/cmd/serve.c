@@ -223,7 +223,8 @@ static void live_metrics(const struct serve *sv, struct sbuf *b)
 		sbuf_printf(b, "iostrata_http_responses_total{code=\"%s\"} %llu\n", classes[i],
 			    (unsigned long long)st->status[i == 0 ? 2 : i + 3]);
 	prom_family(b, "iostrata_http_timeouts_total", "counter",
-		    "HTTP connections closed because a deadline passed (request or response)");
+		    "HTTP connections closed because a deadline passed (request or response), "
+		    "or given up to a waiting client with no request after 250 ms");
 	sbuf_printf(b, "iostrata_http_timeouts_total %llu\n", (unsigned long long)st->timeouts);
 	process_metrics(sv, b);
 }
