@@ -199,17 +199,24 @@ def test_json_and_gate(disk, tmp_path):
     assert r.returncode == (3 if gate["regressed"] else 0), r.stderr
 
 
-@pytest.mark.parametrize("load,needle", [
-    (["--", "false"], "the load exited with status 1 in round 1 (A: mq-deadline)"),
-    (["--", "no-such-command-iostrata"], "cannot run 'no-such-command-iostrata'"),
-    (["--", "--device", "/dev/no-such-disk", "--force"], "the load exited with status"),
+@pytest.mark.parametrize("load,needle,status", [
+    (["--", "false"], "the load exited with status 1 in round 1 (A: mq-deadline); its output: ",
+     1),
+    # a command that cannot run: said before the disk or the directory is touched
+    (["--", "no-such-command-iostrata"], "cannot run 'no-such-command-iostrata'", 2),
+    (["--", "--device", "/dev/no-such-disk", "--force"], "the load exited with status", 1),
 ])
-def test_load_failing_restores(disk, tmp_path, load, needle):
+def test_load_failing_restores(disk, tmp_path, load, needle, status):
     dev, before = disk
     r = sched_ab(dev, "mq-deadline", "none", tmp_path / "out", load=load)
     assert queue_state(dev) == before
-    line = assert_one_line_error(r, needle, quiet_stdout=False)
-    assert r.returncode == 1, line
+    line = assert_one_line_error(r, needle, quiet_stdout=status == 2)
+    assert r.returncode == status, line
+    if status == 2:
+        assert not (tmp_path / "out").exists()
+    else:   # the failed round's recording and output stay: the line names the log
+        assert (tmp_path / "out" / "A" / "round-01.log").exists() and \
+            "out/A/round-01.log" in line
 
 
 def test_load_leaves_nothing_running(disk, tmp_path):

@@ -237,6 +237,26 @@ static int parse_args(int argc, char **argv, struct sab *a)
  * LOAD's argv: as given, or iostrata-load with them when they start with '-'; then it runs
  * past the round unless told otherwise (the round stops it), not iostrata-load's 10 s.
  */
+/* name as execvp finds it: a path, or a file in PATH; executable by us */
+static bool executable(const char *name)
+{
+	char path[PATH_MAX], *env, *dir, *save = NULL;
+	bool found = false;
+
+	if (strchr(name, '/'))
+		return !access(name, X_OK);
+	env = getenv("PATH");
+	if (!env || !(env = strdup(env)))
+		return false;
+	for (dir = strtok_r(env, ":", &save); dir && !found; dir = strtok_r(NULL, ":", &save)) {
+		snprintf(path, sizeof(path), "%s/%s", *dir ? dir : ".", name);
+		found = !access(path, X_OK);
+	}
+	free(env);
+	return found;
+}
+
+/* 0; -2 (said) when LOAD cannot run, a usage error; -1 (said) otherwise */
 static int load_argv(struct sab *a)
 {
 	static char runtime[32];
@@ -244,8 +264,15 @@ static int load_argv(struct sab *a)
 	char **v;
 	int n, i, timed = 0;
 
-	if (a->load[0][0] != '-')
+	if (a->load[0][0] != '-') {
+		/* a command that cannot run is said before the disk or a directory is touched */
+		if (!executable(a->load[0])) {
+			errorf("cannot run '%s': no such executable%s", a->load[0],
+			       strchr(a->load[0], '/') ? "" : " in PATH");
+			return -2;
+		}
 		return 0;
+	}
 	bin = load_binary();
 	if (!bin) {
 		errorf("LOAD starts with '%s', iostrata-load's options, but iostrata-load is neither "
@@ -580,8 +607,9 @@ static int round_run(struct sab *a)
 		return 1;
 	if (early && !child_ok(&a->child)) {
 		log_last_line(r.logpath, why, sizeof(why));
-		errorf("the load %s in round %d (%c: %s)%s%s", child_status(&a->child, st, sizeof(st)),
-		       a->round + 1, side_name(side), a->spec_arg[side], *why ? ": " : "", why);
+		errorf("the load %s in round %d (%c: %s)%s%s; its output: %s",
+		       child_status(&a->child, st, sizeof(st)), a->round + 1, side_name(side),
+		       a->spec_arg[side], *why ? ": " : "", why, r.logpath);
 		return 1;
 	}
 	round_said(a, &r, early);
@@ -827,7 +855,9 @@ int cmd_sched_ab(int argc, char **argv)
 		return 1;
 	}
 	r = check_disk(&a);
-	if (r || load_argv(&a))
+	if (!r)
+		r = load_argv(&a);
+	if (r)
 		return r == -2 ? 2 : 1;
 	a.cfg.layers = 1u << LAYER_BLOCK;
 	a.cfg.per_op = true;
