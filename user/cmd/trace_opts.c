@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* The options every tracing command shares: parsed once, here (trace_opts.h). */
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -101,8 +102,10 @@ int parse_seconds(const char *what, const char *s, double *out)
 
 	errno = 0;
 	v = strtod(s, &end);
-	if (errno || end == s || *end || !isfinite(v) || v <= 0 || v > 31536000) {
-		errorf("bad %s '%s': expected a positive number of seconds", what, s);
+	/* decimal only: strtod also takes " 5", "0x1" and "1e-300" */
+	if (errno || end == s || *end || !isfinite(v) || v < 0.001 || v > 31536000 ||
+	    !(isdigit((unsigned char)*s) || *s == '.') || strpbrk(s, "xX")) {
+		errorf("bad %s '%s': expected seconds, from 0.001 to 31536000 (a year)", what, s);
 		return -1;
 	}
 	*out = v;
@@ -154,6 +157,7 @@ static int resolve_pid(const char *s, pid_t *tgid_out)
 static int parse_stages(const char *list, struct trace_config *c)
 {
 	char buf[1024], *tok, *save = NULL, *dot;
+	bool any = false;
 	int i, s, found;
 
 	if ((size_t)snprintf(buf, sizeof(buf), "%s", list) >= sizeof(buf)) {
@@ -181,6 +185,11 @@ static int parse_stages(const char *list, struct trace_config *c)
 			errorf("unknown stage '%s' in --stages (the stages are in --help)", tok);
 			return -1;
 		}
+		any = true;
+	}
+	if (!any) {	/* --stages '' or ',': no stage at all is not every stage */
+		errorf("bad --stages '%s': name at least one stage (the stages are in --help)", list);
+		return -1;
 	}
 	return 0;
 }

@@ -85,7 +85,7 @@ int trace_session_open(const struct trace_opts *t, bool json, struct session **s
  * quietly), 1 any other error (said). */
 int sink_written(int err);
 
-/* A positive number of seconds / an integer in [min, max], or -1 with one line said. */
+/* Seconds, decimal, from 0.001 to a year / an integer in [min, max], or -1 with one line said. */
 int parse_seconds(const char *what, const char *s, double *out);
 /* --fail-probe=TP, for every command that loads the layers: -1 (said) past MAX_FAIL_TPS */
 int parse_fail_probe(struct trace_config *c, const char *tp);
