@@ -4,6 +4,7 @@ import os
 import re
 import select
 import signal
+import stat
 import subprocess
 import time
 from pathlib import Path
@@ -42,6 +43,22 @@ def assert_one_line_error(r, *needles, quiet_stdout=True):
     if quiet_stdout:
         assert r.stdout == "", "nothing may be printed on stdout after an error"
     return lines[0]
+
+
+class NotFiles:
+    """Outputs a tool must never write through, even with --force, made in directory d: a
+    character device like /dev/null, a FIFO, and a symlink to the regular file target."""
+
+    def __init__(self, d, target):
+        self.dev, self.fifo, self.link = d / "null", d / "fifo", d / "link"
+        os.mknod(self.dev, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        os.mkfifo(self.fifo)
+        self.link.symlink_to(target)
+        self.all = (self.dev, self.fifo, self.link)
+
+    def untouched(self):
+        return stat.S_ISCHR(self.dev.lstat().st_mode) and \
+            stat.S_ISFIFO(self.fifo.lstat().st_mode) and self.link.is_symlink()
 
 
 def our_bpf_programs():

@@ -15,7 +15,6 @@ import json
 import os
 import select
 import signal
-import stat
 import subprocess
 import time
 import xml.etree.ElementTree as ET
@@ -24,7 +23,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from conftest import (IOSTRATA, ROOT, SCHEMA, Tracer, assert_one_line_error,
+from conftest import (IOSTRATA, ROOT, SCHEMA, NotFiles, Tracer, assert_one_line_error,
                       wait_no_bpf_programs)
 
 pytestmark = pytest.mark.root
@@ -236,18 +235,12 @@ def test_force_keeps_a_file_until_the_recording_begins(tmp_path, no_bpf_leak):
                        capture_output=True, text=True, timeout=60)
     assert_one_line_error(r, "block_rq_complete", "unavailable")
     assert keep.read_text() == "precious\n"
-    dev = tmp_path / "null"
-    os.mknod(dev, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
-    fifo = tmp_path / "fifo"
-    os.mkfifo(fifo)
-    link = tmp_path / "link.ndjson"
-    link.symlink_to(keep)
-    for target in (dev, fifo, link):
+    nf = NotFiles(tmp_path, keep)
+    for target in nf.all:
         r = subprocess.run([str(IOSTRATA), "record", "-o", str(target), "--force", "-l", "block",
                             "--duration", "1"], capture_output=True, text=True, timeout=60)
         assert_one_line_error(r, "not a regular file")
-    assert stat.S_ISCHR(dev.lstat().st_mode) and stat.S_ISFIFO(fifo.lstat().st_mode)
-    assert link.is_symlink() and keep.read_text() == "precious\n"
+    assert nf.untouched() and keep.read_text() == "precious\n"
     full = tmp_path / "full"
     full.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(full)], check=True)

@@ -14,7 +14,6 @@ import math
 import os
 import re
 import shutil
-import stat
 import struct
 import subprocess
 import sys
@@ -24,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import IOSTRATA, ROOT, assert_one_line_error
+from conftest import IOSTRATA, ROOT, NotFiles, assert_one_line_error
 
 sys.path.insert(0, str(ROOT / "tests" / "helpers"))
 from synthrec import hist_hi, hist_index, hist_lo, synthesize  # noqa: E402
@@ -417,16 +416,10 @@ def test_output_is_never_a_file_it_did_not_create(tmp_path):
     for args in ([rec, "-o", rec], [rec, "-o", rec, "--force"]):
         assert_one_line_error(report(*args), "is also an input")
         assert rec.read_bytes() == before
-    dev = tmp_path / "null"
-    os.mknod(dev, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
-    fifo = tmp_path / "fifo"
-    os.mkfifo(fifo)
-    link = tmp_path / "link.html"
-    link.symlink_to(old)
-    for target in (dev, fifo, link):
+    nf = NotFiles(tmp_path, old)
+    for target in nf.all:
         assert_one_line_error(report(rec, "-o", target, "--force"), "not a regular file")
-    assert stat.S_ISCHR(dev.lstat().st_mode) and stat.S_ISFIFO(fifo.lstat().st_mode)
-    assert link.is_symlink() and old.read_text() == "an older report"
+    assert nf.untouched() and old.read_text() == "an older report"
     stale = tmp_path / "new.html.tmp"
     stale.write_text("not the tool's")
     # the SVGs fail (--svg names a file): the page it would replace is kept, nothing is made

@@ -37,8 +37,10 @@ int outfile_allowed(const char *path, bool force, char *const *inputs, int n)
 	return 0;
 }
 
-static int write_all(int fd, const char *p, size_t n)
+int fd_write_all(int fd, const void *buf, size_t n)
 {
+	const char *p = buf;
+
 	while (n) {
 		ssize_t w = write(fd, p, n);
 
@@ -93,7 +95,7 @@ int outfile_write(const char *path, bool force, const void *buf, size_t len)
 	}
 	mask = umask(0);
 	umask(mask);
-	err = fchmod(fd, 0666 & ~mask) || write_all(fd, buf, len);
+	err = fchmod(fd, 0666 & ~mask) || fd_write_all(fd, buf, len);
 	if (close(fd))
 		err = 1;
 	if (err || put_in_place(tmp, path, force)) {

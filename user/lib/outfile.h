@@ -16,5 +16,7 @@ int outfile_allowed(const char *path, bool force, char *const *inputs, int n);
 /* Write len bytes of buf to path whole: a fresh file beside it (O_EXCL), then put in its place,
  * over an existing file only with force. 0, or -1 with one line said and nothing left behind. */
 int outfile_write(const char *path, bool force, const void *buf, size_t len);
+/* All n bytes to fd, through EINTR and short writes: 0, or -1 with errno. */
+int fd_write_all(int fd, const void *p, size_t n);
 
 #endif

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <zlib.h>
 #include "log.h"
+#include "outfile.h"
 #include "recfile.h"
 
 struct recfile {
@@ -80,22 +81,6 @@ fail:
 	return NULL;
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 int recfile_line(struct recfile *f, const char *buf, size_t len)
 {
 	int zerr;
@@ -111,10 +96,10 @@ int recfile_line(struct recfile *f, const char *buf, size_t len)
 		int err;
 
 		if (!line)
-			return write_all(f->fd, buf, len) ?: write_all(f->fd, "\n", 1);
+			return fd_write_all(f->fd, buf, len) ?: fd_write_all(f->fd, "\n", 1);
 		memcpy(line, buf, len);
 		line[len] = '\n';
-		err = write_all(f->fd, line, len + 1);
+		err = fd_write_all(f->fd, line, len + 1);
 		free(line);
 		return err;
 	}
