@@ -233,10 +233,6 @@ static int parse_args(int argc, char **argv, struct sab *a)
 	return 0;
 }
 
-/*
- * LOAD's argv: as given, or iostrata-load with them when they start with '-'; then it runs
- * past the round unless told otherwise (the round stops it), not iostrata-load's 10 s.
- */
 /* name as execvp finds it: a path, or a file in PATH; executable by us */
 static bool executable(const char *name)
 {
@@ -256,7 +252,11 @@ static bool executable(const char *name)
 	return found;
 }
 
-/* 0; -2 (said) when LOAD cannot run, a usage error; -1 (said) otherwise */
+/*
+ * LOAD's argv: as given, or iostrata-load with them when they start with '-'; then it runs
+ * past the round unless told otherwise (the round stops it), not iostrata-load's 10 s.
+ * 0; -2 (said) when LOAD cannot run, a usage error; -1 (said) otherwise.
+ */
 static int load_argv(struct sab *a)
 {
 	static char runtime[32];
