@@ -291,6 +291,8 @@ def test_no_space_is_one_line(tmp_path):
     (["--jobs", "0x10"], "bad --jobs '0x10'"),     # decimal only: 010 is ten, not eight
     (["--file", "a", "--device", "b"], "exclusive"),
     (["--cpus", "0-99999"], "bad --cpus"),
+    (["--cpus", "5x"], "expected a list such as 0,2-3"),
+    (["--cpus", "-0"], "expected a list such as 0,2-3"),
     (["--workers", "2"], "threadpool option"),
     (["--frobnicate"], "unknown option '--frobnicate'"),
     (["--size"], "needs an argument"),

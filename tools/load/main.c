@@ -3,6 +3,7 @@
  * iostrata-load: issues known I/O through one Linux interface per run and measures its own
  * latency with the tracer's histogram, so iostrata's numbers can be checked against it.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -435,16 +436,20 @@ static int parse_cpus(const char *s)
 	long a, b;
 
 	while (*p) {
-		a = strtol(p, &end, 10);
-		if (end == p)
+		/* digits only (strtol would take "-0" and " 1"), and the list's syntax before the
+		 * range: "5x" is not CPU 5 */
+		if (!isdigit((unsigned char)*p))
 			goto bad;
+		a = strtol(p, &end, 10);
 		b = a;
 		if (*end == '-') {
 			p = end + 1;
-			b = strtol(p, &end, 10);
-			if (end == p)
+			if (!isdigit((unsigned char)*p))
 				goto bad;
+			b = strtol(p, &end, 10);
 		}
+		if (*end && *end != ',')
+			goto bad;
 		if (a < 0 || b < a || b >= ncpu) {
 			lerr("bad --cpus '%s': CPUs are 0 to %ld here", s, ncpu - 1);
 			return -1;
