@@ -279,13 +279,18 @@ def make_2g_line(p):
     # a time at the end of the u64 range (report's columns once looped there, forever)
     (lambda p: p.write_bytes(b'{"type":"interval","ts":18446744073709551615,"interval_ns":1,'
                              b'"hists":[]}\n'), ["out of range"]),
+    # an interval after the end record: two recordings run together
+    (lambda p: p.write_bytes(b'{"type":"interval","ts":2000000000,"interval_ns":1,"hists":[]}\n'
+                             b'{"type":"end","ts":2000000000,"reason":"duration"}\n'
+                             b'{"type":"interval","ts":3000000000,"interval_ns":1,"hists":[]}\n'),
+     ["after the end record"]),
     # 100,000 brackets deep (quadratic in the tokenizer): refused at once
     (lambda p: p.write_bytes(b'{"type":"interval","ts":2000000000,"interval_ns":1,"hists":[],'
                              b'"x":' + b"[" * 100000 + b"]" * 100000 + b"}\n"),
      ["nested deeper"]),
 ], ids=["random", "text", "damaged-middle", "empty", "directory", "2g-line", "gzip-garbage",
         "meta-only", "bucket-scheme", "bucket-sum", "overflow", "bucket-wrap", "ts-range",
-        "depth"])
+        "after-end", "depth"])
 def test_bad_input_is_one_line_error(tmp_path, make, needles):
     rec = tmp_path / "bad.ndjson"
     make(rec)

@@ -900,6 +900,11 @@ enum recread_kind recread_next(struct recread *r, struct interval *iv)
 				      RECREAD_FORMAT);
 			return RR_META;
 		}
+		if (r->nrec[RR_END] && (!strcmp(type, "interval") || !strcmp(type, "end"))) {
+			errorf("%s:%" PRIu64 ": a record after the end record: two recordings run "
+			       "together? (give them as two files)", r->path, r->lineno);
+			return RR_ERROR;
+		}
 		if (!strcmp(type, "interval")) {
 			struct recs keep = iv->recs;
 
