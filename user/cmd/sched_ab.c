@@ -233,25 +233,6 @@ static int parse_args(int argc, char **argv, struct sab *a)
 	return 0;
 }
 
-/* name as execvp finds it: a path, or a file in PATH; executable by us */
-static bool executable(const char *name)
-{
-	char path[PATH_MAX], *env, *dir, *save = NULL;
-	bool found = false;
-
-	if (strchr(name, '/'))
-		return !access(name, X_OK);
-	env = getenv("PATH");
-	if (!env || !(env = strdup(env)))
-		return false;
-	for (dir = strtok_r(env, ":", &save); dir && !found; dir = strtok_r(NULL, ":", &save)) {
-		snprintf(path, sizeof(path), "%s/%s", *dir ? dir : ".", name);
-		found = !access(path, X_OK);
-	}
-	free(env);
-	return found;
-}
-
 /*
  * LOAD's argv: as given, or iostrata-load with them when they start with '-'; then it runs
  * past the round unless told otherwise (the round stops it), not iostrata-load's 10 s.
@@ -266,7 +247,9 @@ static int load_argv(struct sab *a)
 
 	if (a->load[0][0] != '-') {
 		/* a command that cannot run is said before the disk or a directory is touched */
-		if (!executable(a->load[0])) {
+		char path[PATH_MAX];
+
+		if (!path_lookup(a->load[0], path, sizeof(path))) {
 			errorf("cannot run '%s': no such executable%s", a->load[0],
 			       strchr(a->load[0], '/') ? "" : " in PATH");
 			return -2;

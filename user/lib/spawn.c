@@ -150,10 +150,30 @@ const char *child_status(const struct child *c, char *buf, size_t len)
 	return buf;
 }
 
+bool path_lookup(const char *name, char *out, size_t len)
+{
+	char *env, *dir, *save = NULL;
+	bool found = false;
+
+	if (strchr(name, '/')) {
+		snprintf(out, len, "%s", name);
+		return !access(name, X_OK);
+	}
+	env = getenv("PATH");
+	if (!env || !(env = strdup(env)))
+		return false;
+	for (dir = strtok_r(env, ":", &save); dir && !found; dir = strtok_r(NULL, ":", &save)) {
+		snprintf(out, len, "%s/%s", *dir ? dir : ".", name);
+		found = !access(out, X_OK);
+	}
+	free(env);
+	return found;
+}
+
 const char *load_binary(void)
 {
 	static char path[PATH_MAX + 16];
-	char self[PATH_MAX], *slash, *env, *dir, *save = NULL;
+	char self[PATH_MAX], *slash;
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 
 	if (n > 0) {
@@ -166,16 +186,5 @@ const char *load_binary(void)
 				return path;
 		}
 	}
-	env = getenv("PATH");
-	if (!env || !(env = strdup(env)))
-		return NULL;
-	for (dir = strtok_r(env, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
-		snprintf(path, sizeof(path), "%s/iostrata-load", dir);
-		if (!access(path, X_OK)) {
-			free(env);
-			return path;
-		}
-	}
-	free(env);
-	return NULL;
+	return path_lookup("iostrata-load", path, sizeof(path)) ? path : NULL;
 }

@@ -33,6 +33,8 @@ bool child_ok(const struct child *c);
 /* "exited with status 1", "killed by SIGSEGV" */
 const char *child_status(const struct child *c, char *buf, size_t len);
 
+/* name as execvp finds it (a path, or a file in PATH), executable by us; its path in out. */
+bool path_lookup(const char *name, char *out, size_t len);
 /* iostrata-load beside this binary (/proc/self/exe), else in PATH; NULL if neither. */
 const char *load_binary(void);
 

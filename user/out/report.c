@@ -171,22 +171,9 @@ static int labelset_of(struct report *r, const struct rec *k)
 	return (int)r->nlabelsets++;
 }
 
-static int table_grow(struct report *r)
+static uint64_t series_hash(void *arg, size_t i)
 {
-	size_t cap = r->tcap ? r->tcap * 2 : 256, i, j;
-	size_t *t = calloc(cap, sizeof(*t));
-
-	if (!t)
-		return -1;
-	for (i = 0; i < r->nseries; i++) {
-		for (j = r->series[i]->hash & (cap - 1); t[j]; j = (j + 1) & (cap - 1))
-			;
-		t[j] = i + 1;
-	}
-	free(r->table);
-	r->table = t;
-	r->tcap = cap;
-	return 0;
+	return ((struct report *)arg)->series[i]->hash;
 }
 
 static struct series *series_of(struct report *r, const struct rec *rec)
@@ -203,7 +190,8 @@ static struct series *series_of(struct report *r, const struct rec *rec)
 				return s;
 		}
 	}
-	if ((r->nseries + 1) * 2 > r->tcap && table_grow(r))
+	if ((r->nseries + 1) * 2 > r->tcap &&
+	    index_grow(&r->table, &r->tcap, r->nseries, series_hash, r))
 		return NULL;
 	v = realloc(r->series, (r->nseries + 1) * sizeof(*v));
 	if (!v)
