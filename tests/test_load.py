@@ -294,6 +294,7 @@ def test_no_space_is_one_line(tmp_path):
     (["--cpus", "5x"], "expected a list such as 0,2-3"),
     (["--cpus", "-0"], "expected a list such as 0,2-3"),
     (["--workers", "2"], "threadpool option"),
+    (["--engine", "psync", "--poll-time", "1ms"], "--poll-time is an io_uring option"),
     (["--frobnicate"], "unknown option '--frobnicate'"),
     (["--size"], "needs an argument"),
     (["extra"], "unexpected argument 'extra'"),

@@ -618,6 +618,7 @@ static int parse_args(int argc, char **argv)
 		 "--sqpoll, --iopoll, --fixed-bufs and --fixed-files are io_uring options") ||
 	    need(!(lo.iopoll && (!lo.direct || lo.op != OP_RW)),
 		 "--iopoll polls O_DIRECT reads and writes: it needs --direct and no --op") ||
+	    need(!lo.poll_ns || lo.engine == ENG_IO_URING, "--poll-time is an io_uring option") ||
 	    need(!workers_set || lo.engine == ENG_THREADPOOL, "--workers is a threadpool option") ||
 	    need(!(lo.submit_batch || lo.complete_batch) || lo.engine == ENG_IO_URING ||
 		 lo.engine == ENG_LIBAIO,
