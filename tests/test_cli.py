@@ -124,6 +124,13 @@ def test_missing_tracepoint_needed_by_a_filter():
                           "-p needs tracepoint block:block_bio_queue")
 
 
+def test_unknown_fail_probe_is_bad_input():
+    """A misspelt --fail-probe would test nothing: refused, naming it, before anything loads."""
+    r = run("-l", "block", "--fail-probe", "block_rq_compete", "--duration", "1")
+    assert_one_line_error(r, "--fail-probe 'block_rq_compete'")
+    assert r.returncode == 2, r
+
+
 @pytest.mark.root
 def test_bad_cgroup():
     """Not a cgroup v2 directory is bad input (2), like a path that does not exist."""

@@ -85,8 +85,26 @@ static int parse_layers(const char *list, unsigned int *mask)
 	return 0;
 }
 
+/* A tracepoint some layer attaches to, or "syscalls" (every syscall tracepoint at once). */
+static bool known_probe(const char *tp)
+{
+	int i, j;
+
+	if (!strcmp(tp, "syscalls"))
+		return true;
+	for (i = 0; i < NLAYERS; i++)
+		for (j = 0; j < layers[i]->nevents; j++)
+			if (!strcmp(layers[i]->events[j].tp, tp))
+				return true;
+	return false;
+}
+
 int parse_fail_probe(struct trace_config *c, const char *tp)
 {
+	if (!known_probe(tp)) {
+		errorf("--fail-probe '%s': no layer attaches to a tracepoint of that name", tp);
+		return -1;
+	}
 	if (c->nfail_tp == MAX_FAIL_TPS) {
 		errorf("too many --fail-probe options");
 		return -1;
