@@ -121,6 +121,19 @@ static __always_inline __u64 H(bios_queued)(struct request *rq, __u64 now, struc
 	return queued;
 }
 
+/*
+ * The request's tag, its own while in flight (inflight.bpf.h): the scheduler's when it has one,
+ * else the driver's. -1 (BLK_MQ_NO_TAG) as a u32 is beyond every region.
+ */
+static __always_inline __u32 H(rq_tag)(struct request *rq)
+{
+	int t = KR(rq, internal_tag);
+
+	return t >= 0 ? (__u32)t : (__u32)KR(rq, tag);
+}
+
+#define RQ_AT(rq)	PTR_U64(KR(rq, mq_hctx)), H(rq_tag)(rq)
+
 static __always_inline int H(on_rq_issue)(struct request *rq)
 {
 	__u32 dev = INFLIGHT_DEV_ANY;
@@ -139,10 +152,10 @@ static __always_inline int H(on_rq_issue)(struct request *rq)
 	/* move the bios' queue time into the request's entry: completion then reads one entry */
 	queued = queue_stages ? H(bios_queued)(rq, now, &w) : 0;
 	/* with a pid/cgroup filter, only requests holding a bio that passed it are tracked */
-	if (owner_filtered() && !queued && !inflight_find(PTR_U64(rq)))
+	if (owner_filtered() && !queued && !rq_find(RQ_AT(rq), PTR_U64(rq)))
 		return 0;
 	/* a requeued request is issued again: its entry is restamped, its queue time kept */
-	inflight_put(PTR_U64(rq), now, queued, &w, dev, false);
+	rq_put(RQ_AT(rq), PTR_U64(rq), now, queued, &w, dev);
 	return 0;
 }
 
@@ -212,7 +225,7 @@ static __always_inline int H(on_rq_complete)(struct request *rq, unsigned int nr
 	}
 
 	now = bpf_ktime_get_ns();
-	issued = inflight_take(PTR_U64(rq), now, &queued, &w);
+	issued = rq_take(RQ_AT(rq), PTR_U64(rq), now, &queued, &w);
 	/*
 	 * Neither issued nor holding a bio: the end of a request of a flush sequence, whose data
 	 * part (or, for an empty flush, the flush request standing for it) already completed and
@@ -248,3 +261,5 @@ static __always_inline int H(on_rq_complete)(struct request *rq, unsigned int nr
 	stage_add(&h->stage[BLOCK_TOTAL], queued, now);
 	return 0;
 }
+
+#undef RQ_AT

@@ -97,4 +97,151 @@ static __always_inline struct inflight *inflight_find(__u64 ptr)
 	return inflight_tab_find(ptr, 0);
 }
 
+/*
+ * Requests by tag. While a request is in flight its tag is its own on its hardware queue: the
+ * driver tag without a scheduler, where the request is the tag's preallocated one, or the
+ * scheduler tag with one (stable across a requeue, which gives the driver tag back). A flush
+ * borrows the tag of the request it runs for, which waits meanwhile. So a region owned by one
+ * hardware queue needs no probing and no compare-and-swap: issue and completion each touch one
+ * slot, the one the request had last time. (A hashed claim reads all its probes to rule out an
+ * existing entry: on a disk completing on another CPU, 4 lines last written there.) Owners are
+ * claimed once, never freed: a hardware queue gone leaves its region to a new one only at the
+ * same address.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, RQ_REGIONS);
+	__type(key, __u32);
+	__type(value, __u64);
+} rq_regions SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, RQ_REGIONS * RQ_REGION_SLOTS);
+	__type(key, __u32);
+	__type(value, struct inflight);
+} rq_slots SEC(".maps");
+
+/*
+ * hctx's region, -1 without one. claim: take a free probe for it, and try again when another
+ * CPU took that one first, so that a request issued without a region (every probe another's,
+ * for good) completes without one too.
+ */
+static __always_inline int rq_region(__u64 hctx, bool claim)
+{
+	__u32 h = table_hash(hctx, 0) >> (32 - RQ_REGION_BITS), i, j, idx, free;
+	__u64 *o;
+
+	for (j = 0; j < RQ_REGION_PROBES; j++) {
+		free = RQ_REGIONS;	/* none */
+		for (i = 0; i < RQ_REGION_PROBES; i++) {
+			idx = (h + i) & (RQ_REGIONS - 1);
+			o = bpf_map_lookup_elem(&rq_regions, &idx);
+			if (!o)
+				return -1;
+			if (*o == hctx)
+				return idx;
+			if (!*o && free == RQ_REGIONS)
+				free = idx;
+		}
+		if (!claim || free == RQ_REGIONS)
+			return -1;
+		o = bpf_map_lookup_elem(&rq_regions, &free);
+		if (!o)
+			return -1;
+		__sync_val_compare_and_swap(o, 0, hctx);	/* then look again: ours or taken */
+	}
+	return -1;
+}
+
+/* Cleared by the loader for --no-tag-slots (testing): every request in the in-flight table. */
+const volatile bool tag_slots = true;
+
+/* The request's slot, or NULL: then it lives in the in-flight table. */
+static __always_inline struct inflight *rq_slot(__u64 hctx, __u32 tag, bool claim)
+{
+	int r;
+	__u32 idx;
+
+	if (!tag_slots || tag >= RQ_REGION_SLOTS || !hctx)	/* BLK_MQ_NO_TAG is -1: beyond too */
+		return NULL;
+	r = rq_region(hctx, claim);
+	if (r < 0)
+		return NULL;
+	idx = (__u32)r * RQ_REGION_SLOTS + tag;
+	return bpf_map_lookup_elem(&rq_slots, &idx);
+}
+
+/*
+ * inflight_put for a request at issue. The slot is this request's while it is in flight: an
+ * entry of its own is a re-issue (a requeue, queue time kept, when no new bios come; else the
+ * next I/O, the last one's end unseen); another request's entry (a flush that borrowed the
+ * tag) ended unseen too.
+ */
+static __always_inline int rq_put(__u64 hctx, __u32 tag, __u64 ptr, __u64 ts, __u64 queued,
+				  const struct who *w, __u32 dev)
+{
+	struct inflight *e = rq_slot(hctx, tag, true);
+	__u64 k;
+
+	if (!e)
+		return inflight_put(ptr, ts, queued, w, dev, false);
+	k = e->key;
+	if (k == ptr && e->ts) {
+		e->ts = ts;
+		if (!queued)
+			return 0;
+		drop(DROP_COMPLETE_UNSEEN);
+	} else if (k && e->ts) {
+		drop(DROP_COMPLETE_UNSEEN);
+	}
+	e->key = ptr;
+	e->queued = queued;
+	e->tgid = w->tgid;
+	if (owner_wanted()) {
+		e->cgroup = w->cgroup;
+		e->tid = w->tid;
+	}
+	e->dev = dev;
+	e->ts = ts;
+	return 0;
+}
+
+/* inflight_take for a request at completion. */
+static __always_inline __u64 rq_take(__u64 hctx, __u32 tag, __u64 ptr, __u64 now, __u64 *queued,
+				     struct who *w)
+{
+	struct inflight *e = rq_slot(hctx, tag, false);
+	__u64 ts;
+
+	if (!e)
+		return inflight_take(ptr, now, queued, w);
+	if (e->key != ptr)
+		return 0;
+	ts = e->ts;
+	*queued = e->queued;
+	w->tgid = e->tgid;
+	if (owner_wanted()) {
+		w->cgroup = e->cgroup;
+		w->tid = e->tid;
+	}
+	e->ts = 0;
+	e->key = 0;
+	if (ts <= now && now - ts > INFLIGHT_STALE_NS) {
+		drop(DROP_INFLIGHT_STALE);
+		return 0;
+	}
+	return ts;
+}
+
+/* A request's entry (issued, not completed), or NULL. */
+static __always_inline struct inflight *rq_find(__u64 hctx, __u32 tag, __u64 ptr)
+{
+	struct inflight *e = rq_slot(hctx, tag, false);
+
+	if (!e)
+		return inflight_find(ptr);
+	return e->key == ptr ? e : NULL;
+}
+
 #endif /* IOSTRATA_INFLIGHT_BPF_H */

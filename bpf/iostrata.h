@@ -57,6 +57,17 @@ struct inflight {
 #define INFLIGHT_DEV_ANY	0xffffffffu	/* a request whose disk was not read (no -d, no -D) */
 #define INFLIGHT_SLOTS_DEFAULT	(1u << 17)
 #define INFLIGHT_STALE_NS	(120ULL * 1000000000ULL)
+
+/*
+ * Block requests by tag (inflight.bpf.h): RQ_REGIONS regions of RQ_REGION_SLOTS slots, each
+ * region owned by one hardware queue (its blk_mq_hw_ctx's address in rq_regions), a request's
+ * slot its tag there. Requests of a hardware queue without a region, or with a tag beyond one,
+ * use the in-flight table.
+ */
+#define RQ_REGION_BITS		7
+#define RQ_REGIONS		(1u << RQ_REGION_BITS)
+#define RQ_REGION_SLOTS		1024
+#define RQ_REGION_PROBES	4
 #define BIO_WALK_MAX		8	/* bios per request walked inline (direct loads in tp_btf) */
 #define BIO_LOOP_MAX		1024	/* and the rest of a merged request's, in a bpf_loop */
 #define AIO_BATCH_MAX		1024	/* iocbs (events) followed per io_submit (io_getevents) */

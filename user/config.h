@@ -36,6 +36,7 @@ struct trace_config {
 	const char *fail_tp[MAX_FAIL_TPS];	/* --fail-probe: act as if the kernel lacked these */
 	int nfail_tp;
 	bool force_raw_tp;	/* --force-raw-tp: testing: the raw_tp twins only */
+	bool no_tag_slots;	/* --no-tag-slots: testing: block requests in the hashed table */
 };
 
 /* The defaults every command starts from. */

@@ -28,9 +28,12 @@ const char trace_opts_help_what[] =
 
 const char trace_opts_help_knobs[] =
 "      --duration=SEC    stop after SEC seconds\n"
-"      --inflight=N      in-flight table slots, a power of two (default 131072)\n"
+"      --inflight=N      in-flight table slots, a power of two (default 131072):\n"
+"                        bios, and block requests without a tag slot\n"
 "      --fail-probe=TP   testing: act as if the kernel lacked tracepoint TP\n"
 "      --force-raw-tp    testing: attach the raw_tp twins, not tp_btf\n"
+"      --no-tag-slots    testing: block requests in the in-flight table, not at\n"
+"                        their tags\n"
 "  -v, --verbose         show probing and libbpf diagnostics (-vv: more)\n"
 "  -h, --help            show this help\n"
 "  -V, --version         show the version\n";
@@ -276,6 +279,9 @@ static int trace_opt(struct trace_opts *t, int o, const char *arg)
 		return parse_fail_probe(c, arg) ? -1 : 1;
 	case TOPT_FORCE_RAW_TP:
 		c->force_raw_tp = true;
+		return 1;
+	case TOPT_NO_TAG_SLOTS:
+		c->no_tag_slots = true;
 		return 1;
 	}
 	return 0;

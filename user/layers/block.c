@@ -139,6 +139,7 @@ static int configure(struct layer_inst *l)
 	skel->rodata->split_arg = l->rep.events[EV_SPLIT].arg;
 	skel->rodata->rq_issue_arg = l->rep.events[EV_RQ_ISSUE].arg;
 	skel->rodata->inflight_mask = c->inflight_slots - 1;
+	skel->rodata->tag_slots = !c->no_tag_slots;
 	/* an io_uring or aio layer runs and asks: stamp its requests with their bios' block times */
 	skel->rodata->link_reqs = l->shared->reqs_fd >= 0 && links_needed(c);
 	skel->rodata->queue_stages = event_needed(c, EV_BIO_QUEUE);
@@ -160,7 +161,7 @@ static int check(const struct layer_inst *l)
 }
 
 /*
- * At stop, the requests still in the in-flight table were issued and their completion not
+ * At stop, the requests still in the in-flight table or a tag's slot were issued and their completion not
  * seen. On a disk the kernel now has nothing in flight on, each was completed by the kernel
  * without a program running (docs/trust.md, "complete_unseen"): counted there, so that the
  * requests per op plus complete_unseen equal /sys/block/DEV/stat's. On a busy disk they may
@@ -206,6 +207,9 @@ static int pending(struct layer_inst *l, bool final, struct interval *iv)
 		return 0;
 	err = array_sweep(bpf_map__fd(skel->maps.inflight), sizeof(struct inflight), unseen_one,
 			  &s);
+	if (!err)	/* requests by tag (bpf/inflight.bpf.h) */
+		err = array_sweep(bpf_map__fd(skel->maps.rq_slots), sizeof(struct inflight),
+				  unseen_one, &s);
 	if (!err && s.unseen) {
 		vlog("block: %llu requests issued and not seen completing on disks now idle",
 		     (unsigned long long)s.unseen);
