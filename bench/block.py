@@ -17,6 +17,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -105,6 +106,10 @@ def per_io(stats, ios, prefix=""):
 def bench_env(tracefs=False):
     """A 512 MiB loop device on tmpfs (yielded), kernel.bpf_stats_enabled on, and tracefs
     mounted if asked (bpftrace's classic tracepoints); all of it undone on the way out."""
+    # SIGTERM/SIGHUP (a kill, a closed terminal) unwind like Ctrl-C, through every finally:
+    # the tracer stopped, the sysctl restored, the device and the tmpfs gone
+    old_handlers = {sig: signal.signal(sig, _exit_on_signal) for sig in (signal.SIGTERM,
+                                                                          signal.SIGHUP)}
     work = tempfile.mkdtemp(prefix="iostrata-bench.")
     stats = Path("/proc/sys/kernel/bpf_stats_enabled")
     old_stats = stats.read_text().strip()
@@ -130,6 +135,12 @@ def bench_env(tracefs=False):
             subprocess.run(["losetup", "-d", dev])
         subprocess.run(["umount", work], stderr=subprocess.DEVNULL)
         os.rmdir(work)
+        for sig, handler in old_handlers.items():
+            signal.signal(sig, handler)
+
+
+def _exit_on_signal(sig, _frame):
+    sys.exit(128 + sig)
 
 
 def main():
