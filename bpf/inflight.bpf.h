@@ -24,6 +24,30 @@ struct who {
 	__u32 tgid, tid;
 };
 
+/* An entry's payload, written last with its timestamp (0 until then: being claimed). */
+static __always_inline void entry_fill(struct inflight *e, __u64 ts, __u64 queued,
+				       const struct who *w, __u32 dev)
+{
+	e->queued = queued;
+	e->tgid = w->tgid;
+	if (owner_wanted()) {
+		e->cgroup = w->cgroup;
+		e->tid = w->tid;
+	}
+	e->dev = dev;
+	e->ts = ts;
+}
+
+/* Who queued an entry's (earliest) bio, as entry_fill noted it. */
+static __always_inline void entry_who(const struct inflight *e, struct who *w)
+{
+	w->tgid = e->tgid;
+	if (owner_wanted()) {
+		w->cgroup = e->cgroup;
+		w->tid = e->tid;
+	}
+}
+
 /*
  * Record ts for ptr (a request's: with its disk, dev). An existing entry for the same pointer is
  * a leftover whose owner was never consumed (bios: counted when `leftover_is_drop`) or, for
@@ -51,14 +75,7 @@ static __always_inline int inflight_put(__u64 ptr, __u64 ts, __u64 queued, const
 		if (!leftover_is_drop)
 			drop(DROP_COMPLETE_UNSEEN);
 	}
-	e->queued = queued;
-	e->tgid = w->tgid;
-	if (owner_wanted()) {
-		e->cgroup = w->cgroup;
-		e->tid = w->tid;
-	}
-	e->dev = dev;
-	e->ts = ts;
+	entry_fill(e, ts, queued, w, dev);
 	return 0;
 }
 
@@ -77,13 +94,8 @@ static __always_inline __u64 inflight_take(__u64 ptr, __u64 now, __u64 *queued, 
 	ts = e->ts;
 	if (queued)
 		*queued = e->queued;
-	if (w) {
-		w->tgid = e->tgid;
-		if (owner_wanted()) {
-			w->cgroup = e->cgroup;
-			w->tid = e->tid;
-		}
-	}
+	if (w)
+		entry_who(e, w);
 	inflight_tab_free(e);
 	if (ts <= now && now - ts > INFLIGHT_STALE_NS) {
 		drop(DROP_INFLIGHT_STALE);
@@ -196,14 +208,7 @@ static __always_inline int rq_put(__u64 hctx, __u32 tag, __u64 ptr, __u64 ts, __
 		drop(DROP_COMPLETE_UNSEEN);
 	}
 	e->key = ptr;
-	e->queued = queued;
-	e->tgid = w->tgid;
-	if (owner_wanted()) {
-		e->cgroup = w->cgroup;
-		e->tid = w->tid;
-	}
-	e->dev = dev;
-	e->ts = ts;
+	entry_fill(e, ts, queued, w, dev);
 	return 0;
 }
 
@@ -220,11 +225,7 @@ static __always_inline __u64 rq_take(__u64 hctx, __u32 tag, __u64 ptr, __u64 now
 		return 0;
 	ts = e->ts;
 	*queued = e->queued;
-	w->tgid = e->tgid;
-	if (owner_wanted()) {
-		w->cgroup = e->cgroup;
-		w->tid = e->tid;
-	}
+	entry_who(e, w);
 	e->ts = 0;
 	e->key = 0;
 	if (ts <= now && now - ts > INFLIGHT_STALE_NS) {
