@@ -161,8 +161,8 @@ static int check(const struct layer_inst *l)
 }
 
 /*
- * At stop, the requests still in the in-flight table or a tag's slot were issued and their completion not
- * seen. On a disk the kernel now has nothing in flight on, each was completed by the kernel
+ * At stop, the requests still in the in-flight table or a tag's slot were issued and their
+ * completion not seen. On a disk the kernel now has nothing in flight on, each was completed by the kernel
  * without a program running (docs/trust.md, "complete_unseen"): counted there, so that the
  * requests per op plus complete_unseen equal /sys/block/DEV/stat's. On a busy disk they may
  * still be on the device: they end after tracing did, outside the window, and are not counted.
