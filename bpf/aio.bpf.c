@@ -130,7 +130,7 @@ static long unsubmit_one(__u64 i, struct walk *w)
 		return 0;
 	e = req_tab_find((__u64)user, w->tgid);
 	if (e && e->ts == w->now)	/* w->now: this call's entry time */
-		req_tab_free(e);
+		req_tab_free(e, (__u64)user, w->tgid);
 	return 0;
 }
 
@@ -179,7 +179,7 @@ static long reap_one(__u64 i, struct walk *w)
 	} else if (ts) {
 		drop(DROP_INFLIGHT_STALE);
 	}
-	req_tab_free(e);
+	req_tab_free(e, ev.obj, w->tgid);
 	return 0;
 }
 

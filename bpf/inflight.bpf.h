@@ -96,7 +96,7 @@ static __always_inline __u64 inflight_take(__u64 ptr, __u64 now, __u64 *queued, 
 		*queued = e->queued;
 	if (w)
 		entry_who(e, w);
-	inflight_tab_free(e);
+	inflight_tab_free(e, ptr, 0);
 	if (ts <= now && now - ts > INFLIGHT_STALE_NS) {
 		drop(DROP_INFLIGHT_STALE);
 		return 0;

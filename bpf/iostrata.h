@@ -43,14 +43,14 @@ struct block_hists {
  */
 struct inflight {
 	__u64 key;	/* bio or request pointer; 0 = free */
+	__u32 spill;	/* table.bpf.h's (in one line with the key); request slots: unused */
+	__u32 dev;	/* requests: their disk (kernel dev_t) or INFLIGHT_DEV_ANY; bios: 0 */
 	__u64 ts;	/* bpf_ktime_get_ns() at queue (bio) or issue (request); 0 while claimed */
 	__u64 queued;	/* requests: when their earliest bio was queued; 0 = not seen */
 	__u32 tgid;	/* process that queued the (earliest) bio */
-	__u32 dev;	/* requests: their disk (kernel dev_t) or INFLIGHT_DEV_ANY; bios: 0 */
 	/* who queued the (earliest) bio, noted only for snoop and -C (owner_note) */
-	__u64 cgroup;	/* its cgroup v2 id */
 	__u32 tid;	/* its thread */
-	__u32 pad;
+	__u64 cgroup;	/* its cgroup v2 id */
 };
 
 #define INFLIGHT_PROBES		4
@@ -115,7 +115,7 @@ struct ioreq {
 	/* the submitter's cgroup v2 id and thread, noted only for snoop and -C (owner_note) */
 	__u64 cgroup;
 	__u32 tid;
-	__u32 pad;
+	__u32 spill;	/* table.bpf.h's */
 };
 
 #define REQ_SLOTS_DEFAULT	(1u << 16)

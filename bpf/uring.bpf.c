@@ -359,7 +359,7 @@ static __always_inline int on_complete(struct ioreq *e, const struct complete_vi
 	if (v->res < 0 && !(opcode == IORING_OP_TIMEOUT && v->res == -ETIME_))
 		flags |= REQ_FL_FAILED;
 	if (!ts || now < ts || now - ts > INFLIGHT_STALE_NS) {
-		req_tab_free(e);
+		req_tab_free(e, v->req, 0);
 		if (ts)
 			drop(DROP_INFLIGHT_STALE);
 		return 0;
@@ -371,7 +371,7 @@ static __always_inline int on_complete(struct ioreq *e, const struct complete_vi
 		stage_add(&h->stage[REQ_SUBMIT_DONE], ts, now);
 		req_linked_stages(h, e, now, true);
 	}
-	req_tab_free(e);
+	req_tab_free(e, v->req, 0);
 
 	rs = ring_of(v->ctx, v->rings, v->head, tgid, now);
 	if (!rs) {		/* no slot for the ring: this CQE's reap cannot be bounded */

@@ -140,6 +140,8 @@ class Tracer:
         self.stderr += err.decode()
         if check:
             assert self.proc.returncode == 0, f"iostrata exited {self.proc.returncode}: {err}"
+        # the stop's self-check of the hashed tables (table_spill_check in user/layer.c)
+        assert "a lookup may have missed an entry" not in self.stderr, self.stderr
         return out.decode()
 
 

@@ -638,7 +638,8 @@ static int map_keys(int fd, size_t key_size, char **keys, size_t *n)
 
 #define SWEEP_BATCH 4096
 
-int array_sweep(int fd, size_t value_size, int (*fn)(const void *v, void *arg), void *arg)
+int array_sweep(int fd, size_t value_size,
+		int (*fn)(uint32_t idx, const void *v, void *arg), void *arg)
 {
 	uint32_t *keys = calloc(SWEEP_BATCH, sizeof(*keys)), batch = 0, count, i;
 	char *v = calloc(SWEEP_BATCH, value_size);
@@ -662,11 +663,55 @@ int array_sweep(int fd, size_t value_size, int (*fn)(const void *v, void *arg), 
 		}
 		first = false;
 		for (i = 0; i < count && !err; i++)
-			err = fn(v + i * value_size, arg);
+			err = fn(keys[i], v + i * value_size, arg);
 	}
 	free(keys);
 	free(v);
 	return err;
+}
+
+struct spill_check {
+	uint32_t nslots;
+	size_t spill_off;
+	uint32_t *counted, *placed;
+};
+
+static int spill_one(uint32_t idx, const void *v, void *arg)
+{
+	struct spill_check *c = arg;
+	uint32_t w, probe;
+	uint64_t key;
+
+	if (idx >= c->nslots)
+		return 0;
+	memcpy(&key, v, sizeof(key));	/* the table's entries start with their key */
+	memcpy(&w, (const char *)v + c->spill_off, sizeof(w));
+	c->counted[idx] = w & 0xffff;
+	probe = w >> 16;
+	if (key && probe)
+		c->placed[(idx - probe) & (c->nslots - 1)]++;
+	return 0;
+}
+
+int table_spill_check(int fd, const char *name, uint32_t nslots, size_t value_size,
+		      size_t spill_off)
+{
+	struct spill_check c = { nslots, spill_off, calloc(nslots, sizeof(uint32_t)),
+				 calloc(nslots, sizeof(uint32_t)) };
+	int err = c.counted && c.placed ? 0 : -ENOMEM, bad = 0;
+	uint32_t i;
+
+	if (!err)
+		err = array_sweep(fd, value_size, spill_one, &c);
+	for (i = 0; !err && i < nslots; i++)
+		bad += c.counted[i] != c.placed[i];
+	if (bad)
+		warnf("the %s table's counts of displaced entries disagree with its entries at %d "
+		      "slots: a lookup may have missed an entry (a defect; please report it)",
+		      name, bad);
+	free(c.counted);
+	free(c.placed);
+	return err ?: bad;
 }
 
 int layer_drain(struct layer_inst *l, uint32_t gen, struct interval *iv)

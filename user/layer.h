@@ -231,9 +231,18 @@ bool stage_wanted(const struct trace_config *cfg, int id, int st);
 /* The layer called name, or NULL. */
 const struct layer *layer_by_name(const char *name, int *id);
 
-/* Every value of an ARRAY map (an in-flight or request table), in batches, to fn; stops at
- * fn's first non-zero return, which it returns (-errno when the map cannot be read). */
-int array_sweep(int fd, size_t value_size, int (*fn)(const void *v, void *arg), void *arg);
+/* Every value of an ARRAY map (an in-flight or request table), with its index, in batches, to
+ * fn; stops at fn's first non-zero return, which it returns (-errno when the map cannot be read). */
+int array_sweep(int fd, size_t value_size,
+		int (*fn)(uint32_t idx, const void *v, void *arg), void *arg);
+/*
+ * Check a table of bpf/table.bpf.h, once its programs are detached: each slot's count of entries
+ * placed beyond it must be the number of live entries placed from it (else a lookup could have
+ * missed an entry). Warns, naming the table, and returns how many slots disagree (-errno when
+ * the map cannot be read). value_size and spill_off: the entry's size and its spill word's place.
+ */
+int table_spill_check(int fd, const char *name, uint32_t nslots, size_t value_size,
+		      size_t spill_off);
 
 /* ---- for a layer's configure() */
 

@@ -294,6 +294,14 @@ static int pending(struct session *s, bool final, struct interval *iv)
 			errorf("reading the %s layer's requests in flight: %s", layers[i]->name,
 			       strerror(-err));
 	}
+	if (!err && final && s->sh.reqs_fd >= 0) {
+		int bad = table_spill_check(s->sh.reqs_fd, "request", s->cfg.inflight_slots,
+					    sizeof(struct ioreq), offsetof(struct ioreq, spill));
+
+		err = bad < 0 ? bad : 0;
+		if (err)
+			errorf("reading the request table: %s", strerror(-err));
+	}
 	return err;
 }
 

@@ -176,12 +176,13 @@ struct sweep {
 	uint64_t unseen;
 };
 
-static int unseen_one(const void *v, void *arg)
+static int unseen_one(uint32_t idx, const void *v, void *arg)
 {
 	const struct inflight *e = v;
 	struct sweep *s = arg;
 	int i;
 
+	(void)idx;
 	if (!e->key || !e->ts || !e->dev)	/* free, being claimed, or a bio */
 		return 0;
 	for (i = 0; i < s->ndev && s->dev[i] != e->dev; i++)
@@ -210,6 +211,13 @@ static int pending(struct layer_inst *l, bool final, struct interval *iv)
 	if (!err)	/* requests by tag (bpf/inflight.bpf.h) */
 		err = array_sweep(bpf_map__fd(skel->maps.rq_slots), sizeof(struct inflight),
 				  unseen_one, &s);
+	if (!err) {
+		int bad = table_spill_check(bpf_map__fd(skel->maps.inflight), "in-flight",
+					    l->cfg->inflight_slots, sizeof(struct inflight),
+					    offsetof(struct inflight, spill));
+
+		err = bad < 0 ? bad : 0;
+	}
 	if (!err && s.unseen) {
 		vlog("block: %llu requests issued and not seen completing on disks now idle",
 		     (unsigned long long)s.unseen);

@@ -69,7 +69,7 @@ struct pending_ctx {
 };
 
 /* One request the final sweep found still in the table: no event will end it any more. */
-static int pending_one(const void *v, void *arg)
+static int pending_one(uint32_t idx, const void *v, void *arg)
 {
 	const struct pending_ctx *c = arg;
 	const struct ioreq *e = v;
@@ -79,6 +79,7 @@ static int pending_one(const void *v, void *arg)
 	bool aio = c->aio;
 	int err;
 
+	(void)idx;
 	if (!e->key || !e->ts || !(e->flags & REQ_FL_AIO) != !aio)
 		return 0;
 	k.opcode = l->cfg->per_opcode ? e->opcode : 0xffff;
