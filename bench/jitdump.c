@@ -15,7 +15,7 @@
 int main(int argc, char **argv)
 {
 	struct bpf_prog_info info = {};
-	__u32 len = sizeof(info), nli, njli, i;
+	__u32 len = sizeof(info), nli, njli, lrs, i;
 	struct bpf_line_info *li;
 	__u64 *jli;
 	char *end;
@@ -45,26 +45,23 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench-jitdump: out of memory\n");
 		return 1;
 	}
-	{
-		__u32 lrs = info.line_info_rec_size;
+	lrs = info.line_info_rec_size;
+	memset(&info, 0, sizeof(info));
+	info.nr_line_info = nli;
+	info.line_info_rec_size = lrs;
+	info.line_info = (__u64)(unsigned long)li;
+	info.nr_jited_line_info = njli;
+	info.jited_line_info_rec_size = sizeof(*jli);
+	info.jited_line_info = (__u64)(unsigned long)jli;
+	len = sizeof(info);
+	if (bpf_obj_get_info_by_fd(fd, &info, &len)) {
+		fprintf(stderr, "bench-jitdump: program %ld: %s\n", id, strerror(errno));
+		return 1;
+	}
+	for (i = 0; i < nli; i++) {
+		const struct bpf_line_info *r = (const void *)((char *)li + (size_t)i * lrs);
 
-		memset(&info, 0, sizeof(info));
-		info.nr_line_info = nli;
-		info.line_info_rec_size = lrs;
-		info.line_info = (__u64)(unsigned long)li;
-		info.nr_jited_line_info = njli;
-		info.jited_line_info_rec_size = sizeof(*jli);
-		info.jited_line_info = (__u64)(unsigned long)jli;
-		len = sizeof(info);
-		if (bpf_obj_get_info_by_fd(fd, &info, &len)) {
-			fprintf(stderr, "bench-jitdump: program %ld: %s\n", id, strerror(errno));
-			return 1;
-		}
-		for (i = 0; i < nli; i++) {
-			const struct bpf_line_info *r = (const void *)((char *)li + (size_t)i * lrs);
-
-			printf("%llx %u\n", (unsigned long long)jli[i], r->insn_off);
-		}
+		printf("%llx %u\n", (unsigned long long)jli[i], r->insn_off);
 	}
 	free(li);
 	free(jli);
