@@ -123,7 +123,9 @@ static long bios_rest_one(__u64 i, struct bio_walk *w)
 
 static long link_rest_one(__u64 i, struct bio_walk *w)
 {
-	req_stamp_done(req_of_bio(w->bio, w->w.tgid), w->issued, w->now);
+	__u32 at;
+
+	req_stamp_done(req_of_bio(w->bio, w->w.tgid, &at), w->issued, w->now);
 	w->bio = bio_next(w->bio);
 	return w->bio ? 0 : 1;
 }

@@ -37,6 +37,7 @@ static __always_inline __u32 H(disk_dev)(struct gendisk *disk)
 static __always_inline int H(on_bio_queue)(struct bio *bio)
 {
 	struct gendisk *disk = H(bio_disk)(bio);
+	__u32 at, link = REQ_LINK_NONE;
 	struct who w = {};
 	__u64 id, now;
 	bool self;
@@ -61,14 +62,17 @@ static __always_inline int H(on_bio_queue)(struct bio *bio)
 			req_note_comm(w.tgid);
 	}
 	now = bpf_ktime_get_ns();
-	inflight_put(PTR_U64(bio), now, 0, &w, 0, true);
 	if (link_reqs && !self) {
 		/* queued by the submitter (or its io-wq / SQPOLL thread): same tgid as the request */
-		struct ioreq *r = req_of_bio(PTR_U64(bio), id >> 32);
+		struct ioreq *r = req_of_bio(PTR_U64(bio), id >> 32, &at);
 
-		if (r && !r->bio_q)
-			r->bio_q = now;
+		if (r) {
+			if (!r->bio_q)
+				r->bio_q = now;
+			link = at + 1;
+		}
 	}
+	inflight_put(PTR_U64(bio), now, link, &w, 0, true);
 	return 0;
 }
 
@@ -87,27 +91,37 @@ static __always_inline int H(on_split)(struct bio *split)
 	w.tgid = parent->tgid;
 	w.tid = parent->tid;
 	w.cgroup = parent->cgroup;
-	inflight_put(PTR_U64(split), parent->ts, 0, &w, 0, true);
+	inflight_put(PTR_U64(split), parent->ts, parent->bio_link, &w, 0, true);
 	return 0;
 }
 
 /*
  * The earliest queue time among the request's bios (merges add bios at either end), consuming
- * their entries. Runs where the bios were queued (usually): their entries are cache-hot here.
+ * their entries, and their link (*link): the one request owning every bio, or REQ_LINK_NONE
+ * (no bio linked), or REQ_LINK_WALK (bios of several requests, or of both kinds, or a bio not
+ * seen). Runs where the bios were queued (usually): their entries are cache-hot here.
  */
-static __always_inline __u64 H(bios_queued)(struct request *rq, __u64 now, struct who *who)
+static __always_inline __u64 H(bios_queued)(struct request *rq, __u64 now, struct who *who,
+					    __u32 *link)
 {
-	__u64 queued = 0, ts;
+	__u64 queued = 0, ts, l;
 	struct bio *bio = KR(rq, bio);
 	struct who t = {};
 	__u32 i;
 
+	*link = REQ_LINK_NONE;
 	for (i = 0; i < BIO_WALK_MAX && bio; i++) {
-		ts = inflight_take(PTR_U64(bio), now, NULL, &t);
+		ts = inflight_take(PTR_U64(bio), now, &l, &t);
 		if (ts && (!queued || ts < queued)) {
 			queued = ts;
 			*who = t;
 		}
+		if (!ts)
+			l = REQ_LINK_WALK;
+		if (!i)
+			*link = l;
+		else if (l != *link)
+			*link = REQ_LINK_WALK;
 		bio = KR(bio, bi_next);
 	}
 	if (bio) {
@@ -117,6 +131,7 @@ static __always_inline __u64 H(bios_queued)(struct request *rq, __u64 now, struc
 		bpf_loop(BIO_LOOP_MAX, bios_rest_one, &w, 0);
 		queued = w.queued;
 		*who = w.w;
+		*link = REQ_LINK_WALK;
 	}
 	return queued;
 }
@@ -137,6 +152,7 @@ static __always_inline __u32 H(rq_tag)(struct request *rq)
 static __always_inline int H(on_rq_issue)(struct request *rq)
 {
 	__u32 dev = INFLIGHT_DEV_ANY;
+	__u32 link = REQ_LINK_NONE;
 	struct who w = {};
 	__u64 now, queued;
 
@@ -150,12 +166,12 @@ static __always_inline int H(on_rq_issue)(struct request *rq)
 	}
 	now = bpf_ktime_get_ns();
 	/* move the bios' queue time into the request's entry: completion then reads one entry */
-	queued = queue_stages ? H(bios_queued)(rq, now, &w) : 0;
+	queued = queue_stages ? H(bios_queued)(rq, now, &w, &link) : 0;
 	/* with a pid/cgroup filter, only requests holding a bio that passed it are tracked */
 	if (owner_filtered() && !queued && !rq_find(RQ_AT(rq), PTR_U64(rq)))
 		return 0;
 	/* a requeued request is issued again: its entry is restamped, its queue time kept */
-	rq_put(RQ_AT(rq), PTR_U64(rq), now, queued, &w, dev);
+	rq_put(RQ_AT(rq), PTR_U64(rq), now, queued, &w, dev, link);
 	return 0;
 }
 
@@ -167,10 +183,10 @@ static __always_inline int H(on_rq_issue)(struct request *rq)
 static __always_inline void H(link_done)(struct request *rq, __u64 issued, __u64 now, __u32 tgid)
 {
 	struct bio *bio = KR(rq, bio);
-	__u32 i;
+	__u32 i, at;
 
 	for (i = 0; i < BIO_WALK_MAX && bio; i++) {
-		req_stamp_done(req_of_bio(PTR_U64(bio), tgid), issued, now);
+		req_stamp_done(req_of_bio(PTR_U64(bio), tgid, &at), issued, now);
 		bio = KR(bio, bi_next);
 	}
 	if (bio) {
@@ -209,9 +225,9 @@ static __always_inline int H(on_rq_complete)(struct request *rq, unsigned int nr
 {
 	__u64 now, queued = 0, issued;
 	struct block_hists *h;
+	__u32 opf = 0, dev = 0, link = REQ_LINK_WALK;
 	struct gendisk *disk;
 	struct who w = {};
-	__u32 opf = 0, dev = 0;
 
 	/* partial completions leave the request in flight: only the final one counts */
 	if (nr_bytes < KR(rq, __data_len))
@@ -225,7 +241,7 @@ static __always_inline int H(on_rq_complete)(struct request *rq, unsigned int nr
 	}
 
 	now = bpf_ktime_get_ns();
-	issued = rq_take(RQ_AT(rq), PTR_U64(rq), now, &queued, &w);
+	issued = rq_take(RQ_AT(rq), PTR_U64(rq), now, &queued, &w, &link);
 	/*
 	 * Neither issued nor holding a bio: the end of a request of a flush sequence, whose data
 	 * part (or, for an empty flush, the flush request standing for it) already completed and
@@ -235,15 +251,17 @@ static __always_inline int H(on_rq_complete)(struct request *rq, unsigned int nr
 		return 0;
 	/* issue not seen (before tracing began, or no block_rq_issue): the bios still hold it */
 	if (!issued && queue_stages)
-		queued = H(bios_queued)(rq, now, &w);
+		queued = H(bios_queued)(rq, now, &w, &link);
 	/* with a pid/cgroup filter, only requests holding a bio that passed it are counted */
 	if (owner_filtered() && !queued)
 		return 0;
 	/* a request whose earliest bio iostrata queued itself is not traced */
 	if (self_tgid && w.tgid == self_tgid)
 		return 0;
-	if (link_reqs)
+	if (link_reqs && link == REQ_LINK_WALK)
 		H(link_done)(rq, issued, now, w.tgid);
+	else if (link_reqs && link != REQ_LINK_NONE)
+		req_stamp_link(link, queued, issued, now);
 	/* total when its bios were seen, else device; a request with neither is not timed */
 	if (snoop_slow(queued ? queued : issued, now))
 		H(snoop_block)(rq, &w, queued, issued, now);

@@ -49,14 +49,14 @@ static __always_inline void entry_who(const struct inflight *e, struct who *w)
 }
 
 /*
- * Record ts for ptr (a request's: with its disk, dev). An existing entry for the same pointer is
- * a leftover whose owner was never consumed (bios: counted when `leftover_is_drop`) or, for
- * requests, a re-issue: a requeue when no new bios come with it (queued == 0), else the next
- * I/O of a request whose completion was never seen (counted). It is overwritten. Returns 0 on
- * success.
+ * Record ts for ptr: a bio's (is_bio, with its link in `queued`'s place) or a request's (with
+ * its disk, dev). An existing entry for the same pointer is a leftover: a bio never consumed
+ * (counted), overwritten; or a request issued again: a requeue when no new bios come with it
+ * (queued == 0), which keeps its queue time, else the next I/O of a request whose completion
+ * was never seen (counted). Returns 0 on success.
  */
 static __always_inline int inflight_put(__u64 ptr, __u64 ts, __u64 queued, const struct who *w,
-					__u32 dev, bool leftover_is_drop)
+					__u32 dev, bool is_bio)
 {
 	struct inflight *e;
 	bool existed;
@@ -64,16 +64,13 @@ static __always_inline int inflight_put(__u64 ptr, __u64 ts, __u64 queued, const
 	e = inflight_tab_claim(ptr, 0, ts, &existed);
 	if (!e)
 		return -1;
-	if (existed) {
-		if (leftover_is_drop)
-			drop(DROP_INFLIGHT_REUSED);
+	if (existed && is_bio) {
+		drop(DROP_INFLIGHT_REUSED);
+	} else if (existed) {
 		e->ts = ts;
-		/* a requeued request keeps the queue time of its first issue */
 		if (!queued)
 			return 0;
-		/* new bios: not a requeue but the next I/O, so the last one's end went unseen */
-		if (!leftover_is_drop)
-			drop(DROP_COMPLETE_UNSEEN);
+		drop(DROP_COMPLETE_UNSEEN);
 	}
 	entry_fill(e, ts, queued, w, dev);
 	return 0;
@@ -191,40 +188,43 @@ static __always_inline struct inflight *rq_slot(__u64 hctx, __u32 tag, bool clai
  * tag) ended unseen too.
  */
 static __always_inline int rq_put(__u64 hctx, __u32 tag, __u64 ptr, __u64 ts, __u64 queued,
-				  const struct who *w, __u32 dev)
+				  const struct who *w, __u32 dev, __u32 link)
 {
 	struct inflight *e = rq_slot(hctx, tag, true);
 	__u64 k;
 
-	if (!e)
+	if (!e)		/* the in-flight table has no room for the link: REQ_LINK_WALK */
 		return inflight_put(ptr, ts, queued, w, dev, false);
 	k = e->key;
 	if (k == ptr && e->ts) {
 		e->ts = ts;
-		if (!queued)
+		if (!queued)	/* a requeue: its bios, link and queue time are the first issue's */
 			return 0;
 		drop(DROP_COMPLETE_UNSEEN);
 	} else if (k && e->ts) {
 		drop(DROP_COMPLETE_UNSEEN);
 	}
 	e->key = ptr;
+	e->rq_link = link;
 	entry_fill(e, ts, queued, w, dev);
 	return 0;
 }
 
-/* inflight_take for a request at completion. */
+/* inflight_take for a request at completion, with the link rq_put noted (else REQ_LINK_WALK). */
 static __always_inline __u64 rq_take(__u64 hctx, __u32 tag, __u64 ptr, __u64 now, __u64 *queued,
-				     struct who *w)
+				     struct who *w, __u32 *link)
 {
 	struct inflight *e = rq_slot(hctx, tag, false);
 	__u64 ts;
 
+	*link = REQ_LINK_WALK;
 	if (!e)
 		return inflight_take(ptr, now, queued, w);
 	if (e->key != ptr)
 		return 0;
 	ts = e->ts;
 	*queued = e->queued;
+	*link = e->rq_link;
 	entry_who(e, w);
 	e->ts = 0;
 	e->key = 0;

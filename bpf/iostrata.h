@@ -43,10 +43,16 @@ struct block_hists {
  */
 struct inflight {
 	__u64 key;	/* bio or request pointer; 0 = free */
-	__u32 spill;	/* table.bpf.h's (in one line with the key); request slots: unused */
+	union {
+		__u32 spill;	/* in the in-flight table: table.bpf.h's (one line with the key) */
+		__u32 rq_link;	/* in a tag slot: its bios' request (REQ_LINK_*, req.bpf.h) */
+	};
 	__u32 dev;	/* requests: their disk (kernel dev_t) or INFLIGHT_DEV_ANY; bios: 0 */
 	__u64 ts;	/* bpf_ktime_get_ns() at queue (bio) or issue (request); 0 while claimed */
-	__u64 queued;	/* requests: when their earliest bio was queued; 0 = not seen */
+	union {
+		__u64 queued;	/* requests: when their earliest bio was queued; 0 = not seen */
+		__u64 bio_link;	/* bios: the io_uring/aio request owning them (REQ_LINK_*) */
+	};
 	__u32 tgid;	/* process that queued the (earliest) bio */
 	/* who queued the (earliest) bio, noted only for snoop and -C (owner_note) */
 	__u32 tid;	/* its thread */
@@ -119,6 +125,16 @@ struct ioreq {
 };
 
 #define REQ_SLOTS_DEFAULT	(1u << 16)
+
+/*
+ * A bio's link to the io_uring/aio request owning it, found once where the bio is queued and
+ * carried through the bio's entry to its block request's tag slot, so that the completion stamps
+ * the request without walking the bios again: the request table's slot + 1; REQ_LINK_NONE, no
+ * request (buffered I/O, or no layer linking); REQ_LINK_WALK, not carried (bios of several
+ * requests, a bio not seen, a request outside the tag slots): the completion walks the bios.
+ */
+#define REQ_LINK_NONE	0u
+#define REQ_LINK_WALK	0xffffffffu
 
 /* Request paths, told apart in the histogram key (the `flags` label). */
 #define REQ_FL_PUNTED	0x01	/* io_uring: handed to an io-wq worker */

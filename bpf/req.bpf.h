@@ -181,11 +181,12 @@ static __always_inline void req_note_comm(__u32 tgid)
 }
 
 /*
- * The request that owns bio, or NULL. tgid: the aio submitter's (aio keys are user pointers).
- * Five to seven dependent reads per bio, on every bio queued and every bio completed with the
- * io_uring or aio layer on: direct loads where the kernel allows (KFIELD).
+ * The request that owns bio, or NULL, and its slot in the request table (*at). tgid: the aio
+ * submitter's (aio keys are user pointers). Five to seven dependent reads per bio: done where
+ * the bio is queued, and again at completion only where its link was not carried (REQ_LINK_WALK).
+ * Direct loads where the kernel allows (KFIELD).
  */
-static __always_inline struct ioreq *req_of_bio(__u64 bio, __u32 tgid)
+static __always_inline struct ioreq *req_of_bio(__u64 bio, __u32 tgid, __u32 *at)
 {
 	void *end = KFIELD(struct bio, bio, bi_end_io), *priv = KFIELD(struct bio, bio, bi_private);
 	struct kiocb *iocb;
@@ -216,9 +217,9 @@ static __always_inline struct ioreq *req_of_bio(__u64 bio, __u32 tgid)
 	if (!kc)
 		return NULL;
 	if ((__u64)kc == kc_uring || (__u64)kc == kc_uring_iopoll)
-		return req_tab_find(KADDR(iocb), 0);
+		return req_tab_find_at(KADDR(iocb), 0, at);
 	if ((__u64)kc == kc_aio && tgid)
-		return req_tab_find(KFIELD(struct aio_kiocb, iocb, ki_res.obj), tgid);
+		return req_tab_find_at(KFIELD(struct aio_kiocb, iocb, ki_res.obj), tgid, at);
 	return NULL;
 }
 
@@ -234,6 +235,26 @@ static __always_inline void req_stamp_done(struct ioreq *r, __u64 issued, __u64 
 		r->issue = issued;
 	if (now > r->done)
 		r->done = now;
+}
+
+/*
+ * req_stamp_done for the request whose slot the bios carried (link: slot + 1), all of whose
+ * bios this block request holds, the earliest queued at `queued`. The slot is still that
+ * request's: its bios are completing, so it has posted no CQE. A slot taken over meanwhile
+ * (the request reclaimed as stale after INFLIGHT_STALE_NS in flight) holds a request submitted
+ * after those bios were queued: not stamped.
+ */
+static __always_inline void req_stamp_link(__u32 link, __u64 queued, __u64 issued, __u64 now)
+{
+	__u32 at = link - 1;
+	struct ioreq *r = bpf_map_lookup_elem(&reqs, &at);
+	__u64 ts;
+
+	if (!r)
+		return;
+	ts = r->ts;
+	if (r->key && ts && ts <= queued)
+		req_stamp_done(r, issued, now);
 }
 
 /*

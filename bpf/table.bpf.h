@@ -10,11 +10,11 @@
  * existing entry, and reading all probes for that cost ~40 ns per claim (4 lines, last written
  * on the CPU that completed their I/O).
  *
- * TABLE(name, type, map, mask) defines name_find(), name_claim() and name_free() for a map whose
- * value `type` starts with `__u64 key` (0 = free) and has `__u64 ts` (0 while being claimed; the
- * staleness clock), `__u32 tgid` and `__u32 spill` (zeroed with the map, then the table's
- * alone). A key is a pointer, plus the tgid when the pointer is a user address (tgid 0 in a
- * lookup matches any entry).
+ * TABLE(name, type, map, mask) defines name_find(), name_find_at() (with the slot),
+ * name_claim() and name_free() for a map whose value `type` starts with `__u64 key` (0 = free)
+ * and has `__u64 ts` (0 while being claimed; the staleness clock), `__u32 tgid` and `__u32 spill`
+ * (zeroed with the map, then the table's alone). A key is a pointer, plus the tgid when the
+ * pointer is a user address (tgid 0 in a lookup matches any entry).
  */
 #ifndef IOSTRATA_TABLE_BPF_H
 #define IOSTRATA_TABLE_BPF_H
@@ -50,23 +50,33 @@ static __always_inline bool name##_is(const type *e, __u64 ptr, __u32 tgid)	\
 	return e->key == ptr && (!tgid || e->tgid == tgid);			\
 }										\
 										\
-/* The entry of (ptr, tgid): at its first probe, or at a later one only when some entry	\
- * whose first probe that is was placed further on (its spill count). */	\
-static __always_inline type *name##_find(__u64 ptr, __u32 tgid)		\
+/* The entry of (ptr, tgid) and its slot: at its first probe, or at a later one only when	\
+ * some entry whose first probe that is was placed further on (its spill count). */	\
+static __always_inline type *name##_find_at(__u64 ptr, __u32 tgid, __u32 *at)	\
 {										\
 	__u32 h = table_hash(ptr, tgid), i;					\
 	type *e = name##_slot(h, 0);						\
 										\
+	*at = h & (mask);							\
 	if (!e || name##_is(e, ptr, tgid))					\
 		return e;							\
 	if (!SPILL_COUNT(e->spill))						\
 		return NULL;							\
 	for (i = 1; i < INFLIGHT_PROBES; i++) {					\
 		e = name##_slot(h, i);						\
-		if (e && name##_is(e, ptr, tgid))				\
+		if (e && name##_is(e, ptr, tgid)) {				\
+			*at = (h + i) & (mask);					\
 			return e;						\
+		}								\
 	}									\
 	return NULL;								\
+}										\
+										\
+static __always_inline type *name##_find(__u64 ptr, __u32 tgid)		\
+{										\
+	__u32 at;								\
+										\
+	return name##_find_at(ptr, tgid, &at);					\
 }										\
 										\
 /* e, just taken at probe i of home's keys: it notes its probe, home counts it displaced. */	\
