@@ -373,7 +373,8 @@ def main():
     if args.baseline:
         baseline = Path(args.baseline).resolve()
         if not baseline.is_file() or not os.access(baseline, os.X_OK):
-            sys.exit(f"bench: --baseline {args.baseline} is not an executable file")
+            sys.exit(f"bench: --baseline {args.baseline} is not an executable file (for a "
+                     "git revision, scripts/build-baseline.sh REV DIR builds DIR/iostrata)")
     if os.geteuid() != 0:
         sys.exit("bench: must run as root")
     for tool in ("fio", "bpftool", "losetup"):
