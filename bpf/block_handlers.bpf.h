@@ -52,8 +52,15 @@ static __always_inline int H(on_bio_queue)(struct bio *bio)
 	id = bpf_get_current_pid_tgid();
 	/* iostrata's own bios are noted too, so that their request is known as ours and skipped */
 	self = is_self(id);
-	if (!self && !owner_passes(id))
+	if (!self && !owner_passes(id)) {
+		/*
+		 * Not traced (-p, -c), so not noted; but a leftover at this address (a traced bio that
+		 * ended without a request: REQ_NOWAIT and no tag free) would be taken for this one by
+		 * its request, with the leftover's owner and link. Dropped, and counted.
+		 */
+		inflight_forget(PTR_U64(bio));
 		return 0;
+	}
 	w.tgid = id >> 32;
 	if (owner_wanted()) {	/* snoop, -C: here, in the submitter, never at completion */
 		w.tid = (__u32)id;
@@ -98,8 +105,9 @@ static __always_inline int H(on_split)(struct bio *split)
 /*
  * The earliest queue time among the request's bios (merges add bios at either end), consuming
  * their entries, and their link (*link): the one request owning every bio, or REQ_LINK_NONE
- * (no bio linked), or REQ_LINK_WALK (bios of several requests, or of both kinds, or a bio not
- * seen). Runs where the bios were queued (usually): their entries are cache-hot here.
+ * (no bio linked), or REQ_LINK_WALK (bios of several requests, or of both kinds, a bio not seen,
+ * or more than BIO_WALK_MAX bios). Runs where the bios were queued (usually): their entries are
+ * cache-hot here.
  */
 static __always_inline __u64 H(bios_queued)(struct request *rq, __u64 now, struct who *who,
 					    __u32 *link)
@@ -111,6 +119,7 @@ static __always_inline __u64 H(bios_queued)(struct request *rq, __u64 now, struc
 
 	*link = REQ_LINK_NONE;
 	for (i = 0; i < BIO_WALK_MAX && bio; i++) {
+		l = REQ_LINK_WALK;
 		ts = inflight_take(PTR_U64(bio), now, &l, &t);
 		if (ts && (!queued || ts < queued)) {
 			queued = ts;

@@ -106,6 +106,17 @@ static __always_inline struct inflight *inflight_find(__u64 ptr)
 	return inflight_tab_find(ptr, 0);
 }
 
+/* Drop a leftover entry for ptr, if any, as one overwritten would be (counted). */
+static __always_inline void inflight_forget(__u64 ptr)
+{
+	struct inflight *e = inflight_tab_find(ptr, 0);
+
+	if (!e)
+		return;
+	inflight_tab_free(e, ptr, 0);
+	drop(DROP_INFLIGHT_REUSED);
+}
+
 /*
  * Requests by tag. While a request is in flight its tag is its own on its hardware queue: the
  * driver tag without a scheduler, where the request is the tag's preallocated one, or the

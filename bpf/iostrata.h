@@ -131,7 +131,8 @@ struct ioreq {
  * carried through the bio's entry to its block request's tag slot, so that the completion stamps
  * the request without walking the bios again: the request table's slot + 1; REQ_LINK_NONE, no
  * request (buffered I/O, or no layer linking); REQ_LINK_WALK, not carried (bios of several
- * requests, a bio not seen, a request outside the tag slots): the completion walks the bios.
+ * requests, a bio not seen, more than BIO_WALK_MAX bios, a request outside the tag slots): the
+ * completion walks the bios.
  */
 #define REQ_LINK_NONE	0u
 #define REQ_LINK_WALK	0xffffffffu
