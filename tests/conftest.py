@@ -149,6 +149,28 @@ def records(stdout):
     return [json.loads(line) for line in stdout.splitlines() if line.strip()]
 
 
+def unseen(recs):
+    """drops.complete_unseen over the records: block completions no BPF program received."""
+    return sum(rec["drops"].get("complete_unseen", 0) for rec in recs)
+
+
+def without_unseen(run, attempts=3):
+    """run() -> (tracer, recs), again while the tool reports a completion no BPF program saw.
+
+    This kernel sometimes runs no BPF program for a block completion (docs/trust.md,
+    "complete_unseen"; once in a 605 s CI run). The tool counts it, but the request's stages go
+    unmeasured, so a check that every request is measured cannot hold for that run. Such a run
+    is said and repeated: the checks apply, unloosened, to a run the tool reports no loss in."""
+    for attempt in range(1, attempts + 1):
+        tracer, recs = run()
+        k = unseen(recs)
+        if not k:
+            return tracer, recs
+        print(f"NOTE: attempt {attempt}: {k} block completion(s) reached no BPF program "
+              "(counted in drops.complete_unseen); the scenario runs again")
+    pytest.fail(f"a block completion reached no BPF program in each of {attempts} runs")
+
+
 def merged_p50(buckets):
     """p50 by the tool's rule over buckets merged from several intervals."""
     counts = {}

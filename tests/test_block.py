@@ -66,18 +66,27 @@ def traced_io(dev, nreads, nwrites, extra_args=()):
 
 def assert_exact(recs, disk, nreads, nwrites):
     counts, unmeasured, sums = tally(recs, disk)
+    d = drops(recs)
+    # A completion this kernel emits may reach no BPF program (docs/trust.md,
+    # "complete_unseen"; once in 605 s of CI): that request is in no histogram and is counted
+    # in drops.complete_unseen instead. Every request is one or the other, never neither.
+    unseen = d["complete_unseen"]
+    assert counts["read", "device"] + counts["write", "device"] + unseen == nreads + nwrites, \
+        (counts, dict(unmeasured), d)
     for op, n in (("read", nreads), ("write", nwrites)):
-        # every request began after tracing did: device and total are measured for each
-        assert counts[op, "device"] == n, (op, counts, dict(unmeasured), drops(recs))
-        assert counts[op, "total"] == n, (op, counts)
+        # every request began after tracing did: device and total are measured for each seen
+        assert n - unseen <= counts[op, "device"] <= n, (op, counts, dict(unmeasured), d)
+        assert counts[op, "total"] == counts[op, "device"], (op, counts)
         assert unmeasured[op, "device"] == 0 and unmeasured[op, "total"] == 0
         # wait is measured where the kernel stamps request start, said unmeasured otherwise
-        assert counts[op, "wait"] == n and unmeasured[op, "wait"] == 0
+        assert counts[op, "wait"] == counts[op, "device"] and unmeasured[op, "wait"] == 0
         # per request total = wait + device, both measured: the sums agree to the nanosecond
         assert sums[op, "total"] == sums[op, "wait"] + sums[op, "device"], (op, sums)
     assert set(op for op, _ in counts) == {"read", "write"}, counts
-    d = drops(recs)
     assert d["inflight_full"] == 0 and d["hist_full"] == 0, d
+    if unseen:
+        print(f"NOTE: {unseen} completion(s) reached no BPF program; docs/trust.md, "
+              "complete_unseen")
 
 
 def test_exact_counts_across_schedulers(loopdev, no_bpf_leak):

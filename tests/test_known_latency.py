@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Tracer, finish_dio, merged_p50, records, run_dio
+from conftest import Tracer, finish_dio, merged_p50, records, run_dio, without_unseen
 
 pytestmark = pytest.mark.root
 
@@ -38,10 +38,12 @@ def stage_hists(recs, op):
 def test_device_stage_lands_on_the_known_latency(slow_loopdev, delay_ms, no_bpf_leak):
     delay_ns = delay_ms * 1_000_000
     dev = slow_loopdev(delay_ms * 1000)
-    tracer = Tracer(["-d", Path(dev).name, "-F", "-j"])
-    p, _ = run_dio(dev, 40, 20)
-    finish_dio(p)
-    recs = records(tracer.stop())
+    def run():
+        tracer = Tracer(["-d", Path(dev).name, "-F", "-j"])
+        p, _ = run_dio(dev, 40, 20)
+        finish_dio(p)
+        return tracer, records(tracer.stop())
+    _, recs = without_unseen(run)
 
     for op, n in (("read", 40), ("write", 20)):
         st = stage_hists(recs, op)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, Tracer, records
+from conftest import ROOT, Tracer, records, without_unseen
 
 pytestmark = pytest.mark.root
 LOAD = ROOT / "bin" / "iostrata-load"
@@ -21,11 +21,13 @@ def test_merged_requests_link_every_bio(engine, layer, first, loopdev, no_bpf_le
     if engine == "io_uring" and disabled.exists() and disabled.read_text().strip() != "0":
         pytest.skip("io_uring is disabled on this kernel (kernel.io_uring_disabled)")
     disk = Path(loopdev).name
-    tracer = Tracer(["-l", f"block,{layer}", "-D", "-O", "-P", "-j"])
-    subprocess.run([str(LOAD), "--engine", engine, "--device", loopdev, "--force", "--rw", "read",
-                    "--qd", "32", "--submit-batch", "32", "--ios", str(READS)], check=True,
-                   capture_output=True)
-    recs = records(tracer.stop())
+    def run():
+        tracer = Tracer(["-l", f"block,{layer}", "-D", "-O", "-P", "-j"])
+        subprocess.run([str(LOAD), "--engine", engine, "--device", loopdev, "--force", "--rw",
+                        "read", "--qd", "32", "--submit-batch", "32", "--ios", str(READS)],
+                       check=True, capture_output=True)
+        return tracer, records(tracer.stop())
+    _, recs = without_unseen(run)
     st, blk = {}, 0
     for rec in recs:
         assert not any(rec["drops"].values()), rec["drops"]

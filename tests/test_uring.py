@@ -10,7 +10,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from conftest import ROOT, SCHEMA, Tracer, merged_p50, records
+from conftest import ROOT, SCHEMA, Tracer, merged_p50, records, without_unseen
 
 pytestmark = pytest.mark.root
 LOAD = ROOT / "bin" / "iostrata-load"
@@ -79,9 +79,11 @@ def test_counts_per_opcode(no_bpf_leak):
 def test_direct_reads_on_a_loop_device_are_linked(loopdev, no_bpf_leak):
     """N O_DIRECT reads: N linked to their bios, and for every request the linked stages add up
     to submit_cqe, so their sums are equal to the nanosecond."""
-    tracer = Tracer(["-l", "block,uring", "-P", "-O", "-j"])
-    load("--rw", "randread", "--ios", "400", "--qd", "16", target=loopdev)
-    st = uring_stages(records(tracer.stop()))
+    def run():
+        tracer = Tracer(["-l", "block,uring", "-P", "-O", "-j"])
+        load("--rw", "randread", "--ios", "400", "--qd", "16", target=loopdev)
+        return tracer, records(tracer.stop())
+    st = uring_stages(without_unseen(run)[1])
     n = total(st, "submit_cqe", "read")
     assert n == 400, st.keys()
     for stage in ("submit_bio", "wait", "device", "device_cqe"):
@@ -105,10 +107,12 @@ def test_no_linked_stage_asked_no_bio_walk(loopdev, no_bpf_leak):
     is not attached: two block programs per I/O, not three), and the stages asked still count
     every request: 300 O_DIRECT reads in uring submit_cqe and total and in block device."""
     disk = Path(loopdev).name
-    tracer = Tracer(["-l", "block,uring", "-P", "-O", "-D", "-F", "-j", "--stages",
-                     "uring.submit_cqe,uring.total,block.device"])
-    load("--rw", "randread", "--ios", "300", "--qd", "16", target=loopdev)
-    recs = records(tracer.stop())
+    def run():
+        tracer = Tracer(["-l", "block,uring", "-P", "-O", "-D", "-F", "-j", "--stages",
+                         "uring.submit_cqe,uring.total,block.device"])
+        load("--rw", "randread", "--ios", "300", "--qd", "16", target=loopdev)
+        return tracer, records(tracer.stop())
+    tracer, recs = without_unseen(run)
     attached = [ln for ln in tracer.stderr.splitlines() if " attached by " in ln]
     assert not [ln for ln in attached if "block_bio_queue" in ln], attached
     assert [ln for ln in attached if "block_rq_complete" in ln], attached
@@ -164,9 +168,11 @@ def test_io_wq_punts_are_counted_apart(no_bpf_leak):
 
 
 def test_sqpoll_requests_are_flagged(loopdev, no_bpf_leak):
-    tracer = Tracer(["-l", "block,uring", "-P", "-O", "-j"])
-    load("--rw", "randread", "--sqpoll", "--ios", "200", "--qd", "8", target=loopdev)
-    st = uring_stages(records(tracer.stop()))
+    def run():
+        tracer = Tracer(["-l", "block,uring", "-P", "-O", "-j"])
+        load("--rw", "randread", "--sqpoll", "--ios", "200", "--qd", "8", target=loopdev)
+        return tracer, records(tracer.stop())
+    st = uring_stages(without_unseen(run)[1])
     assert total(st, "submit_cqe", "read", "sqpoll") == 200, st.keys()
     assert total(st, "device", "read", "sqpoll") == 200   # bios queued by iou-sqp: linked
 
