@@ -128,19 +128,31 @@ static __always_inline void inflight_forget(__u64 ptr)
  * claimed once, never freed: a hardware queue gone leaves its region to a new one only at the
  * same address.
  */
+/* Both sized by the loader (the maps' max_entries with them): 2^bits regions and slots. */
+const volatile __u32 rq_region_bits = RQ_REGION_BITS_DEFAULT;
+const volatile __u32 rq_slot_bits = RQ_SLOT_BITS_DEFAULT;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, RQ_REGIONS);
+	__uint(max_entries, 1u << RQ_REGION_BITS_DEFAULT);
 	__type(key, __u32);
 	__type(value, __u64);
 } rq_regions SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, RQ_REGIONS * RQ_REGION_SLOTS);
+	__uint(max_entries, 1u << (RQ_REGION_BITS_DEFAULT + RQ_SLOT_BITS_DEFAULT));
 	__type(key, __u32);
 	__type(value, struct inflight);
 } rq_slots SEC(".maps");
+
+/* Requests issued outside the tag slots (no region for their hardware queue, or a deeper tag) */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} rq_untagged SEC(".maps");
 
 /*
  * hctx's region, -1 without one. claim: take a free probe for it, and try again when another
@@ -149,22 +161,23 @@ struct {
  */
 static __always_inline int rq_region(__u64 hctx, bool claim)
 {
-	__u32 h = table_hash(hctx, 0) >> (32 - RQ_REGION_BITS), i, j, idx, free;
+	__u32 h = table_hash(hctx, 0) >> (32 - rq_region_bits), i, j, idx, free;
+	__u32 none = 1u << rq_region_bits;
 	__u64 *o;
 
 	for (j = 0; j < RQ_REGION_PROBES; j++) {
-		free = RQ_REGIONS;	/* none */
+		free = none;
 		for (i = 0; i < RQ_REGION_PROBES; i++) {
-			idx = (h + i) & (RQ_REGIONS - 1);
+			idx = (h + i) & (none - 1);
 			o = bpf_map_lookup_elem(&rq_regions, &idx);
 			if (!o)
 				return -1;
 			if (*o == hctx)
 				return idx;
-			if (!*o && free == RQ_REGIONS)
+			if (!*o && free == none)
 				free = idx;
 		}
-		if (!claim || free == RQ_REGIONS)
+		if (!claim || free == none)
 			return -1;
 		o = bpf_map_lookup_elem(&rq_regions, &free);
 		if (!o)
@@ -183,12 +196,12 @@ static __always_inline struct inflight *rq_slot(__u64 hctx, __u32 tag, bool clai
 	int r;
 	__u32 idx;
 
-	if (!tag_slots || tag >= RQ_REGION_SLOTS || !hctx)	/* BLK_MQ_NO_TAG is -1: beyond too */
+	if (!tag_slots || tag >> rq_slot_bits || !hctx)	/* BLK_MQ_NO_TAG is -1: beyond too */
 		return NULL;
 	r = rq_region(hctx, claim);
 	if (r < 0)
 		return NULL;
-	idx = (__u32)r * RQ_REGION_SLOTS + tag;
+	idx = ((__u32)r << rq_slot_bits) + tag;
 	return bpf_map_lookup_elem(&rq_slots, &idx);
 }
 
@@ -202,10 +215,14 @@ static __always_inline int rq_put(__u64 hctx, __u32 tag, __u64 ptr, __u64 ts, __
 				  const struct who *w, __u32 dev, __u32 link)
 {
 	struct inflight *e = rq_slot(hctx, tag, true);
-	__u64 k;
+	__u32 zero = 0;
+	__u64 k, *n;
 
-	if (!e)		/* the in-flight table has no room for the link: REQ_LINK_WALK */
+	if (!e) {	/* the in-flight table has no room for the link: REQ_LINK_WALK */
+		if (tag_slots && (n = bpf_map_lookup_elem(&rq_untagged, &zero)))
+			(*n)++;
 		return inflight_put(ptr, ts, queued, w, dev, false);
+	}
 	k = e->key;
 	if (k == ptr && e->ts) {
 		e->ts = ts;

@@ -65,14 +65,19 @@ struct inflight {
 #define INFLIGHT_STALE_NS	(120ULL * 1000000000ULL)
 
 /*
- * Block requests by tag (inflight.bpf.h): RQ_REGIONS regions of RQ_REGION_SLOTS slots, each
- * region owned by one hardware queue (its blk_mq_hw_ctx's address in rq_regions), a request's
- * slot its tag there. Requests of a hardware queue without a region, or with a tag beyond one,
- * use the in-flight table.
+ * Block requests by tag (inflight.bpf.h): 2^rq_region_bits regions of 2^rq_slot_bits slots,
+ * each region owned by one hardware queue (its blk_mq_hw_ctx's address in rq_regions), a
+ * request's slot its tag there. Requests of a hardware queue without a region, or with a tag
+ * beyond one, use the in-flight table (counted in rq_untagged). The loader sizes both to the
+ * machine's hardware queues and tag depths (user/layers/block.c); these are the defaults and
+ * the bounds.
  */
-#define RQ_REGION_BITS		7
-#define RQ_REGIONS		(1u << RQ_REGION_BITS)
-#define RQ_REGION_SLOTS		1024
+#define RQ_REGION_BITS_DEFAULT	7
+#define RQ_SLOT_BITS_DEFAULT	10
+#define RQ_REGION_BITS_MIN	4
+#define RQ_REGION_BITS_MAX	12
+#define RQ_SLOT_BITS_MIN	6
+#define RQ_SLOT_BITS_MAX	12
 #define RQ_REGION_PROBES	4
 #define BIO_WALK_MAX		8	/* bios per request walked inline (direct loads in tp_btf) */
 #define BIO_LOOP_MAX		1024	/* and the rest of a merged request's, in a bpf_loop */

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* The block layer: what only it has. Its events, stages and maps are in the table below. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "block.skel.h"
 #include "ksyms.h"
@@ -125,6 +127,39 @@ static const char *event_unneeded(const struct trace_config *c, int ev)
 	return event_needed(c, ev) ? NULL : "not needed by the stages asked (--stages)";
 }
 
+/* The tag slots' memory at most: beyond, hardware queues go without a region */
+#define TAG_SLOTS_MAX_BYTES	(32u << 20)
+
+/*
+ * Tag slots for this machine (bpf/inflight.bpf.h): a region for each hardware queue, of the
+ * -d disk alone or of every blk-mq disk, with as many again and 16 spare (disks added later,
+ * and the spread of the hashed probes), and a slot for each tag of the deepest tag space. A
+ * hardware queue without a region or a tag beyond the slots (a disk added later, nr_requests
+ * raised) goes to the in-flight table: still measured, at a hashed table's cost, and counted.
+ */
+static int tag_slots_size(struct layer_inst *l)
+{
+	struct block_bpf *skel = l->skel;
+	unsigned int depth, n = hw_queues(l->cfg->dev, &depth);
+	uint32_t r = RQ_REGION_BITS_MIN, s = RQ_SLOT_BITS_MIN;
+
+	while (r < RQ_REGION_BITS_MAX && (1u << r) < 2 * (n + 8))
+		r++;
+	while (s < RQ_SLOT_BITS_MAX && (1u << s) < depth)
+		s++;
+	while (r > RQ_REGION_BITS_MIN && ((uint64_t)sizeof(struct inflight) << (r + s)) >
+	       TAG_SLOTS_MAX_BYTES)
+		r--;
+	skel->rodata->rq_region_bits = r;
+	skel->rodata->rq_slot_bits = s;
+	if (!l->cfg->no_tag_slots)
+		vlog("block: tag slots: %u regions of %u for %u hardware queues of depth up to %u "
+		     "(%llu KiB)", 1u << r, 1u << s, n, depth,
+		     (unsigned long long)(sizeof(struct inflight) << (r + s)) >> 10);
+	return bpf_map__set_max_entries(skel->maps.rq_regions, 1u << r) ?:
+	       bpf_map__set_max_entries(skel->maps.rq_slots, 1u << (r + s));
+}
+
 static int configure(struct layer_inst *l)
 {
 	const struct trace_config *c = l->cfg;
@@ -145,7 +180,7 @@ static int configure(struct layer_inst *l)
 	skel->rodata->queue_stages = event_needed(c, EV_BIO_QUEUE);
 	skel->rodata->req_mask = c->inflight_slots - 1;
 	LINK_SYMS_RODATA(skel->rodata, link_syms());
-	return bpf_map__set_max_entries(skel->maps.inflight, c->inflight_slots);
+	return tag_slots_size(l) ?: bpf_map__set_max_entries(skel->maps.inflight, c->inflight_slots);
 }
 
 static int check(const struct layer_inst *l)
@@ -198,6 +233,23 @@ static int unseen_one(uint32_t idx, const void *v, void *arg)
 	return 0;
 }
 
+/* Requests the programs put in the in-flight table for want of a tag slot (rq_untagged). */
+static unsigned long long untagged(struct block_bpf *skel)
+{
+	int ncpu = libbpf_num_possible_cpus(), i;
+	unsigned long long n = 0;
+	uint32_t zero = 0;
+	uint64_t *v;
+
+	if (ncpu <= 0 || !(v = calloc((size_t)ncpu, sizeof(*v))))
+		return 0;
+	if (!bpf_map_lookup_elem(bpf_map__fd(skel->maps.rq_untagged), &zero, v))
+		for (i = 0; i < ncpu; i++)
+			n += v[i];
+	free(v);
+	return n;
+}
+
 static int pending(struct layer_inst *l, bool final, struct interval *iv)
 {
 	struct block_bpf *skel = l->skel;
@@ -223,6 +275,8 @@ static int pending(struct layer_inst *l, bool final, struct interval *iv)
 		     (unsigned long long)s.unseen);
 		counters_add(iv->drops, &iv->ndrops, "complete_unseen", s.unseen);
 	}
+	if (!err && !l->cfg->no_tag_slots)
+		vlog("block: %llu requests issued outside the tag slots", untagged(skel));
 	return err;
 }
 

@@ -448,3 +448,52 @@ int disk_count(void)
 	closedir(d);
 	return n;
 }
+
+static unsigned int sysfs_uint(const char *path)
+{
+	char line[32];
+
+	return sysfs_line(path, line, sizeof(line)) ? 0 : (unsigned int)strtoul(line, NULL, 10);
+}
+
+unsigned int hw_queues(uint32_t dev, unsigned int *depth)
+{
+	unsigned int n = 0, tags, d;
+	struct dirent *de, *q;
+	char path[640];		/* two names of up to 255 bytes */
+	uint32_t dv;
+	DIR *b, *mq;
+
+	*depth = 0;
+	b = opendir("/sys/block");
+	if (!b)
+		return 0;
+	while ((de = readdir(b))) {
+		if (de->d_name[0] == '.' || (dev && (dev_of(de->d_name, &dv) || dv != dev)))
+			continue;
+		snprintf(path, sizeof(path), "/sys/block/%s/mq", de->d_name);
+		mq = opendir(path);
+		if (!mq)
+			continue;
+		while ((q = readdir(mq))) {
+			if (!isdigit((unsigned char)q->d_name[0]))
+				continue;
+			n++;
+			snprintf(path, sizeof(path), "/sys/block/%s/mq/%s/nr_tags", de->d_name,
+				 q->d_name);
+			tags = sysfs_uint(path);
+			d = 2 * (tags < 128 ? tags : 128);
+			if (tags > d)
+				d = tags;
+			if (d > *depth)
+				*depth = d;
+		}
+		closedir(mq);
+		snprintf(path, sizeof(path), "/sys/block/%s/queue/nr_requests", de->d_name);
+		d = sysfs_uint(path);
+		if (d > *depth)
+			*depth = d;
+	}
+	closedir(b);
+	return n;
+}

@@ -62,5 +62,12 @@ long disk_inflight(uint32_t dev);
 int64_t disk_completed(uint32_t dev);
 /* Has no disk in /sys/block a request in flight now? */
 bool disks_idle(void);
+/*
+ * The blk-mq hardware queues of disk dev (of every disk when dev is 0), and in *depth the
+ * highest tag any of them can give a request, plus one: the driver's depth (mq/N/nr_tags), the
+ * scheduler's (queue/nr_requests), or the one a scheduler chosen later gets by default (twice
+ * the driver's depth, at most 256). Bio-based disks (dm, md, zram) have none.
+ */
+unsigned int hw_queues(uint32_t dev, unsigned int *depth);
 
 #endif
