@@ -74,7 +74,7 @@ struct inflight {
  */
 #define RQ_REGION_BITS_DEFAULT	7
 #define RQ_SLOT_BITS_DEFAULT	10
-#define RQ_REGION_BITS_MIN	4
+#define RQ_REGION_BITS_MIN	7
 #define RQ_REGION_BITS_MAX	12
 #define RQ_SLOT_BITS_MIN	6
 #define RQ_SLOT_BITS_MAX	12

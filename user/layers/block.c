@@ -133,7 +133,8 @@ static const char *event_unneeded(const struct trace_config *c, int ev)
 /*
  * Tag slots for this machine (bpf/inflight.bpf.h): a region for each hardware queue, of the
  * -d disk alone or of every blk-mq disk, with as many again and 16 spare (disks added later,
- * and the spread of the hashed probes), and a slot for each tag of the deepest tag space. A
+ * and the spread of the hashed probes), at least 128 (a region is never given back: loop
+ * devices come and go), and a slot for each tag of the deepest tag space. A
  * hardware queue without a region or a tag beyond the slots (a disk added later, nr_requests
  * raised) goes to the in-flight table: still measured, at a hashed table's cost, and counted.
  */
