@@ -58,9 +58,12 @@ def test_reaped_in_user_space_is_not_observable(tmp_path, no_bpf_leak):
     tracing stops, is counted as unmeasured then: every read is in total, timed or not."""
     f = tmp_path / "data"
     f.write_bytes(bytes(range(256)) * 256)  # 64 KiB
-    tracer = Tracer(["-l", "block,aio", "-P", "-O", "-j"])
-    subprocess.run([str(REAPER), "aio-ring", "20", str(f)], check=True)
-    st, events = aio_stages(records(tracer.stop()), "reaper")
+    def run():
+        tracer = Tracer(["-l", "block,aio", "-P", "-O", "-j"])
+        subprocess.run([str(REAPER), "aio-ring", "20", str(f)], check=True)
+        return tracer, records(tracer.stop())
+    # submit_complete ends at the block completion: one no program received would leave it 19
+    st, events = aio_stages(without_unseen(run)[1], "reaper")
     assert events.get("aio_reap_unobserved") == 19, events
     assert st["total"]["count"] == 0 and st["total"]["unmeasured"] == 20, st
     assert st["complete_reap"]["count"] == 0 and st["complete_reap"]["unmeasured"] == 20
@@ -78,7 +81,9 @@ def test_partial_submit(tmp_path, no_bpf_leak):
     st, events = aio_stages(recs, "reaper")
     assert st["total"]["count"] == 4 and st["total"]["unmeasured"] == 0, st
     assert not events.get("aio_reap_unobserved"), events
-    assert not {k: v for rec in recs for k, v in rec["drops"].items() if v}
+    # anywhere on the host (no -d) a block completion may reach no program: that one is said
+    assert not {k: v for rec in recs for k, v in rec["drops"].items()
+                if v and k != "complete_unseen"}
 
 
 @pytest.mark.parametrize("qd", [1, 4, 32])

@@ -19,7 +19,7 @@
 struct snoop_args {
 	struct trace_opts t;
 	bool json;
-	uint64_t printed, lost;
+	struct snoop_counts n;	/* in all */
 };
 
 static const char usage_head[] =
@@ -107,26 +107,31 @@ static int print_request(const struct req_rec *r, void *arg)
 {
 	struct snoop_args *a = arg;
 
-	a->printed++;
+	a->n.printed++;
 	return sink_written(a->json ? output_req_json(r, stdout) : output_req_text(r, stdout));
 }
 
-/* Each interval: the records lost in it (their ring buffer was full), when there were any. */
+/*
+ * Each interval: the records lost in it (their ring buffer was full), when there were any; and
+ * the block completions no program received, for the summary.
+ */
 static int print_lost(const struct interval *iv, void *arg)
 {
+	struct snoop_counts c = { 0 };
 	struct snoop_args *a = arg;
-	uint64_t lost = 0;
 	size_t n;
 	int i;
 
 	for (i = 0; i < iv->ndrops; i++) {
 		n = strlen(iv->drops[i].name);
 		if (n >= 10 && !strcmp(iv->drops[i].name + n - 10, "snoop_lost"))
-			lost += iv->drops[i].n;
+			c.lost += iv->drops[i].n;
+		else if (!strcmp(iv->drops[i].name, "complete_unseen"))
+			a->n.unseen += iv->drops[i].n;
 	}
-	a->lost += lost;
-	return sink_written(a->json ? output_snoop_counts_json(iv->ts_ns, false, 0, lost, stdout) :
-		       output_snoop_counts_text(iv->ts_ns, false, 0, lost, stdout));
+	a->n.lost += c.lost;
+	return sink_written(a->json ? output_snoop_counts_json(iv->ts_ns, false, &c, stdout) :
+		       output_snoop_counts_text(iv->ts_ns, false, &c, stdout));
 }
 
 int cmd_snoop(int argc, char **argv)
@@ -152,7 +157,7 @@ int cmd_snoop(int argc, char **argv)
 	session_close(s);
 	if (!r)
 		r = sink_written(a.json ? output_snoop_counts_json(clock_ns(CLOCK_REALTIME), true,
-								   a.printed, a.lost, stdout) :
-				 output_snoop_counts_text(0, true, a.printed, a.lost, stdout)) > 0;
+								   &a.n, stdout) :
+				 output_snoop_counts_text(0, true, &a.n, stdout)) > 0;
 	return r;
 }

@@ -142,20 +142,22 @@ int output_req_json(const struct req_rec *r, FILE *f)
 	return err;
 }
 
-int output_snoop_counts_json(uint64_t ts_ns, bool final, uint64_t printed, uint64_t lost, FILE *f)
+int output_snoop_counts_json(uint64_t ts_ns, bool final, const struct snoop_counts *c, FILE *f)
 {
 	struct jw w;
 	int err;
 
-	if (!final && !lost)
+	if (!final && !c->lost)
 		return 0;
 	jw_init(&w);
 	jw_obj(&w, NULL);
 	jw_str(&w, "type", final ? "snoop_summary" : "snoop_lost");
 	jw_u64(&w, "ts", ts_ns);
 	if (final)
-		jw_u64(&w, "printed", printed);
-	jw_u64(&w, "lost", lost);
+		jw_u64(&w, "printed", c->printed);
+	jw_u64(&w, "lost", c->lost);
+	if (final)
+		jw_u64(&w, "complete_unseen", c->unseen);
 	jw_end_obj(&w);
 	err = jw_flush_line(&w, f);
 	jw_free(&w);

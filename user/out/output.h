@@ -25,12 +25,17 @@ void output_json_build(const struct interval *iv, struct jw *w);
 /*
  * snoop: a slow request, as a line under output_req_header's, or as an NDJSON "snoop" record;
  * then the counts: records the ring buffer had no room for (lost, in an interval: printed only
- * when not 0) and, at the end, printed and lost in all. -1 when not written whole.
+ * when not 0) and, at the end, printed and lost in all, and the block completions no BPF
+ * program received (complete_unseen: such a request cannot be printed, slow or not). -1 when
+ * not written whole.
  */
+struct snoop_counts {
+	uint64_t printed, lost, unseen;
+};
 void output_req_header(FILE *f);
 int output_req_text(const struct req_rec *r, FILE *f);
 int output_req_json(const struct req_rec *r, FILE *f);
-int output_snoop_counts_text(uint64_t ts_ns, bool final, uint64_t printed, uint64_t lost, FILE *f);
-int output_snoop_counts_json(uint64_t ts_ns, bool final, uint64_t printed, uint64_t lost, FILE *f);
+int output_snoop_counts_text(uint64_t ts_ns, bool final, const struct snoop_counts *c, FILE *f);
+int output_snoop_counts_json(uint64_t ts_ns, bool final, const struct snoop_counts *c, FILE *f);
 
 #endif

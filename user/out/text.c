@@ -283,13 +283,16 @@ int output_req_text(const struct req_rec *r, FILE *f)
 	return ferror(f) ? -1 : 0;
 }
 
-int output_snoop_counts_text(uint64_t ts_ns, bool final, uint64_t printed, uint64_t lost, FILE *f)
+int output_snoop_counts_text(uint64_t ts_ns, bool final, const struct snoop_counts *c, FILE *f)
 {
 	if (final)
 		fprintf(f, "# %" PRIu64 " requests printed, %" PRIu64 " lost (no room in the ring "
-			"buffer)\n", printed, lost);
-	else if (lost)
-		fprintf(f, "# lost %" PRIu64 " requests: no room in the ring buffer\n", lost);
+			"buffer)\n", c->printed, c->lost);
+	if (final && c->unseen)
+		fprintf(f, "# %" PRIu64 " block requests not shown: their completion reached no BPF "
+			"program (complete_unseen)\n", c->unseen);
+	else if (!final && c->lost)
+		fprintf(f, "# lost %" PRIu64 " requests: no room in the ring buffer\n", c->lost);
 	fflush(f);
 	return ferror(f) ? -1 : 0;
 }
