@@ -99,17 +99,30 @@ def loopdev2(tmp_path):
     yield from loop_device(tmp_path / "disk2.img")
 
 
+QUEUE_KNOBS = ("scheduler", "nomerges", "nr_requests")
+
+
+def queue_knobs(dev):
+    """The queue settings tests change. A loop device's queue keeps them when its file is
+    detached, for the next test that attaches one: each test puts back what it changed."""
+    q = Path(f"/sys/block/{Path(dev).name}/queue")
+    return {k: (q / k).read_text().strip() for k in QUEUE_KNOBS}
+
+
 def loop_device(img):
     with open(img, "wb") as f:
         f.truncate(128 << 20)
     dev = subprocess.run(["losetup", "-f", "--show", "--direct-io=on", str(img)], check=True,
                          capture_output=True, text=True).stdout.strip()
+    before = queue_knobs(dev)
     try:
         yield dev
     finally:
+        after = queue_knobs(dev)
         subprocess.run(["losetup", "-d", dev], check=False)
     out = subprocess.run(["losetup", "-j", str(img)], capture_output=True, text=True).stdout
     assert out.strip() == "", f"loop device still attached: {out}"
+    assert after == before, f"{dev}: queue settings not put back: {before} -> {after}"
 
 
 class Tracer:
@@ -220,14 +233,20 @@ def slow_loopdev(tmp_path):
         dev = subprocess.run(["losetup", "-f", "--show", "--direct-io=on", str(mnt / "disk")],
                              check=True, capture_output=True, text=True).stdout.strip()
         made[-1] = (mnt, daemon, dev)
+        knobs[dev] = queue_knobs(dev)
         return dev
 
+    knobs = {}
     yield make
+    changed = {}
     for mnt, daemon, dev in made:
         if dev:
+            if queue_knobs(dev) != knobs[dev]:
+                changed[dev] = (knobs[dev], queue_knobs(dev))
             subprocess.run(["losetup", "-d", dev], check=False)
         subprocess.run(["fusermount3", "-u", str(mnt)], check=False)
         daemon.wait(timeout=10)
         if dev:
             out = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
             assert str(mnt) not in out, f"loop device still attached: {out}"
+    assert not changed, f"queue settings not put back (before, after): {changed}"

@@ -84,8 +84,11 @@ def test_a_tag_beyond_the_slots_is_measured_and_counted(slow_loopdev, no_bpf_lea
     knob = Path(f"/sys/block/{disk}/queue/nr_requests")
     set_scheduler(dev, "mq-deadline")
     # no merges (plug or scheduler): 2 x SLOTS random reads at once would merge some adjacent
-    # pairs, and each read is then one request
-    Path(f"/sys/block/{disk}/queue/nomerges").write_text("2")
+    # pairs, and each read is then one request. Put back before the device goes: a loop
+    # device's queue keeps it for the next file attached (tests/test_merge.py needs merges).
+    nomerges = Path(f"/sys/block/{disk}/queue/nomerges")
+    old_nomerges = nomerges.read_text().strip()
+    nomerges.write_text("2")
     tracer = Tracer(["-d", disk, "-D", "-F", "-j"])
     try:
         _, slots, _, _, _ = sizing(tracer.stderr)
@@ -104,6 +107,7 @@ def test_a_tag_beyond_the_slots_is_measured_and_counted(slow_loopdev, no_bpf_lea
         if tracer.proc.poll() is None:
             tracer.stop(check=False)
         set_scheduler(dev, "none")  # nr_requests goes back to the driver's depth with it
+        nomerges.write_text(old_nomerges)
     n = outside(tracer.stderr)
     assert n >= slots // 2, (n, slots, tracer.stderr)
     # every O_DIRECT read in the device stage, measured; the load's signature check adds a few
