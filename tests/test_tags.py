@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, Tracer, records, unseen
-from test_block import assert_exact, set_scheduler, traced_io
+from test_block import assert_exact, scheduler_of, set_scheduler, traced_io
 
 pytestmark = pytest.mark.root
 
@@ -53,6 +53,7 @@ def test_every_request_has_a_tag_slot_under_each_scheduler(loopdev, no_bpf_leak)
     """-d DISK: the slots are sized to that disk's queues and tags, and each of its requests,
     driver tag (none) or scheduler tag (mq-deadline, a deeper space), is kept in its slot."""
     disk = Path(loopdev).name
+    was = scheduler_of(loopdev)
     try:
         for i, sched in enumerate(("none", "mq-deadline")):
             set_scheduler(loopdev, sched)
@@ -70,7 +71,7 @@ def test_every_request_has_a_tag_slot_under_each_scheduler(loopdev, no_bpf_leak)
             print(f"{sched}: {regions} regions x {slots} slots ({kib} KiB) for {queues} queue(s)"
                   f" of depth {depth}; {nreads}+{nwrites} requests, 0 outside the slots")
     finally:
-        set_scheduler(loopdev, "none")  # the loop device outlives the test: leave it as found
+        set_scheduler(loopdev, was)  # the loop device outlives the test: leave it as found
 
 
 def test_a_tag_beyond_the_slots_is_measured_and_counted(slow_loopdev, no_bpf_leak):
@@ -82,15 +83,16 @@ def test_a_tag_beyond_the_slots_is_measured_and_counted(slow_loopdev, no_bpf_lea
     dev = slow_loopdev(1000)
     disk = Path(dev).name
     knob = Path(f"/sys/block/{disk}/queue/nr_requests")
-    set_scheduler(dev, "mq-deadline")
-    # no merges (plug or scheduler): 2 x SLOTS random reads at once would merge some adjacent
-    # pairs, and each read is then one request. Put back before the device goes: a loop
-    # device's queue keeps it for the next file attached (tests/test_merge.py needs merges).
     nomerges = Path(f"/sys/block/{disk}/queue/nomerges")
-    old_nomerges = nomerges.read_text().strip()
-    nomerges.write_text("2")
-    tracer = Tracer(["-d", disk, "-D", "-F", "-j"])
+    was, old_nomerges, tracer = scheduler_of(dev), nomerges.read_text().strip(), None
+    old_nr = knob.read_text().strip()
     try:
+        set_scheduler(dev, "mq-deadline")
+        # no merges (plug or scheduler): 2 x SLOTS random reads at once would merge some
+        # adjacent pairs, and each read is then one request. Put back before the device goes:
+        # a loop device's queue keeps it for the next file (tests/test_merge.py needs merges).
+        nomerges.write_text("2")
+        tracer = Tracer(["-d", disk, "-D", "-F", "-j"])
         _, slots, _, _, _ = sizing(tracer.stderr)
         try:
             knob.write_text(str(4 * slots))
@@ -104,9 +106,10 @@ def test_a_tag_beyond_the_slots_is_measured_and_counted(slow_loopdev, no_bpf_lea
         assert json.loads(out.stdout)["jobs"][0]["read"]["total_ios"] == ios
         recs = records(tracer.stop())
     finally:
-        if tracer.proc.poll() is None:
+        if tracer and tracer.proc.poll() is None:
             tracer.stop(check=False)
-        set_scheduler(dev, "none")  # nr_requests goes back to the driver's depth with it
+        set_scheduler(dev, was)
+        knob.write_text(old_nr)
         nomerges.write_text(old_nomerges)
     n = outside(tracer.stderr)
     assert n >= slots // 2, (n, slots, tracer.stderr)

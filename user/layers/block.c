@@ -134,7 +134,8 @@ static const char *event_unneeded(const struct trace_config *c, int ev)
  * Tag slots for this machine (bpf/inflight.bpf.h): a region for each hardware queue, of the
  * -d disk alone or of every blk-mq disk, with as many again and 16 spare (disks added later,
  * and the spread of the hashed probes), at least 128 (a region is never given back: loop
- * devices come and go), and a slot for each tag of the deepest tag space. A
+ * devices come and go), and a slot for each tag of the deepest tag space (at most 4,096; the
+ * old fixed 1,024 when sysfs says nothing). Only the regions give way to the 32 MiB cap. A
  * hardware queue without a region or a tag beyond the slots (a disk added later, nr_requests
  * raised) goes to the in-flight table: still measured, at a hashed table's cost, and counted.
  */
@@ -148,15 +149,19 @@ static int tag_slots_size(struct layer_inst *l)
 		r++;
 	while (s < RQ_SLOT_BITS_MAX && (1u << s) < depth)
 		s++;
+	if (!depth)		/* sysfs unreadable (or -d a bio-based disk): the old fixed size */
+		s = RQ_SLOT_BITS_DEFAULT;
 	while (r > RQ_REGION_BITS_MIN && ((uint64_t)sizeof(struct inflight) << (r + s)) >
 	       TAG_SLOTS_MAX_BYTES)
 		r--;
 	skel->rodata->rq_region_bits = r;
 	skel->rodata->rq_slot_bits = s;
-	if (!l->cfg->no_tag_slots)
-		vlog("block: tag slots: %u regions of %u for %u hardware queues of depth up to %u "
-		     "(%llu KiB)", 1u << r, 1u << s, n, depth,
-		     (unsigned long long)(sizeof(struct inflight) << (r + s)) >> 10);
+	if (l->cfg->no_tag_slots)	/* never looked at: the programs stop before */
+		return bpf_map__set_max_entries(skel->maps.rq_regions, 1) ?:
+		       bpf_map__set_max_entries(skel->maps.rq_slots, 1);
+	vlog("block: tag slots: %u regions of %u for %u hardware queues of depth up to %u "
+	     "(%llu KiB)", 1u << r, 1u << s, n, depth,
+	     (unsigned long long)(sizeof(struct inflight) << (r + s)) >> 10);
 	return bpf_map__set_max_entries(skel->maps.rq_regions, 1u << r) ?:
 	       bpf_map__set_max_entries(skel->maps.rq_slots, 1u << (r + s));
 }
