@@ -36,8 +36,19 @@ const volatile bool queue_stages = true;
 const volatile __u32 flags_mask;	/* request flag bits kept in the key (per-flags mode) */
 /* Index of the pointer argument: 1 where the prototype still has a request_queue first. */
 const volatile __u32 rq_issue_arg;
+const volatile __u32 rq_requeue_arg;
 const volatile __u32 bio_queue_arg;
 const volatile __u32 split_arg;
+/*
+ * --lose-completions (testing): the programs miss the final completion of every lose_every-th
+ * request they hold, as the kernel sometimes makes them (docs/trust.md, "complete_unseen"), so
+ * that tests can check each such request is counted. 0: never (the verifier drops the code).
+ * lost_completions: how many were missed so.
+ */
+const volatile __u32 lose_every;
+__u64 lose_tick, lost_completions;
+/* Requests held that were requeued (shown by -v at the stop): rare, so one shared counter. */
+__u64 requeues;
 
 /* Per disk and/or per op: one histogram set per key, created on first use. */
 struct {
@@ -168,9 +179,11 @@ int raw_tp_##event(__u64 *ctx) { body(raw); }
 #define BIO_QUEUE(v)	return on_bio_queue_##v(bio_queue_arg ? ARG(1) : ARG(0))
 #define SPLIT(v)	return on_split_##v(split_arg ? ARG(1) : ARG(0))
 #define RQ_ISSUE(v)	return on_rq_issue_##v(rq_issue_arg ? ARG(1) : ARG(0))
+#define RQ_REQUEUE(v)	return on_rq_requeue_##v(rq_requeue_arg ? ARG(1) : ARG(0))
 #define RQ_COMPLETE(v)	return on_rq_complete_##v(ARG(0), (unsigned int)ctx[2])
 
 TWIN(block_bio_queue, BIO_QUEUE)
 TWIN(block_split, SPLIT)
 TWIN(block_rq_issue, RQ_ISSUE)
+TWIN(block_rq_requeue, RQ_REQUEUE)
 TWIN(block_rq_complete, RQ_COMPLETE)

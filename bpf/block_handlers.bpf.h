@@ -185,6 +185,21 @@ static __always_inline int H(on_rq_issue)(struct request *rq)
 }
 
 /*
+ * A request given back to be issued again (a driver out of resources, a timeout, a flush
+ * sequence): its next issue is the same I/O, not a new one after a completion no program saw.
+ */
+static __always_inline int H(on_rq_requeue)(struct request *rq)
+{
+	struct inflight *e = rq_find(RQ_AT(rq), PTR_U64(rq));
+
+	if (e && e->ts) {
+		e->requeued = 1;
+		__sync_fetch_and_add(&requeues, 1);
+	}
+	return 0;
+}
+
+/*
  * Stamp the io_uring/aio requests whose bios this block request carried: the earliest issue and
  * the latest completion over all the block requests holding their bios. tgid is the request's
  * (its earliest bio's): aio bios of another process merged into it are not linked.
@@ -230,6 +245,17 @@ static __always_inline void H(snoop_block)(struct request *rq, const struct who 
 	snoop_submit(r);
 }
 
+/* --lose-completions: is this final completion of a request the programs hold to be missed? */
+static __always_inline bool H(lose)(struct request *rq)
+{
+	struct inflight *e = rq_find(RQ_AT(rq), PTR_U64(rq));
+
+	if (!e || !e->ts || __sync_fetch_and_add(&lose_tick, 1) % lose_every != lose_every - 1)
+		return false;
+	__sync_fetch_and_add(&lost_completions, 1);
+	return true;
+}
+
 static __always_inline int H(on_rq_complete)(struct request *rq, unsigned int nr_bytes)
 {
 	__u64 now, queued = 0, issued;
@@ -248,6 +274,8 @@ static __always_inline int H(on_rq_complete)(struct request *rq, unsigned int nr
 		if (filter_dev && dev != filter_dev)
 			return 0;
 	}
+	if (lose_every && H(lose)(rq))
+		return 0;
 
 	now = bpf_ktime_get_ns();
 	issued = rq_take(RQ_AT(rq), PTR_U64(rq), now, &queued, &w, &link);

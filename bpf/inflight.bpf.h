@@ -30,6 +30,7 @@ static __always_inline void entry_fill(struct inflight *e, __u64 ts, __u64 queue
 {
 	e->queued = queued;
 	e->tgid = w->tgid;
+	e->requeued = 0;
 	if (owner_wanted()) {
 		e->cgroup = w->cgroup;
 		e->tid = w->tid;
@@ -48,12 +49,31 @@ static __always_inline void entry_who(const struct inflight *e, struct who *w)
 	}
 }
 
+/* The loader attached block_rq_requeue: a requeued request's entry says so (requeued). */
+const volatile bool requeue_traced;
+
+/*
+ * A request issued again while its entry is live: a requeue, restamped, keeping its queue time,
+ * link and owner (true); else the next I/O at the request, whose last completion no program
+ * saw, counted (false: the caller fills the entry afresh). A requeue is known by its mark
+ * (block_rq_requeue); where that event is not traced, by no new bio coming with the issue,
+ * which takes a missed completion for a requeue when bios are not tracked (--stages device).
+ */
+static __always_inline bool rq_requeued(struct inflight *e, __u64 ts, __u64 queued)
+{
+	if (requeue_traced ? e->requeued : !queued) {
+		e->requeued = 0;
+		e->ts = ts;
+		return true;
+	}
+	drop(DROP_COMPLETE_UNSEEN);
+	return false;
+}
+
 /*
  * Record ts for ptr: a bio's (is_bio, with its link in `queued`'s place) or a request's (with
  * its disk, dev). An existing entry for the same pointer is a leftover: a bio never consumed
- * (counted), overwritten; or a request issued again: a requeue when no new bios come with it
- * (queued == 0), which keeps its queue time, else the next I/O of a request whose completion
- * was never seen (counted). Returns 0 on success.
+ * (counted), overwritten; or a request issued again (rq_requeued). Returns 0 on success.
  */
 static __always_inline int inflight_put(__u64 ptr, __u64 ts, __u64 queued, const struct who *w,
 					__u32 dev, bool is_bio)
@@ -64,14 +84,10 @@ static __always_inline int inflight_put(__u64 ptr, __u64 ts, __u64 queued, const
 	e = inflight_tab_claim(ptr, 0, ts, &existed);
 	if (!e)
 		return -1;
-	if (existed && is_bio) {
+	if (existed && is_bio)
 		drop(DROP_INFLIGHT_REUSED);
-	} else if (existed) {
-		e->ts = ts;
-		if (!queued)
-			return 0;
-		drop(DROP_COMPLETE_UNSEEN);
-	}
+	else if (existed && rq_requeued(e, ts, queued))
+		return 0;
 	entry_fill(e, ts, queued, w, dev);
 	return 0;
 }
@@ -207,9 +223,8 @@ static __always_inline struct inflight *rq_slot(__u64 hctx, __u32 tag, bool clai
 
 /*
  * inflight_put for a request at issue. The slot is this request's while it is in flight: an
- * entry of its own is a re-issue (a requeue, queue time kept, when no new bios come; else the
- * next I/O, the last one's end unseen); another request's entry (a flush that borrowed the
- * tag) ended unseen too.
+ * entry of its own is a re-issue (rq_requeued: a requeue, or the next I/O, the last one's end
+ * unseen); another request's entry (a flush that borrowed the tag) ended unseen too.
  */
 static __always_inline int rq_put(__u64 hctx, __u32 tag, __u64 ptr, __u64 ts, __u64 queued,
 				  const struct who *w, __u32 dev, __u32 link)
@@ -225,10 +240,8 @@ static __always_inline int rq_put(__u64 hctx, __u32 tag, __u64 ptr, __u64 ts, __
 	}
 	k = e->key;
 	if (k == ptr && e->ts) {
-		e->ts = ts;
-		if (!queued)	/* a requeue: its bios, link and queue time are the first issue's */
+		if (rq_requeued(e, ts, queued))	/* its bios, link and queue time: the first issue's */
 			return 0;
-		drop(DROP_COMPLETE_UNSEEN);
 	} else if (k && e->ts) {
 		drop(DROP_COMPLETE_UNSEEN);
 	}

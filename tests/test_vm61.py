@@ -4,7 +4,8 @@ syscall layers attach with 6.1's events and prototypes; io_uring and libaio O_DI
 their bios; null_blk at 2 ms and 100 us and dm-delay (10 ms) over null_blk show their latency on
 the right device; -C labels and -c keeps each request by its submitter's cgroup v2; sched-ab
 calls the scheduler effect docs/sched-ab.md predicts, with its A/A control clean, and puts the
-disk's scheduler back. Under -icount at a fixed rate the
+disk's scheduler back; a request the SCSI host turns away, requeued and issued again, is one
+read, with all stages and with the device stage alone. Under -icount at a fixed rate the
 guest's clock counts its own instructions and its timers fire at their deadline in guest time,
 whatever the host's load, so a set latency is what the device takes, to the bucket. Runs
 tests/vm/smoke61.sh; skipped, with the reason, where QEMU is absent."""
@@ -81,7 +82,8 @@ def test_debian_61_kernel():
     scenarios(full.split("=== SCENARIOS")[1].split("=== SNOOP")[0])
     snoop_dm_delay(full.split("=== SCENARIOS")[1].split("FAST ")[1].split()[0],
                    full.split("=== SNOOP")[1].split("=== PROBE")[0])
-    sched_ab(full.split("=== SCHED-AB")[1].split("=== DONE")[0])
+    sched_ab(full.split("=== SCHED-AB")[1].split("=== REQUEUE")[0])
+    requeue(full.split("=== REQUEUE")[1].split("=== DONE")[0])
     cgroups(full.split("=== CGROUP")[1].split("=== PROBE")[0])
     sections = r.stdout.split("=== TRACE ")[1:]
     assert [s.split()[0] for s in sections] == ["tp_btf", "raw_tp"]
@@ -248,3 +250,26 @@ def cgroups(out):
     assert seen.get(("labelled", "uring", "submit_cqe", "/a")) == 40, seen
     assert not [k for k in seen if k[0] == "filtered" and k[3] is not None], seen
     assert seen.get(("filtered", "uring", "submit_cqe", None)) == 40, seen
+
+
+def requeue(out):
+    """scsi_debug busy every 4th command: requests requeued and issued again, each read counted
+    once (not also as a completion unseen) by both tracers, equal to the kernel's count."""
+    stat = {w: int(out.split(f"STAT {w} ")[1].split()[0]) for w in ("before", "after")}
+    kernel = stat["after"] - stat["before"]
+    assert kernel >= 100, out[:1500]
+    for name in ("r1", "r2"):
+        part = out.split(f"TRACER {name}\n")[1].split("TRACER ")[0]
+        requeued = int(part.split("block: ")[1].split(" requests requeued")[0])
+        recs = [json.loads(line) for line in part.splitlines() if line.startswith("{")]
+        reads = {st: [sum(h[f] for r in recs for h in r["hists"]
+                          if h["stage"] == st and h["labels"].get("op") == "read")
+                      for f in ("count", "unmeasured")]
+                 for st in ("device", "total")}
+        unseen = sum(r["drops"].get("complete_unseen", 0) for r in recs)
+        print(f"6.1 requeue ({name}): kernel {kernel} reads, requeued {requeued}, "
+              f"counted {reads}, complete_unseen {unseen}")
+        assert requeued > 0, part[:1500]
+        assert unseen == 0 and reads["device"] == [kernel, 0], (name, reads, unseen, kernel)
+        # the device stage alone has no total; all stages time every read whole
+        assert reads["total"] == ([kernel, 0] if name == "r1" else [0, 0]), (name, reads)

@@ -37,6 +37,9 @@ struct trace_config {
 	int nfail_tp;
 	bool force_raw_tp;	/* --force-raw-tp: testing: the raw_tp twins only */
 	bool no_tag_slots;	/* --no-tag-slots: testing: block requests in the hashed table */
+	/* --lose-completions=N: testing: the block programs miss every Nth completion of a
+	 * request they hold, as the kernel sometimes makes them (complete_unseen); 0 = never */
+	uint32_t lose_completions;
 };
 
 /* The defaults every command starts from. */

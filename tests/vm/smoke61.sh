@@ -183,6 +183,30 @@ for a in none mq-deadline; do
 		grep -E "faster|slower" | sed "s/^/AA $a /"
 	sched after
 done
+echo "=== REQUEUE"
+# every 4th SCSI command finds the host busy (scsi_debug's HOST_BUSY injection): the block
+# layer requeues the request, which is issued again, the same I/O. Two tracers, all stages by
+# tp_btf and the device stage alone by raw_tp, the kernel's read count read inside their window
+sdbg=/sys/bus/pseudo/drivers/scsi_debug
+echo 4 > $sdbg/every_nth; echo 0x8000 > $sdbg/opts
+rm -f /tmp/r1.err /tmp/r2.err
+/iostrata -v -d sda -F -j > /tmp/r1.json 2>/tmp/r1.err &
+r1=$!
+/iostrata -v -d sda -F -j --stages block.device --force-raw-tp > /tmp/r2.json 2>/tmp/r2.err &
+r2=$!
+until grep -q "iostrata: tracing" /tmp/r1.err 2>/dev/null; do sleep 0.2; done
+until grep -q "iostrata: tracing" /tmp/r2.err 2>/dev/null; do sleep 0.2; done
+echo "STAT before $(cat /sys/block/sda/stat)"
+/iostrata-load --device /dev/sda --force --engine io_uring --qd 4 --rw randread --ios 100 \
+	--size 16m >/dev/null && echo "REQUEUE LOAD OK"
+sleep 0.5
+echo "STAT after $(cat /sys/block/sda/stat)"
+kill -INT $r1 $r2
+wait
+echo 0 > $sdbg/opts; echo 0 > $sdbg/every_nth
+for r in r1 r2; do
+	echo "TRACER $r"; grep -E "requeued|not seen completing" /tmp/$r.err; cat /tmp/$r.json
+done
 echo "=== DONE"
 poweroff -f
 INIT
@@ -194,7 +218,7 @@ timeout 900 qemu-system-x86_64 ${QEMU_ACCEL:--accel tcg,thread=single -icount sh
 	> "$work/console.log" 2>&1 || true
 sed -n '/=== FEATURES/,/=== DONE/p' "$work/console.log"
 for m in "block_rq_complete  *tp_btf" "LOAD OK" "URING LOAD OK" "SCENARIO LOAD dm-0" \
-	"CGROUP LOAD b" "FAIL rc=1" "SCHED-AB rc=0" "=== DONE"; do
+	"CGROUP LOAD b" "FAIL rc=1" "SCHED-AB rc=0" "REQUEUE LOAD OK" "=== DONE"; do
 	grep -q "$m" "$work/console.log" || { echo "smoke61: FAILED: no '$m'" >&2; exit 1; }
 done
 [ "$(grep -c '^LOAD OK' "$work/console.log")" = 2 ] || { echo "smoke61: FAILED: a load run" >&2; exit 1; }

@@ -34,6 +34,9 @@ const char trace_opts_help_knobs[] =
 "      --force-raw-tp    testing: attach the raw_tp twins, not tp_btf\n"
 "      --no-tag-slots    testing: block requests in the in-flight table, not at\n"
 "                        their tags\n"
+"      --lose-completions=N\n"
+"                        testing: miss every Nth block completion of a request\n"
+"                        held, as the kernel sometimes does (complete_unseen)\n"
 "  -v, --verbose         show probing and libbpf diagnostics (-vv: more)\n"
 "  -h, --help            show this help\n"
 "  -V, --version         show the version\n";
@@ -282,6 +285,11 @@ static int trace_opt(struct trace_opts *t, int o, const char *arg)
 		return 1;
 	case TOPT_NO_TAG_SLOTS:
 		c->no_tag_slots = true;
+		return 1;
+	case TOPT_LOSE_COMPLETIONS:
+		if (parse_long("--lose-completions", arg, 1, 1000000, &v))
+			return -1;
+		c->lose_completions = (uint32_t)v;
 		return 1;
 	}
 	return 0;

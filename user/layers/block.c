@@ -11,7 +11,7 @@
 #include "log.h"
 #include "sysinfo.h"
 
-enum { EV_BIO_QUEUE, EV_SPLIT, EV_RQ_ISSUE, EV_RQ_COMPLETE };
+enum { EV_BIO_QUEUE, EV_SPLIT, EV_RQ_ISSUE, EV_RQ_REQUEUE, EV_RQ_COMPLETE };
 
 /* The events, in the order a request meets them; nargs is today's prototype. */
 static const struct layer_event events[] = {
@@ -24,6 +24,10 @@ static const struct layer_event events[] = {
 	[EV_RQ_ISSUE] = { "block_rq_issue", EV_TP, SKEL_PROG(block, tp_btf_block_rq_issue),
 		SKEL_PROG(block, raw_tp_block_rq_issue), .nargs = 1,
 		.role = "request issued to the driver: ends wait, starts device" },
+	[EV_RQ_REQUEUE] = { "block_rq_requeue", EV_TP, SKEL_PROG(block, tp_btf_block_rq_requeue),
+		SKEL_PROG(block, raw_tp_block_rq_requeue), .nargs = 1,
+		.role = "request requeued: its next issue is the same I/O, not a new one after a "
+			"completion unseen" },
 	[EV_RQ_COMPLETE] = { "block_rq_complete", EV_TP,
 		SKEL_PROG(block, tp_btf_block_rq_complete),
 		SKEL_PROG(block, raw_tp_block_rq_complete), .nargs = 3, .required = true,
@@ -179,8 +183,11 @@ static int configure(struct layer_inst *l)
 	skel->rodata->bio_queue_arg = l->rep.events[EV_BIO_QUEUE].arg;
 	skel->rodata->split_arg = l->rep.events[EV_SPLIT].arg;
 	skel->rodata->rq_issue_arg = l->rep.events[EV_RQ_ISSUE].arg;
+	skel->rodata->rq_requeue_arg = l->rep.events[EV_RQ_REQUEUE].arg;
+	skel->rodata->requeue_traced = l->rep.events[EV_RQ_REQUEUE].method != 0;
 	skel->rodata->inflight_mask = c->inflight_slots - 1;
 	skel->rodata->tag_slots = !c->no_tag_slots;
+	skel->rodata->lose_every = c->lose_completions;
 	/* an io_uring or aio layer runs and asks: stamp its requests with their bios' block times */
 	skel->rodata->link_reqs = l->shared->reqs_fd >= 0 && links_needed(c);
 	skel->rodata->queue_stages = event_needed(c, EV_BIO_QUEUE);
@@ -283,6 +290,11 @@ static int pending(struct layer_inst *l, bool final, struct interval *iv)
 	}
 	if (!err && !l->cfg->no_tag_slots)
 		vlog("block: %llu requests issued outside the tag slots", untagged(skel));
+	if (!err)
+		vlog("block: %llu requests requeued", (unsigned long long)skel->bss->requeues);
+	if (!err && l->cfg->lose_completions)
+		vlog("block: %llu completions missed on purpose (--lose-completions)",
+		     (unsigned long long)skel->bss->lost_completions);
 	return err;
 }
 
