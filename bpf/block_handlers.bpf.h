@@ -280,11 +280,15 @@ static __always_inline int H(on_rq_complete)(struct request *rq, unsigned int nr
 	now = bpf_ktime_get_ns();
 	issued = rq_take(RQ_AT(rq), PTR_U64(rq), now, &queued, &w, &link);
 	/*
-	 * Neither issued nor holding a bio: the end of a request of a flush sequence, whose data
-	 * part (or, for an empty flush, the flush request standing for it) already completed and
-	 * was counted here; the kernel's /sys/block stat counts it once too. Not counted again.
+	 * Not issued, and no bio, or ended with 0 bytes though its bio has data buffers: the end
+	 * of a write the kernel ran as a flush sequence (PREFLUSH with data, or FUA emulated by a
+	 * flush after it). Its data part was issued and completed, and counted, here; the kernel
+	 * ends the request again, its bio put back, once the flush after it is done, and its
+	 * /sys/block stat counts the write once. Not counted again. (An empty flush's request,
+	 * whose bio has no buffers, is never issued, a flush request standing for it: it is
+	 * counted at its end, as the kernel counts it, beside that flush request.)
 	 */
-	if (!issued && !KR(rq, bio))
+	if (!issued && (!KR(rq, bio) || (!nr_bytes && KR(rq, bio, bi_io_vec))))
 		return 0;
 	/* issue not seen (before tracing began, or no block_rq_issue): the bios still hold it */
 	if (!issued && queue_stages)

@@ -133,6 +133,54 @@ def test_raw_tp_twins_count_the_same(loopdev, no_bpf_leak):
     assert_exact(recs, Path(loopdev).name, 150, 90)
 
 
+def stat_writes_flushes(dev):
+    """/sys/block/DEV/stat: writes completed (field 5) and flushes completed (field 16)."""
+    f = Path(f"/sys/block/{Path(dev).name}/stat").read_text().split()
+    return int(f[4]), int(f[15])
+
+
+@pytest.mark.parametrize("variant", [[], ["--force-raw-tp"], ["--stages", "device"]],
+                         ids=["tp_btf", "raw_tp", "device-only"])
+def test_dsync_writes_are_counted_once_as_the_kernel_counts_them(loopdev, variant,
+                                                                 no_bpf_leak):
+    """O_DIRECT|O_DSYNC writes on a disk with a write-back cache and no FUA (a loop device):
+    each write is a FUA write the kernel runs as a flush sequence (its data, then a flush),
+    followed by the fsync's empty flush. The kernel ends the data request a second time once
+    the flush after it is done; that end was counted as a second, unmeasured write (300
+    writes for the kernel's 200). Per op, count + unmeasured are the kernel's own counts."""
+    disk = Path(loopdev).name
+    q = Path(f"/sys/block/{disk}/queue")
+    if "write back" not in (q / "write_cache").read_text() or \
+            (q / "fua").read_text().strip() != "0":
+        pytest.skip(f"{disk} has no write-back cache without FUA: no flush sequence to count")
+    n = 100
+
+    def run():
+        tracer = Tracer(["-d", disk, "-D", "-F", "-j", "-l", "block", *variant])
+        before = stat_writes_flushes(loopdev)
+        subprocess.run(["dd", "if=/dev/zero", f"of={loopdev}", "bs=4k", f"count={n}",
+                        "oflag=direct,dsync", "status=none"], check=True)
+        after = stat_writes_flushes(loopdev)
+        return (tracer, (after[0] - before[0], after[1] - before[1])), records(tracer.stop())
+    (tracer, (writes, flushes)), recs = without_unseen(run)
+    counts, unmeasured, _ = tally(recs, disk)
+    # the kernel: the 100 data writes and the 100 fsyncs' empty flushes as writes, the 100
+    # flushes after the data and the 100 the empty flushes stood for as flushes
+    assert (writes, flushes) == (2 * n, 2 * n), (writes, flushes)
+    assert counts["write", "device"] + unmeasured["write", "device"] == writes, \
+        (counts, unmeasured)
+    assert counts["flush", "device"] + unmeasured["flush", "device"] == flushes, \
+        (counts, unmeasured)
+    # measured: the data writes and the flush requests, each issued; an empty flush's own
+    # request is never issued (a flush request stands for it)
+    assert (counts["write", "device"], counts["flush", "device"]) == (n, 2 * n), counts
+    if "--stages" not in variant:
+        # every write's bio was seen queued: total measured for each, the empty ones too
+        assert (counts["write", "total"], unmeasured["write", "total"]) == (2 * n, 0), counts
+    print(f"{variant}: kernel writes {writes} flushes {flushes}; iostrata {dict(counts)} "
+          f"unmeasured {dict(unmeasured)}")
+
+
 def test_device_stage_alone_runs_two_programs_and_counts_exactly(loopdev, no_bpf_leak):
     """--stages device: only the request's issue and completion are traced (biolatency's two
     events; beside them block_rq_requeue, which runs only when a request is requeued), and the
