@@ -37,7 +37,7 @@ BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 SKELS     := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
 USER_SRCS := $(wildcard user/*.c user/*/*.c)
 USER_OBJS := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS))
-TEST_BINS := $(BIN)/test_hist $(BIN)/test_stats $(BIN)/slowfs $(BIN)/reaper
+TEST_BINS := $(BIN)/test_hist $(BIN)/test_stats $(BIN)/test_privs $(BIN)/slowfs $(BIN)/reaper
 BENCH_BINS := $(BIN)/bench-floor $(BIN)/bench-jitdump
 LOAD_SRCS  := $(wildcard tools/load/*.c)
 LOAD_OBJS  := $(patsubst tools/load/%.c,$(BUILD)/load/%.o,$(LOAD_SRCS)) \
@@ -104,6 +104,10 @@ $(BIN)/test_hist: tests/unit/test_hist.c tests/unit/check.h bpf/hist.h user/lib/
 $(BIN)/test_stats: tests/unit/test_stats.c tests/unit/check.h bpf/hist.h user/lib/stats.c user/lib/stats.h user/lib/histfmt.c user/lib/histfmt.h $(BUILD)/.deps-ok | $(BIN)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) tests/unit/test_stats.c user/lib/stats.c user/lib/histfmt.c -lm -o $@
+
+$(BIN)/test_privs: tests/unit/test_privs.c tests/unit/check.h user/lib/privs.c user/lib/privs.h user/lib/log.h $(BUILD)/.deps-ok | $(BIN)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) tests/unit/test_privs.c user/lib/privs.c -o $@
 
 $(BIN)/bench-floor: bench/floor.c $(BUILD)/floor.skel.h | $(BIN)
 	$(call msg,CC,$@)

@@ -1,5 +1,6 @@
 """Unit tests (no root): the shared bucket scheme and percentile rule (tests/unit/test_hist.c);
-compare's statistics pieces and its quantile estimator's measured error (tests/unit/test_stats.c)."""
+compare's statistics pieces and its quantile estimator's measured error (tests/unit/test_stats.c);
+serve's --user lookup in a passwd file (tests/unit/test_privs.c)."""
 import subprocess
 
 from conftest import ROOT
@@ -32,3 +33,12 @@ def test_stats_and_the_quantile_estimator():
     for l in lines:
         worst = float(l.split("interpolated: worst ")[1].split("%")[0])
         assert worst <= 3.125, l
+
+
+def test_user_lookup_refuses_what_it_cannot_read():
+    r = subprocess.run([str(ROOT / "bin" / "test_privs")], capture_output=True, text=True)
+    print(r.stdout, r.stderr)
+    assert r.returncode == 0, r.stdout
+    last = r.stdout.strip().splitlines()[-1]
+    passed, failed = (int(x.split()[0]) for x in last.split(", "))
+    assert failed == 0 and passed == 13, last

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
 #include <grp.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,41 +12,71 @@
 #include "log.h"
 #include "privs.h"
 
-int user_lookup(const char *user, uid_t *uid, gid_t *gid)
+/* A uid or gid field: digits only, below (uid_t)-1 (the kernel's "no id"). */
+static bool parse_id(const char *s, unsigned long *out)
 {
-	char line[512], *f[4], *save, *end;
-	bool numeric;
-	long num;
+	char *end;
+
+	if (!*s || strspn(s, "0123456789") != strlen(s))
+		return false;
+	errno = 0;
+	*out = strtoul(s, &end, 10);
+	return !errno && *out < 0xffffffffUL;
+}
+
+/*
+ * The user's uid and gid from /etc/passwd (name:password:uid:gid:...), read by hand: a static
+ * binary has no NSS. Fields are split at every ':' (an empty one, such as a blank password, is
+ * a field), and a line whose uid or gid is not a number is refused, never read as 0 (root).
+ */
+int user_lookup_in(const char *passwd, const char *user, uid_t *uid, gid_t *gid)
+{
+	char line[1024], *f[4], *rest;
+	unsigned long num = 0, u, g;
+	bool numeric, whole;
 	FILE *p;
 	int i;
 
-	errno = 0;
-	num = strtol(user, &end, 10);
-	numeric = *user && !*end && !errno && num >= 0 && num < 0x7fffffff;
-	p = fopen("/etc/passwd", "r");
-	while (p && fgets(line, sizeof(line), p)) {
-		save = NULL;
-		f[0] = strtok_r(line, ":", &save);
-		for (i = 1; i < 4; i++)
-			f[i] = f[i - 1] ? strtok_r(NULL, ":", &save) : NULL;
-		if (!f[3])
+	numeric = parse_id(user, &num);
+	p = fopen(passwd, "r");
+	for (whole = true; p && fgets(line, sizeof(line), p); ) {
+		bool start = whole;
+
+		whole = strchr(line, '\n') != NULL;
+		if (!start)		/* the tail of a line longer than the buffer */
 			continue;
-		if (numeric ? strtol(f[2], NULL, 10) != num : strcmp(f[0], user))
+		line[strcspn(line, "\n")] = '\0';
+		rest = line;
+		for (i = 0; i < 4; i++)
+			f[i] = rest ? strsep(&rest, ":") : NULL;
+		if (!f[3] || !rest)	/* fewer than the 7 fields: not an entry */
 			continue;
-		*uid = (uid_t)strtol(f[2], NULL, 10);
-		*gid = (gid_t)strtol(f[3], NULL, 10);
+		if (numeric ? !parse_id(f[2], &u) || u != num : strcmp(f[0], user))
+			continue;
 		fclose(p);
+		if (!parse_id(f[2], &u) || !parse_id(f[3], &g)) {
+			errorf("user '%s': %s gives no numeric uid and gid ('%s', '%s')", user,
+			       passwd, f[2], f[3]);
+			return -1;
+		}
+		*uid = (uid_t)u;
+		*gid = (gid_t)g;
 		return 0;
 	}
 	if (p)
 		fclose(p);
 	if (!numeric) {
-		errorf("unknown user '%s' (not in /etc/passwd)", user);
+		errorf("unknown user '%s' (not in %s)", user, passwd);
 		return -1;
 	}
 	*uid = (uid_t)num;
 	*gid = (gid_t)num;
 	return 0;
+}
+
+int user_lookup(const char *user, uid_t *uid, gid_t *gid)
+{
+	return user_lookup_in("/etc/passwd", user, uid, gid);
 }
 
 static int last_cap(void)

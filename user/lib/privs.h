@@ -8,6 +8,8 @@
 /* The uid and gid of NAME (from /etc/passwd: no NSS in a static binary) or of a number (its
  * passwd group when it has an entry, else the same number). -1 with one line said. */
 int user_lookup(const char *user, uid_t *uid, gid_t *gid);
+/* The same from another passwd file (tests). */
+int user_lookup_in(const char *passwd, const char *user, uid_t *uid, gid_t *gid);
 
 /*
  * Become uid/gid with no supplementary groups and no capabilities at all: effective,
