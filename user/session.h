@@ -50,7 +50,8 @@ void session_shared_maps(const struct session *s, struct layer_report *rep);
 /* BPF run time of the session's programs so far, per layer (kernel.bpf_stats_enabled on). */
 void session_run_time(const struct session *s, uint64_t ns[NLAYERS]);
 
-/* SIGINT and SIGTERM end a session_run (and tell a command to stop); SIGPIPE is ignored. */
+/* SIGINT, SIGTERM and SIGHUP end a session_run (and tell a command to stop); SIGPIPE is
+ * ignored. */
 void session_signals(void);
 bool session_stopping(void);
 /* Sig stops it too (sched-ab: SIGHUP, a closed terminal, must not leave a disk switched). */

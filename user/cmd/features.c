@@ -324,6 +324,8 @@ int cmd_features(int argc, char **argv)
 		return 2;
 	}
 	log_init("iostrata", json, verbose);
+	/* the probe may mount tracefs: Ctrl-C, a hangup or a closed pipe must not skip the close */
+	session_signals();
 	memset(reps, 0, sizeof(reps));
 	for (i = 0; i < NLAYERS; i++)
 		names[i] = layers[i]->name;
