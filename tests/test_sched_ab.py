@@ -312,6 +312,25 @@ def test_mounted_disk_is_refused(loopdev, tmp_path):
         subprocess.run(["umount", str(mnt)], check=True)
 
 
+def test_disk_held_exclusively_is_refused(loopdev, tmp_path):
+    """A disk the kernel holds for exclusive use without any line in mountinfo naming it (a
+    btrfs mount names an anonymous device; here a process holds it with O_EXCL, as a mount
+    does): refused and untouched. iostrata-load, which writes whole devices, refuses it too."""
+    fd = os.open(loopdev, os.O_RDONLY | os.O_EXCL)
+    try:
+        before = queue_state(loopdev)
+        r = sched_ab(loopdev, "mq-deadline", "none", tmp_path / "out", load=["--", "true"])
+        assert_one_line_error(r, f"refusing {os.path.basename(loopdev)}: it is in use: the "
+                              "kernel holds it for exclusive use", "--allow-mounted")
+        assert r.returncode == 1 and queue_state(loopdev) == before
+        w = subprocess.run([str(ROOT / "bin" / "iostrata-load"), "--device", loopdev, "--force",
+                            "--rw", "randwrite", "--ios", "5"], capture_output=True, text=True)
+        assert_one_line_error(w, "refusing", "exclusive use")
+        assert w.returncode != 0
+    finally:
+        os.close(fd)
+
+
 def test_root_disk_is_refused(tmp_path):
     root = os.stat("/").st_dev
     disk = Path(f"/sys/dev/block/{os.major(root)}:{os.minor(root)}").resolve()

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* Is a block device in use (blkdev.h)? */
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -133,6 +135,29 @@ static bool loop_backed_by(dev_t dev, char *loop, size_t len)
 	return found;
 }
 
+/*
+ * Claimed for exclusive use by the kernel (an O_EXCL open fails with EBUSY): a filesystem
+ * mounted from it (btrfs too, whose mountinfo line names an anonymous device, never the disk),
+ * a swap area, an md or dm member, or a process holding it with O_EXCL. Only where /dev/NAME is
+ * this very device.
+ */
+static bool claimed(const char *name, dev_t dev)
+{
+	char p[PATH_MAX];
+	struct stat st;
+	int fd;
+
+	snprintf(p, sizeof(p), "/dev/%s", name);
+	if (stat(p, &st) || !S_ISBLK(st.st_mode) || st.st_rdev != dev)
+		return false;
+	fd = open(p, O_RDONLY | O_EXCL | O_NONBLOCK | O_CLOEXEC);
+	if (fd >= 0) {
+		close(fd);
+		return false;
+	}
+	return errno == EBUSY;
+}
+
 /* One device: who = "it" for the device asked about, "partition vda1" for one of its parts. */
 static bool one_in_use(const char *name, const char *who, char *why, size_t len)
 {
@@ -153,6 +178,11 @@ static bool one_in_use(const char *name, const char *who, char *why, size_t len)
 	}
 	if (dev_of_name(name, &dev) && loop_backed_by(dev, what, sizeof(what))) {
 		snprintf(why, len, "%s is in use by %s (its backing file)", who, what);
+		return true;
+	}
+	if (dev_of_name(name, &dev) && claimed(name, dev)) {
+		snprintf(why, len, "%s is in use: the kernel holds it for exclusive use (a mounted "
+			 "filesystem, or a process that opened it with O_EXCL)", who);
 		return true;
 	}
 	return false;

@@ -2,7 +2,8 @@
 /*
  * Is a block device in use? Shared by iostrata-load (which writes a whole device) and
  * iostrata sched-ab (which changes a disk's scheduler): both refuse a device that holds data
- * someone is using. Read from /proc/self/mountinfo, /proc/swaps and sysfs only.
+ * someone is using. Read from /proc/self/mountinfo, /proc/swaps and sysfs, and by an O_EXCL
+ * open that is closed at once.
  */
 #ifndef IOSTRATA_BLKDEV_H
 #define IOSTRATA_BLKDEV_H
@@ -15,8 +16,10 @@
 const char *blkdev_name(dev_t dev, char *buf, size_t len);
 /*
  * NAME (a disk or a partition, as in /sys/class/block) or, for a disk, any of its partitions:
- * mounted, an active swap area, or held by a device stacked on it (dm, md, bcache). true with
- * the first reason found in why ("partition vda1 is mounted on /").
+ * mounted, an active swap area, held by a device stacked on it (dm, md, bcache) or a loop
+ * device over it, or claimed for exclusive use (an O_EXCL open of /dev/NAME fails: a btrfs
+ * mount, whose mountinfo names no disk). true with the first reason found in why ("partition
+ * vda1 is mounted on /").
  */
 bool blkdev_in_use(const char *name, char *why, size_t len);
 /* Does disk NAME hold partitions? true with the first in why ("it holds partition vda1"). */
