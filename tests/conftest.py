@@ -125,6 +125,25 @@ def loop_device(img):
     assert after == before, f"{dev}: queue settings not put back: {before} -> {after}"
 
 
+_tracers = []
+
+
+@pytest.fixture(autouse=True)
+def tracers_stopped():
+    """A test that fails before it stops its Tracer must not leave it running (attached) for
+    the tests after it: whatever is still running at its teardown is stopped, then killed."""
+    yield
+    while _tracers:
+        proc = _tracers.pop().proc
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+
+
 class Tracer:
     """bin/iostrata (or one of its commands: command=("snoop",)) running in the background,
     ready once it says it is tracing."""
@@ -133,6 +152,7 @@ class Tracer:
         self.proc = subprocess.Popen([str(IOSTRATA), *command, "-v", *args],
                                      stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, bufsize=0)
+        _tracers.append(self)
         self.stderr = ""
         deadline = time.monotonic() + 30
         fd = self.proc.stderr.fileno()

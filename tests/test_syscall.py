@@ -180,3 +180,26 @@ def test_only_regular_files_and_block_devices(tmp_path, loopdev, no_bpf_leak):
     assert len(by_pid) == 1, f"one process expected: {by_pid}"
     assert next(iter(by_pid.values())) == Counter(
         read=m, pread64=m, pwrite64=m, write=m, readv=m, fsync=m)
+
+
+def test_a_process_named_with_any_bytes_keeps_json_and_text_clean(tmp_path, no_bpf_leak):
+    """A process names itself (prctl) with bytes that are no UTF-8, an escape sequence and a
+    bell: the JSON stays valid UTF-8 (each stray byte U+FFFD, controls escaped) and the text
+    view sends no control byte to the terminal (each shown as '?'). Its 20 reads are counted
+    under that name in both."""
+    f = tmp_path / "f"
+    f.write_bytes(b"x" * 4096)
+    name = b"\xff\x1b[31mbad\x07"
+    script = ("import ctypes, os\n"
+              f"ctypes.CDLL(None).prctl(15, {name!r}, 0, 0, 0)\n"
+              f"fd = os.open({str(f)!r}, os.O_RDONLY)\n"
+              "for _ in range(20):\n    os.pread(fd, 4096, 0)\n")
+    js = Tracer(["-l", "syscall", "-P", "-j"])
+    txt = Tracer(["-l", "syscall", "-P"])
+    subprocess.run(["python3", "-c", script], check=True)
+    recs = records(js.stop())  # decoded strictly: a stray byte would raise here
+    text = txt.stop()
+    by_pid = syscalls_of(recs, "\ufffd\x1b[31mbad\x07")
+    assert [c["pread64"] for c in by_pid.values()] == [20], by_pid
+    assert not any(ord(c) < 0x20 and c != "\n" for c in text), "a control byte reached the text"
+    assert "?[31mbad?" in text, text[-2000:]

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "interval.h"
+#include "utf8.h"
 
 struct rec *recs_add(struct recs *r)
 {
@@ -52,7 +53,7 @@ void rec_labels(const struct rec *r, char *buf, size_t len)
 {
 	const char *parts[8] = { r->disk, r->op, r->opcode, r->flags, r->syscall, NULL, r->comm,
 				 r->cgroup };
-	char pid[16] = "";
+	char pid[16] = "", part[sizeof(r->cgroup)];
 	size_t used = 0, i;
 
 	if (r->pid)
@@ -60,9 +61,9 @@ void rec_labels(const struct rec *r, char *buf, size_t len)
 	parts[5] = pid;
 	buf[0] = '\0';
 	for (i = 0; i < 8; i++)
-		if (*parts[i] && used < len)
+		if (*parts[i] && used < len)	/* names from the host: printable only */
 			used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? " " : "",
-						 parts[i]);
+						 utf8_printable(parts[i], part, sizeof(part)));
 	if (!*buf)
 		snprintf(buf, len, "all");
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "json.h"
+#include "utf8.h"
 #include "hist.h"
 
 void jw_init(struct jw *w)
@@ -67,10 +68,21 @@ static void put_string(struct jw *w, const char *s)
 		case '\t': put(w, "\\t", 2); break;
 		case '\r': put(w, "\\r", 2); break;
 		default:
-			if (*p < 0x20)
+			if (*p < 0x20 || *p == 0x7f) {
 				putf(w, "\\u%04x", *p);
-			else
+			} else if (*p < 0x80) {
 				put(w, (const char *)p, 1);
+			} else {
+				/* a name from the host need not be UTF-8: JSON must be */
+				int n = utf8_len(p);
+
+				if (n) {
+					put(w, (const char *)p, (size_t)n);
+					p += n - 1;
+				} else {
+					put(w, "\\ufffd", 6);
+				}
+			}
 		}
 	}
 	put(w, "\"", 1);

@@ -8,6 +8,7 @@
 #include "json.h"
 #include "layer.h"
 #include "output.h"
+#include "utf8.h"
 
 static const uint32_t pcts[] = { 500000, 900000, 990000, 999000 };
 
@@ -246,7 +247,7 @@ void output_req_header(FILE *f)
 
 int output_req_text(const struct req_rec *r, FILE *f)
 {
-	char when[32], v[24], what[256];
+	char when[32], v[24], what[256], comm[sizeof(r->comm)], cgroup[sizeof(r->cgroup)];
 	time_t t = (time_t)(r->ts_ns / 1000000000ULL);
 	size_t used = 0;
 	struct tm tm;
@@ -278,8 +279,10 @@ int output_req_text(const struct req_rec *r, FILE *f)
 		     fmt_ns(v, sizeof(v), r->stages[i].ns, false));
 #undef WHAT
 	fprintf(f, "%s.%06u %-7s %7u %7u %-15s %-20s %8s  %s\n", when,
-		(unsigned)(r->ts_ns % 1000000000ULL / 1000), r->layer, r->pid, r->tid, r->comm,
-		r->cgroup, fmt_ns(v, sizeof(v), r->total_ns, false), what);
+		(unsigned)(r->ts_ns % 1000000000ULL / 1000), r->layer, r->pid, r->tid,
+		utf8_printable(r->comm, comm, sizeof(comm)),
+		utf8_printable(r->cgroup, cgroup, sizeof(cgroup)),
+		fmt_ns(v, sizeof(v), r->total_ns, false), what);
 	return ferror(f) ? -1 : 0;
 }
 

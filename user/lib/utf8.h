@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Names iostrata prints come from the traced host: a process names itself (prctl), a cgroup
+ * directory may be named with any byte but '/'. What they hold must not break a JSON line or
+ * reach a terminal as a control sequence.
+ */
+#ifndef IOSTRATA_UTF8_H
+#define IOSTRATA_UTF8_H
+
+#include <stddef.h>
+
+/*
+ * The length (1 to 4) of the well-formed UTF-8 sequence at p, a NUL-terminated string, or 0:
+ * a stray continuation byte, a sequence cut short, overlong, a surrogate or beyond U+10FFFF
+ * (RFC 3629). Never reads past the NUL: each byte is checked before the next is read.
+ */
+static inline int utf8_len(const unsigned char *p)
+{
+	unsigned int c = p[0];
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		return (p[1] & 0xc0) == 0x80 ? 2 : 0;
+	if (c >= 0xe0 && c <= 0xef) {
+		if ((p[1] & 0xc0) != 0x80 || (c == 0xe0 && p[1] < 0xa0) ||
+		    (c == 0xed && p[1] >= 0xa0) || (p[2] & 0xc0) != 0x80)
+			return 0;
+		return 3;
+	}
+	if (c >= 0xf0 && c <= 0xf4) {
+		if ((p[1] & 0xc0) != 0x80 || (c == 0xf0 && p[1] < 0x90) ||
+		    (c == 0xf4 && p[1] >= 0x90) || (p[2] & 0xc0) != 0x80 ||
+		    (p[3] & 0xc0) != 0x80)
+			return 0;
+		return 4;
+	}
+	return 0;
+}
+
+/*
+ * s as a terminal may show it, in buf: control characters (C0, DEL) and bytes of no
+ * well-formed UTF-8 sequence (among them C1 controls) as '?'. Returns buf.
+ */
+static inline const char *utf8_printable(const char *s, char *buf, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t o = 0;
+	int n;
+
+	if (!len)
+		return buf;
+	while (*p && o + 1 < len) {
+		n = utf8_len(p);
+		if (n == 1 && *p >= 0x20 && *p != 0x7f) {
+			buf[o++] = (char)*p++;
+		} else if (n > 1 && o + (size_t)n < len) {
+			while (n--)
+				buf[o++] = (char)*p++;
+		} else if (n > 1) {
+			break;		/* no room for the whole character */
+		} else {
+			buf[o++] = '?';
+			p++;
+		}
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
+#endif
