@@ -67,6 +67,17 @@ def exited_pid():
     (["snoop", "5"], ["unexpected argument '5'"]),
     (["snoop", "-W"], ["unknown option '-W'"]),
     (["snoop", "-j", "--slower", "x"], ['"type":"error"', "bad --slower 'x'"]),
+    # numbers as written: strtol and strtod would take leading blanks and a '+'; a time that
+    # rounds to 0 ns is not 0 (every request)
+    (["1", " 5"], ["bad count ' 5'"]),
+    (["-p", " 1"], ["bad pid ' 1'"]),
+    (["-p", "+1"], ["bad pid '+1'"]),
+    (["--inflight", "+4096"], ["bad --inflight '+4096'"]),
+    (["serve", "--listen", "127.0.0.1: 80"], ["bad --listen '127.0.0.1: 80'"]),
+    (["serve", "--listen", "127.0.0.1:+80"], ["bad --listen '127.0.0.1:+80'"]),
+    (["snoop", "--slower", "0.5ns"], ["bad --slower '0.5ns'"]),
+    (["snoop", "--slower", " 5ms"], ["bad --slower ' 5ms'"]),
+    (["snoop", "--slower", "+5ms"], ["bad --slower '+5ms'"]),
 ])
 def test_bad_input(args, needles):
     assert_one_line_error(run(*args), *needles)

@@ -143,7 +143,9 @@ int parse_long(const char *what, const char *s, long min, long max, long *out)
 
 	errno = 0;
 	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < min || v > max) {
+	/* as written: strtol would take leading blanks and a '+' */
+	if (errno || end == s || *end || v < min || v > max ||
+	    !(isdigit((unsigned char)*s) || (*s == '-' && isdigit((unsigned char)s[1])))) {
 		errorf("bad %s '%s': expected an integer from %ld to %ld", what, s, min, max);
 		return -1;
 	}

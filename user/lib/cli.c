@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -61,7 +62,9 @@ int cli_parse_time(const char *s, bool zero_ok, uint64_t *out)
 		mul = 60e9;
 	else
 		mul = 0;
-	if (errno || end == s || !mul || !isfinite(v) || v < 0 || (!zero_ok && v == 0) ||
+	/* a number as written, not after blanks or a sign; a time below 1 ns is not 0 */
+	if (errno || end == s || !(isdigit((unsigned char)*s) || *s == '.') || strpbrk(s, "xX") ||
+	    !mul || !isfinite(v) || v < 0 || (!zero_ok && v == 0) || (v > 0 && v * mul < 1) ||
 	    v * mul > 1e16)
 		return -1;
 	*out = (uint64_t)(v * mul);

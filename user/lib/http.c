@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* The metrics endpoint's HTTP server (http.h): one thread, poll(), non-blocking sockets. */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -108,7 +109,7 @@ static int parse_addr(const char *addr, struct sockaddr_storage *ss, socklen_t *
 	}
 	errno = 0;
 	port = strtol(colon + 1, &end, 10);
-	if (errno || end == colon + 1 || *end || port < 1 || port > 65535)
+	if (errno || !isdigit((unsigned char)colon[1]) || *end || port < 1 || port > 65535)
 		return -1;
 	if (ss->ss_family == AF_INET6)
 		s6->sin6_port = htons((uint16_t)port);
