@@ -37,7 +37,7 @@ BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 SKELS     := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
 USER_SRCS := $(wildcard user/*.c user/*/*.c)
 USER_OBJS := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS))
-TEST_BINS := $(BIN)/test_hist $(BIN)/test_stats $(BIN)/test_privs $(BIN)/slowfs $(BIN)/reaper
+TEST_BINS := $(BIN)/test_hist $(BIN)/test_stats $(BIN)/test_privs $(BIN)/test_http $(BIN)/slowfs $(BIN)/reaper
 BENCH_BINS := $(BIN)/bench-floor $(BIN)/bench-jitdump
 LOAD_SRCS  := $(wildcard tools/load/*.c)
 LOAD_OBJS  := $(patsubst tools/load/%.c,$(BUILD)/load/%.o,$(LOAD_SRCS)) \
@@ -108,6 +108,10 @@ $(BIN)/test_stats: tests/unit/test_stats.c tests/unit/check.h bpf/hist.h user/li
 $(BIN)/test_privs: tests/unit/test_privs.c tests/unit/check.h user/lib/privs.c user/lib/privs.h user/lib/log.h $(BUILD)/.deps-ok | $(BIN)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) tests/unit/test_privs.c user/lib/privs.c -o $@
+
+$(BIN)/test_http: tests/unit/test_http.c tests/unit/check.h user/lib/http.c user/lib/http.h user/lib/sbuf.c user/lib/sbuf.h user/lib/log.h $(BUILD)/.deps-ok | $(BIN)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) tests/unit/test_http.c user/lib/http.c user/lib/sbuf.c -lpthread -o $@
 
 $(BIN)/bench-floor: bench/floor.c $(BUILD)/floor.skel.h | $(BIN)
 	$(call msg,CC,$@)

@@ -1,6 +1,8 @@
 """Unit tests (no root): the shared bucket scheme and percentile rule (tests/unit/test_hist.c);
 compare's statistics pieces and its quantile estimator's measured error (tests/unit/test_stats.c);
-serve's --user lookup in a passwd file (tests/unit/test_privs.c)."""
+serve's --user lookup in a passwd file (tests/unit/test_privs.c); serve's HTTP server under clients
+that stall with every slot taken (tests/unit/test_http.c, on loopback)."""
+import socket
 import subprocess
 
 from conftest import ROOT
@@ -42,3 +44,16 @@ def test_user_lookup_refuses_what_it_cannot_read():
     last = r.stdout.strip().splitlines()[-1]
     passed, failed = (int(x.split()[0]) for x in last.split(", "))
     assert failed == 0 and passed == 13, last
+
+
+def test_stalled_clients_cannot_keep_a_scraper_out():
+    with socket.socket() as s:  # a free port on loopback for the server the test starts
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    r = subprocess.run([str(ROOT / "bin" / "test_http"), str(port)], capture_output=True,
+                       text=True, timeout=60)
+    print(r.stdout, r.stderr)
+    assert r.returncode == 0, r.stdout + r.stderr
+    last = r.stdout.strip().splitlines()[-1]
+    passed, failed = (int(x.split()[0]) for x in last.split(", "))
+    assert failed == 0 and passed == 3, last

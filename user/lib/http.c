@@ -17,9 +17,11 @@
 #include "log.h"
 
 #define DRAIN_MS 1000	/* after the response: the client's unread request, then close */
-/* Every slot taken and a client waiting: a connection that has not sent its request in this
- * long gives its slot up, so that idle connections cannot keep a scraper out for their whole
- * read timeout (160 of them once held a scrape off for 15 s). */
+/* Every slot taken and a client waiting: a connection that has made no progress in this long
+ * (not sent its request, not taken a byte of its response, or, its response sent, not closed)
+ * gives its slot up, so that stalled connections cannot keep a scraper out for their whole
+ * deadline: 160 idle ones once held a scrape off for 15 s; 40 that asked for a 16 MB body and
+ * never read it, for 10 s. */
 #define EVICT_MS 250
 
 enum cstate { C_FREE, C_READ, C_WRITE, C_DRAIN };
@@ -28,6 +30,7 @@ struct conn {
 	int fd;
 	enum cstate st;
 	uint64_t deadline;		/* CLOCK_MONOTONIC, ms */
+	uint64_t progress;		/* accepted, or its response last moved (ms) */
 	char req[HTTP_MAX_REQUEST + 1];
 	size_t rlen;
 	char head[512];			/* status line and headers (and an error's text) */
@@ -259,12 +262,15 @@ static void on_write(struct http_server *s, struct conn *c, uint64_t now)
 			return;
 		}
 		c->off += (size_t)n;
+		if (n > 0)
+			c->progress = now;
 	}
 	if (c->off < total)
 		return;
 	shutdown(c->fd, SHUT_WR);
 	c->st = C_DRAIN;
 	c->deadline = now + DRAIN_MS;
+	c->progress = now;
 }
 
 /* The response head; an error's short text goes in it too (not after a HEAD). */
@@ -422,8 +428,9 @@ static void on_deadline(struct http_server *s, struct conn *c)
 	conn_close(s, c);
 }
 
-/* With every slot taken, the connection longest without its request, if it has had EVICT_MS;
- * else NULL. (A C_READ connection's deadline is its accept time + HTTP_READ_TIMEOUT_MS.) */
+/* With every slot taken, the connection longest without progress, if it has had EVICT_MS
+ * without (a request not sent since its accept, a response not taken, a close not made); else
+ * NULL. */
 static struct conn *evictable(struct http_server *s, uint64_t now)
 {
 	struct conn *o = NULL;
@@ -434,8 +441,8 @@ static struct conn *evictable(struct http_server *s, uint64_t now)
 	for (i = 0; i < HTTP_MAX_CONNS; i++) {
 		struct conn *c = &s->c[i];
 
-		if (c->st == C_READ && c->deadline + EVICT_MS <= now + HTTP_READ_TIMEOUT_MS &&
-		    (!o || c->deadline < o->deadline))
+		if (c->st != C_FREE && c->progress + EVICT_MS <= now &&
+		    (!o || c->progress < o->progress))
 			o = c;
 	}
 	return o;
@@ -465,6 +472,7 @@ static void accept_all(struct http_server *s, uint64_t now)
 		c->rlen = 0;
 		c->st = C_READ;
 		c->deadline = now + HTTP_READ_TIMEOUT_MS;
+		c->progress = now;
 		s->nconns++;
 		s->st.accepted++;
 	}
@@ -493,10 +501,9 @@ int http_run(struct http_server *s, http_handler h, void *arg)
 			if (c->deadline < next)
 				next = c->deadline;
 			/* full: wake when this one could give its slot up to a waiting client */
-			if (s->nconns == HTTP_MAX_CONNS && c->st == C_READ &&
-			    c->deadline + EVICT_MS > now + HTTP_READ_TIMEOUT_MS &&
-			    c->deadline + EVICT_MS - HTTP_READ_TIMEOUT_MS < next)
-				next = c->deadline + EVICT_MS - HTTP_READ_TIMEOUT_MS;
+			if (s->nconns == HTTP_MAX_CONNS && c->progress + EVICT_MS > now &&
+			    c->progress + EVICT_MS < next)
+				next = c->progress + EVICT_MS;
 		}
 		/* out of fds, the listening socket stays readable: look again in a while */
 		timeout = next == UINT64_MAX ? 1000 : next <= now ? 0 : (int)(next - now);
