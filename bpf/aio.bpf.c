@@ -186,7 +186,7 @@ static long reap_one(__u64 i, struct walk *w)
 static __always_inline __u32 batch(__u64 n)
 {
 	if (n > AIO_BATCH_MAX) {
-		drop(DROP_AIO_BATCH);
+		drops_add(DROP_AIO_BATCH, n - AIO_BATCH_MAX);	/* each iocb or event not followed */
 		return AIO_BATCH_MAX;
 	}
 	return (__u32)n;

@@ -173,7 +173,9 @@ struct {
 /*
  * hctx's region, -1 without one. claim: take a free probe for it, and try again when another
  * CPU took that one first, so that a request issued without a region (every probe another's,
- * for good) completes without one too.
+ * for good) completes without one too. The last round only looks: a claim made in the round
+ * before is found there, never left unused (the issue would go to the hashed table while its
+ * completion, finding the region, looked in the slot).
  */
 static __always_inline int rq_region(__u64 hctx, bool claim)
 {
@@ -181,7 +183,7 @@ static __always_inline int rq_region(__u64 hctx, bool claim)
 	__u32 none = 1u << rq_region_bits;
 	__u64 *o;
 
-	for (j = 0; j < RQ_REGION_PROBES; j++) {
+	for (j = 0; j <= RQ_REGION_PROBES; j++) {
 		free = none;
 		for (i = 0; i < RQ_REGION_PROBES; i++) {
 			idx = (h + i) & (none - 1);
@@ -193,7 +195,7 @@ static __always_inline int rq_region(__u64 hctx, bool claim)
 			if (!*o && free == none)
 				free = idx;
 		}
-		if (!claim || free == none)
+		if (!claim || free == none || j == RQ_REGION_PROBES)
 			return -1;
 		o = bpf_map_lookup_elem(&rq_regions, &free);
 		if (!o)

@@ -259,6 +259,7 @@ def test_cgroup_filter(loopdev, tmp_path, no_bpf_leak):
                 break
             except OSError:
                 time.sleep(0.1)
+        assert not cg.exists(), f"cgroup {cg} left behind"
     assert_exact(recs, disk, 80, 40)
 
 

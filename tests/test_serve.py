@@ -637,6 +637,7 @@ def test_abuse(servers, no_bpf_leak):
     srv.stop(signal.SIGINT)
 
 
+@pytest.mark.root
 def test_idle_connections_cannot_keep_a_scraper_out(servers, no_bpf_leak):
     """160 connections that never send a request take every slot (32) and fill the backlog; a
     scrape is still served before any of them reaches its read timeout: the oldest idle one
@@ -768,6 +769,7 @@ def test_buckets_per_octave(bpo, servers, no_bpf_leak):
     srv.stop()
 
 
+@pytest.mark.root
 def test_cgroup_label_with_C(servers, cgroups, no_bpf_leak):
     """-C: each submitter's cgroup v2 path is a label; two cgroups' TIMEOUTs counted apart."""
     srv = servers("-C", "-l", "uring")
