@@ -220,6 +220,33 @@ def test_two_cgroups_told_apart(cgroups, fast_loopdev, no_bpf_leak):
 
 
 @pytest.mark.root
+def test_long_cgroup_paths_are_whole_or_cut_and_said(cgroups, no_bpf_leak):
+    """A Kubernetes container's cgroup path runs to ~230 bytes: it is its label whole (they
+    were cut to 159 bytes, unsaid, and two such cgroups could merge). One longer than a label
+    holds (512) is cut, and says so with its id: "<start>...(cgroup:ID)"."""
+    mount = cgroup2_mount()
+    pod = "kubepods-burstable-pod" + "0123456789abcdef" * 4 + ".slice"
+    ctr = "cri-containerd-" + "fedcba9876543210" * 4 + ".scope"
+    cgroups("long")
+    cgroups(f"long/{pod}")
+    k8s = cgroups(f"long/{pod}/{ctr}")
+    cgroups(f"long/{pod}/{ctr}/{'d' * 250}")
+    deep = cgroups(f"long/{pod}/{ctr}/{'d' * 250}/{'e' * 100}")
+    rel = {p: "/" + str(p.relative_to(mount)) for p in (k8s, deep)}
+    assert 200 < len(rel[k8s]) < 512 < len(rel[deep]), {p.name[:20]: len(r) for p, r in rel.items()}
+    tracer = Tracer(["-C", "-l", "uring", "-O", "-j"])
+    load("--engine", "io_uring", "--op", "nop", "--ios", "30", cgroup=k8s)
+    load("--engine", "io_uring", "--op", "nop", "--ios", "20", cgroup=deep)
+    counts = cgroup_counts(records(tracer.stop()), "uring", "submit_cqe")
+    assert counts.get((rel[k8s], "nop")) == 30, counts
+    cut = [k for k in counts if k[0] and k[0].endswith(f"...(cgroup:{deep.stat().st_ino})")]
+    assert len(cut) == 1 and counts[cut[0]] == 20, counts
+    label = cut[0][0]
+    assert len(label.encode()) == 511 and rel[deep].startswith(label.split("...(cgroup:")[0]), \
+        label
+
+
+@pytest.mark.root
 def test_cgroup_removed_keeps_its_path(cgroups, no_bpf_leak):
     """A cgroup whose requests are printed after it is gone keeps the path it had."""
     cg = cgroups("gone")

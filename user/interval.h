@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "cgroups.h"
 #include "histfmt.h"
 
 struct rec {
@@ -22,7 +23,7 @@ struct rec {
 	char opcode[24];
 	uint32_t pid;		/* 0 = not a label */
 	char comm[16];
-	char cgroup[160];	/* -C: the cgroup v2 path, or "cgroup:ID" when it cannot be found */
+	char cgroup[CGROUP_LABEL_LEN];	/* -C: the cgroup v2 path, or "cgroup:ID" when it cannot be found */
 	struct hist h;
 };
 
@@ -38,6 +39,8 @@ void recs_sort(struct recs *r);
 void recs_clear(struct recs *r);
 /* The label set as text: "vda read sync", "pid 42 fio", or "all" when it has no labels. */
 void rec_labels(const struct rec *r, char *buf, size_t len);
+/* Room for rec_labels()' text: every label, a cgroup path of CGROUP_LABEL_LEN among them. */
+#define REC_LABELS_LEN	(CGROUP_LABEL_LEN + 256)
 /* Do a and b carry the same layer and labels (any stage)? */
 int rec_same_labels(const struct rec *a, const struct rec *b);
 

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "cgroups.h"
 #include "iostrata.h"
 
 struct cgroup_names;
@@ -25,7 +26,7 @@ struct req_rec {
 	uint32_t pid, tid;
 	char comm[16];
 	uint64_t cgroup_id;
-	char cgroup[160];
+	char cgroup[CGROUP_LABEL_LEN];
 	char disk[32];		/* block; uring/aio/syscall on a block device file */
 	char op[24];		/* block: operation */
 	char flags[96];		/* block: request flags; uring/aio: path flags */

@@ -161,9 +161,18 @@ const char *cgroup_name(struct cgroup_names *c, uint64_t id, char *buf, size_t l
 		scan(c);
 		p = find(c, id);
 	}
-	if (p)
+	if (p && strlen(p->path) < len) {
 		snprintf(buf, len, "%s", p->path);
-	else
+	} else if (p) {		/* cut, and said, with the id that tells it from its kin */
+		char tail[48];
+		size_t keep, t = (size_t)snprintf(tail, sizeof(tail), "...(cgroup:%" PRIu64 ")", id);
+
+		keep = len > t ? len - 1 - t : 0;
+		while (keep && ((unsigned char)p->path[keep] & 0xc0) == 0x80)
+			keep--;	/* not inside a UTF-8 character */
+		snprintf(buf, len, "%.*s%s", (int)keep, p->path, tail);
+	} else {
 		snprintf(buf, len, "cgroup:%" PRIu64, id);
+	}
 	return buf;
 }

@@ -14,13 +14,17 @@
 
 #define CGROUP_RESCAN_NS	(100ULL * 1000 * 1000)
 #define CGROUP_NAMES_MAX	65536	/* paths kept; more are shown by id */
+/* A cgroup label's room: Kubernetes container paths run to ~230 bytes. A longer path is cut,
+ * and says so and by which id: "<its start>...(cgroup:ID)". */
+#define CGROUP_LABEL_LEN	512
 
 struct cgroup_names;
 
 /* NULL when out of memory; without a cgroup2 mount every id is shown as "cgroup:ID". */
 struct cgroup_names *cgroup_names_new(void);
 void cgroup_names_free(struct cgroup_names *c);
-/* id's path below the cgroup2 mount ("/", "/system.slice/foo.service"), or "cgroup:ID". */
+/* id's path below the cgroup2 mount ("/", "/system.slice/foo.service"), or "cgroup:ID"; one
+ * longer than buf is cut as CGROUP_LABEL_LEN says. */
 const char *cgroup_name(struct cgroup_names *c, uint64_t id, char *buf, size_t len);
 
 #endif

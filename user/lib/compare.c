@@ -139,7 +139,7 @@ static int table_grow(struct cmp_set *s)
 /* The row of rec r, made on first sight: its index, or -1 (out of memory). */
 static long row_get(struct cmp_set *s, const struct rec *r)
 {
-	char key[640], labels[400];
+	char key[REC_LABELS_LEN + 256], labels[REC_LABELS_LEN];
 	struct srow *row;
 	size_t j;
 	long i;

@@ -292,7 +292,7 @@ static void waterfall(const struct wf_group *g, struct sbuf *b)
 	uint64_t whole = 0, seg[6], sum = 0, p;
 	int k, nseg = 0, idx[6];
 	double x = 0, w;
-	char lab[160], v1[24], v2[24], v3[24];
+	char lab[REC_LABELS_LEN], v1[24], v2[24], v3[24];
 	struct rec tmp = *g->key;
 
 	/* the whole: total (submit -> reaped) when seen, else submit -> CQE / completion */

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cgroups.h"
 #include "histfmt.h"
 #include "prom.h"
 
@@ -18,7 +19,7 @@
 
 struct series {
 	const char *layer, *stage;	/* the layer table's strings: they live as long as the binary */
-	char device[32], op[24], syscall[24], opcode[24], comm[16], cgroup[160];
+	char device[32], op[24], syscall[24], opcode[24], comm[16], cgroup[CGROUP_LABEL_LEN];
 	char *labels;			/* rendered once: layer="...",stage="...",... */
 	uint64_t sum_ns, unmeasured;
 	uint64_t *buckets;		/* per merged bucket, not cumulative */

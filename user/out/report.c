@@ -538,7 +538,7 @@ static void slug(char *dst, size_t len, const char *src)
 static struct panel *panel_new(struct panel **v, int *n, const struct series *s, int labelset)
 {
 	struct panel *p = realloc(*v, (size_t)(*n + 1) * sizeof(*p)), *q;
-	char lab[160], id[200];
+	char lab[REC_LABELS_LEN], id[REC_LABELS_LEN + 64];
 
 	if (!p)
 		return NULL;

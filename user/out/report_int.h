@@ -78,7 +78,7 @@ struct panel {
 	const char *layer, *stage;
 	int stage_order;
 	int labelset;		/* -1: every label set of the layer merged */
-	char labels[160];	/* the label set as text */
+	char labels[REC_LABELS_LEN];	/* the label set as text */
 	char id[200];		/* file and anchor name: [a-z0-9_-] */
 	bool small;
 	int rpo_cap;		/* rows per octave at most (the size budget lowers it) */

@@ -321,7 +321,8 @@ void svg_heatmap(const struct report *r, const struct panel *p, bool standalone,
 {
 	struct geom g;
 	uint64_t max = 0, n, *drops;
-	char when[48], t0[16], t1[16], what[320], x[24], w[24], h[24], (*rows)[48], (*ys)[24];
+	char when[48], t0[16], t1[16], what[REC_LABELS_LEN + 64], x[24], w[24], h[24], (*rows)[48],
+	     (*ys)[24];
 	int c, k;
 	size_t i;
 

@@ -24,7 +24,7 @@ static bool waterfall_layer(const struct rec *r);
 /* One block of rows per layer and label set: "block [vda read]", then a row per stage. */
 static void print_summary(const struct interval *iv, bool waterfall, FILE *f)
 {
-	char lab[160], v[5][24];
+	char lab[REC_LABELS_LEN], v[5][24];
 	size_t i;
 	int j;
 
@@ -72,7 +72,7 @@ static void print_summary(const struct interval *iv, bool waterfall, FILE *f)
 static void print_hist(const struct rec *r, FILE *f)
 {
 	struct hist_row rows[HIST_MAX_ROWS];
-	char lab[160], lo[24], hi[24], bar[BAR_WIDTH + 1];
+	char lab[REC_LABELS_LEN], lo[24], hi[24], bar[BAR_WIDTH + 1];
 	uint64_t maxc = 0;
 	size_t n, i;
 	int w;
@@ -124,7 +124,7 @@ static void print_waterfall_group(const struct interval *iv, size_t first, FILE 
 {
 	static struct hist st[WF_N];
 	const struct rec *g = &iv->recs.v[first];
-	char lab[160], p50[24], p99[24], mean[24], bar[32];
+	char lab[REC_LABELS_LEN], p50[24], p99[24], mean[24], bar[32];
 	uint64_t p, whole;
 	size_t i, k;
 	int w, ruled = 0;
