@@ -78,7 +78,35 @@ static int put_in_place(const char *tmp, const char *path, bool force)
 	return 0;
 }
 
+sigset_t outfile_hold(void)
+{
+	sigset_t stop, was;
+
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGHUP);
+	sigprocmask(SIG_BLOCK, &stop, &was);
+	return was;
+}
+
+void outfile_release(const sigset_t *was)
+{
+	sigprocmask(SIG_SETMASK, was, NULL);
+}
+
+static int write_file(const char *path, bool force, const void *buf, size_t len);
+
 int outfile_write(const char *path, bool force, const void *buf, size_t len)
+{
+	sigset_t was = outfile_hold();	/* no temporary file left behind by a Ctrl-C */
+	int err = write_file(path, force, buf, len);
+
+	outfile_release(&was);
+	return err;
+}
+
+static int write_file(const char *path, bool force, const void *buf, size_t len)
 {
 	char tmp[PATH_MAX + 8];
 	mode_t mask;

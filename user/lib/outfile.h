@@ -7,6 +7,7 @@
 #ifndef IOSTRATA_OUTFILE_H
 #define IOSTRATA_OUTFILE_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -16,6 +17,14 @@ int outfile_allowed(const char *path, bool force, char *const *inputs, int n);
 /* Write len bytes of buf to path whole: a fresh file beside it (O_EXCL), then put in its place,
  * over an existing file only with force. 0, or -1 with one line said and nothing left behind. */
 int outfile_write(const char *path, bool force, const void *buf, size_t len);
+
+/*
+ * SIGINT, SIGTERM and SIGHUP held off (pending, not lost) until outfile_release(): around a
+ * set of files that must all be written or all undone, so that a Ctrl-C lands before or after
+ * it, never between a temporary file and its rename. outfile_write() holds them itself.
+ */
+sigset_t outfile_hold(void);
+void outfile_release(const sigset_t *was);
 /* All n bytes to fd, through EINTR and short writes: 0, or -1 with errno. */
 int fd_write_all(int fd, const void *p, size_t n);
 

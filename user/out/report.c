@@ -775,6 +775,7 @@ int report_write(struct report *r)
 	struct svg_undo undo = { 0 };
 	int n = 0, i, err = -1;
 	char from[64], to[64];
+	sigset_t held;
 
 	if (rank_labelsets(r) || build_panels(r, &panels, &n) || bin_all(r, panels, n)) {
 		errorf("out of memory building the report");
@@ -788,11 +789,16 @@ int report_write(struct report *r)
 	for (i = 0; i < n; i++)
 		svg_heatmap(r, &panels[i], false, &svgs[i]);
 	html_page(r, panels, n, svgs, &page);
+	/* the SVGs and the page are written whole, or what was written is undone: an interrupt
+	 * waits for either end */
+	held = outfile_hold();
 	if ((r->o.svg_dir && write_svgs(r, panels, n, &undo)) ||
 	    report_write_file(r->o.html, r->o.force, &page)) {
 		svg_undo(r, panels, &undo);
+		outfile_release(&held);
 		goto out;
 	}
+	outfile_release(&held);
 	free(undo.fresh);
 	fmt_date(from, sizeof(from), r->t0);
 	fmt_date(to, sizeof(to), r->t1);
