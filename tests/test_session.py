@@ -280,28 +280,29 @@ def test_calibrate_json_interrupted_is_valid_json(to, no_bpf_leak):
 TRACEFS = "/sys/kernel/tracing"
 
 
-def in_private_mounts(script):
-    """script run by sh in a mount namespace of its own, where tracefs starts unmounted: what
-    iostrata mounts and unmounts there is seen by the script and never touches the host's."""
+def in_private_mounts(script, cwd):
+    """script run by sh in cwd, in a mount namespace of its own, where tracefs starts
+    unmounted: what iostrata mounts and unmounts there is seen by the script and never
+    touches the host's."""
     return subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
                            f"umount -l {TRACEFS} 2>/dev/null; {script}"],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
 def tracefs_lines(out):
     return [ln for ln in out.splitlines() if ln.startswith("TRACEFS ")]
 
 
-def test_features_into_a_closed_pipe_unmounts_tracefs(no_bpf_leak):
+def test_features_into_a_closed_pipe_unmounts_tracefs(tmp_path, no_bpf_leak):
     """features mounts tracefs to probe the syscall events; its output into a pipe closed
     early (SIGPIPE killed it before its close) must not leave the mount behind."""
     r = in_private_mounts(f"{IOSTRATA} features -v -j 2>err | true; cat err >&2; "
-                          f"echo TRACEFS $(grep -c ' {TRACEFS} ' /proc/self/mounts)")
+                          f"echo TRACEFS $(grep -c ' {TRACEFS} ' /proc/self/mounts)", tmp_path)
     assert "mounted tracefs at" in r.stderr, r.stderr  # it did mount: the case is exercised
     assert tracefs_lines(r.stdout) == ["TRACEFS 0"], (r.stdout, r.stderr)
 
 
-def test_hangup_stops_tracing_and_unmounts_tracefs(no_bpf_leak):
+def test_hangup_stops_tracing_and_unmounts_tracefs(tmp_path, no_bpf_leak):
     """SIGHUP (its terminal closed) stops a trace as Ctrl-C does: the final interval, exit 0,
     every program detached and tracefs unmounted; it used to kill the process outright."""
     r = in_private_mounts(
@@ -309,7 +310,7 @@ def test_hangup_stops_tracing_and_unmounts_tracefs(no_bpf_leak):
         "until grep -q 'iostrata: tracing' err; do sleep 0.1; done; "
         f"echo TRACEFS $(grep -c ' {TRACEFS} ' /proc/self/mounts); "
         "kill -HUP $pid; wait $pid; echo RC $?; cat err >&2; "
-        f"echo TRACEFS $(grep -c ' {TRACEFS} ' /proc/self/mounts)")
+        f"echo TRACEFS $(grep -c ' {TRACEFS} ' /proc/self/mounts)", tmp_path)
     assert "mounted tracefs at" in r.stderr, r.stderr
     assert tracefs_lines(r.stdout) == ["TRACEFS 1", "TRACEFS 0"], (r.stdout, r.stderr)
     assert "RC 0" in r.stdout, (r.stdout, r.stderr)
