@@ -125,6 +125,24 @@ def loop_device(img):
     assert after == before, f"{dev}: queue settings not put back: {before} -> {after}"
 
 
+def checkout_status():
+    """git status of the checkout the tests run from (None outside a git checkout)."""
+    r = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=all"],
+                       capture_output=True, text=True)
+    return r.stdout if r.returncode == 0 else None
+
+
+@pytest.fixture(scope="session", autouse=True)
+def checkout_untouched():
+    """The tests write only in their tmp_path (and the build's ignored outputs): a file one
+    left in the checkout was once committed with the change it came with."""
+    before = checkout_status()
+    yield
+    after = checkout_status()
+    assert before is None or after == before, \
+        f"the tests changed the checkout:\n{before}\n->\n{after}"
+
+
 _tracers = []
 
 
