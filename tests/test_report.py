@@ -206,7 +206,10 @@ def test_cut_mid_line_reports_what_is_there(tmp_path, gz):
     r = report(rec, "-o", out)
     one_warning(r, *needles)
     html = out.read_text()
-    assert "20 intervals" in html or "19 intervals" in html, re.findall(r"\d+ intervals", html)
+    # plain: every whole line before the cut; gzip cut short too may hold back the last
+    # whole line it decoded (zlib returns nothing from the read that meets the cut)
+    ok = ("20 intervals",) if not gz else ("20 intervals", "19 intervals")
+    assert any(n in html for n in ok), re.findall(r"\d+ intervals", html)
     assert "no end record" in html
 
 

@@ -196,24 +196,40 @@ def test_no_self_counting(tmp_path, no_bpf_leak):
     at once (to halve the wait): one writing its records to a regular file, whose writes are of
     the kind the syscall layer times (regular files and block devices), one to a pipe, whose
     writes are not, but where nothing else the tracer does may show either. Each is checked
-    for its own pid only; a finding is (record index, syscall, count)."""
+    for its own pid only; a finding is (record index, syscall, count). A load of 100 reads
+    made meanwhile is the control: each tracer counts it under its pid."""
     out_path = tmp_path / "out.ndjson"
-    argv = [str(IOSTRATA), "-l", "syscall", "-P", "-j", "--duration", "5"]
+    argv = [str(IOSTRATA), "-v", "-l", "syscall", "-P", "-j", "--duration", "5"]
     with open(out_path, "w") as out:
         to_file = subprocess.Popen(argv, stdout=out, stderr=subprocess.PIPE, text=True)
         to_pipe = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                    text=True)
+        said = {}
+        for p in (to_file, to_pipe):  # both attached before the control load starts
+            said[p] = ""
+            while "iostrata: tracing" not in said[p]:
+                line = p.stderr.readline()
+                assert line, f"iostrata did not start: {said[p]}"
+                said[p] += line
+        load = subprocess.Popen([str(LOAD), "--engine", "psync", "--rw", "randread", "--ios",
+                                 "100", "--size", "1m", "--file", str(tmp_path / "control")],
+                                stdout=subprocess.DEVNULL)
+        assert load.wait(timeout=30) == 0
         piped, err_pipe = to_pipe.communicate(timeout=60)
         _, err_file = to_file.communicate(timeout=60)
-    assert to_file.returncode == 0, err_file
-    assert to_pipe.returncode == 0, err_pipe
-    own = {}
+    assert to_file.returncode == 0, said[to_file] + err_file
+    assert to_pipe.returncode == 0, said[to_pipe] + err_pipe
+    own, control = {}, {}
     for name, p, stdout in (("file", to_file, out_path.read_text()), ("pipe", to_pipe, piped)):
         recs = records(stdout)
         assert len(recs) >= 5, (name, recs)
         own[name] = [(i, h["labels"]["syscall"], h["count"]) for i, rec in enumerate(recs)
                      for h in rec["hists"] if h["labels"].get("pid") == p.pid]
+        control[name] = sum(h["count"] for rec in recs for h in rec["hists"]
+                            if h["labels"].get("pid") == load.pid and
+                            h["labels"]["syscall"] == "pread64")
     assert own == {"file": [], "pipe": []}, f"the tracers counted their own syscalls: {own}"
+    assert control == {"file": 100, "pipe": 100}, control
 
 
 @pytest.fixture
