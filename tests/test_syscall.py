@@ -204,3 +204,17 @@ def test_a_process_named_with_any_bytes_keeps_json_and_text_clean(tmp_path, no_b
     assert [c["pread64"] for c in by_pid.values()] == [20], by_pid
     assert not any(ord(c) < 0x20 and c != "\n" for c in text), "a control byte reached the text"
     assert "?[31mbad?" in text, text[-2000:]
+
+
+def test_fsync_every_n_writes(tmp_path, no_bpf_leak):
+    """iostrata-load --fsync-every 16 over 64 buffered writes: 4 fsyncs, counted by the
+    syscall layer for its process beside its 64 writes (and one write and one fsync laying its
+    file out, tools/load/target.c)."""
+    tracer = Tracer(["-l", "syscall", "-P", "--comm", "iostrata-load", "-j"])
+    subprocess.run([str(LOAD), "--engine", "psync", "--buffered", "--rw", "write", "--ios",
+                    "64", "--fsync-every", "16", "--size", "256k", "--file",
+                    str(tmp_path / "b")], check=True, capture_output=True)
+    by_pid = syscalls_of(records(tracer.stop()), "iostrata-load")
+    assert len(by_pid) == 1, by_pid
+    counts = next(iter(by_pid.values()))
+    assert counts["pwrite64"] == 64 + 1 and counts["fsync"] == 4 + 1, counts
