@@ -449,3 +449,30 @@ def test_output_is_never_a_file_it_did_not_create(tmp_path):
     assert len(list((tmp_path / "svg").glob("*.svg"))) == nsvg
     # no temporary file left: only the stale one, which was never the tool's
     assert [f for f in os.listdir(tmp_path) if ".html." in f] == ["new.html.tmp"]
+
+
+def test_a_long_label_set_is_cut_to_fit_its_panel_title_and_whole_in_its_tooltip(tmp_path):
+    """A Kubernetes container's cgroup path in the label set: a small panel's title is cut
+    with an ellipsis where it would run into the panel's count (it did), and the whole title
+    is its tooltip; a title that fits is not cut."""
+    cg = ("/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" +
+          "0123456789abcdef" * 2 + ".slice/cri-containerd-" + "fedcba9876543210" * 4 + ".scope")
+    rec = tmp_path / "long.ndjson"
+    with gzip.open(ROOT / "docs" / "sample" / "recording.ndjson.gz", "rt") as f, \
+            open(rec, "w") as out:
+        for line in f:
+            r = json.loads(line)
+            for h in r.get("hists", []) if r.get("type") == "interval" else []:
+                if h["layer"] == "uring":
+                    h["labels"]["cgroup"] = cg
+            out.write(json.dumps(r) + "\n")
+    html = tmp_path / "long.html"
+    report(rec, "-o", html, check=True)
+    titles = re.findall(r'<text x="[\d.]+" y="16" style="font-weight:bold">'
+                        r'(?:<title>([^<]*)</title>)?([^<]*)</text>', html.read_text())
+    cut = [(whole, shown) for whole, shown in titles if whole]
+    assert cut and all(shown.endswith("&#8230;") and whole.startswith(shown[:-len("&#8230;")])
+                       for whole, shown in cut), cut[:3]
+    assert all(cg in whole for whole, _ in cut if whole.startswith("uring ") and "[all]" not in
+               whole), cut[:3]
+    assert ("", "uring submit_cqe [all]") in titles, titles[:5]
