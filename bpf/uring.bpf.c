@@ -299,6 +299,26 @@ static __always_inline int on_submit(const struct submit_view *v, __u64 id, __u6
 	return 0;
 }
 
+/*
+ * A request that failed before its submission event (io_init_req: a bad opcode, fd or flag): its
+ * CQE comes, but its submission was never seen, so it is not counted, as a request submitted
+ * before tracing began is not. An entry at its address is an earlier request's whose CQE never
+ * came (IOSQE_CQE_SKIP_SUCCESS): the CQE would have been timed from that one's submission.
+ * Reclaimed and counted, as a submission at its address would (on_submit). Where the kernel fails
+ * a linked request here after its submission event (v6.1: its async prep failing), its own entry
+ * goes, counted the same way, and its CQE is not counted (never a time from another request).
+ */
+static __always_inline int on_failed(__u64 req)
+{
+	struct ioreq *e = req_tab_find(req, 0);
+
+	if (!e)
+		return 0;
+	req_tab_free(e, req, 0);
+	drop(DROP_INFLIGHT_REUSED);
+	return 0;
+}
+
 static __always_inline int on_flag(__u64 req, __u16 flag)
 {
 	struct ioreq *e = req_tab_find(req, 0);
@@ -490,6 +510,8 @@ SUBMIT(io_uring_submit_sqe)
 TWIN(io_uring_queue_async_work, on_flag(arg_u64(ctx, 0), REQ_FL_PUNTED))
 TWIN(io_uring_poll_arm, on_flag(arg_u64(ctx, 0), REQ_FL_POLL))
 TWIN(io_uring_complete, complete_read(ARGP(0), ARGP(1)))
+/* (sqe, req, error) since v6.0; v5.19 had the ring before the request (not attached: nargs) */
+TWIN(io_uring_req_failed, on_failed(arg_u64(ctx, 1)))
 
 /*
  * The prototype that types the ring and the CQE, (struct io_ring_ctx *, void *req,

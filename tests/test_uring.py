@@ -252,6 +252,25 @@ def test_chain_poll_and_overflow_paths(no_bpf_leak):
     assert set(drops) <= {"uring_inflight_reused"} and drops.get("uring_inflight_reused", 0) <= 8
 
 
+def test_failed_before_submission_not_timed_from_a_skipped_request(no_bpf_leak):
+    """20 rounds: a NOP with IOSQE_CQE_SKIP_SUCCESS (submitted, no CQE), then an SQE of an
+    unknown opcode, which fails before its submission event in the request the NOP left. Its
+    CQE is not counted (its submission was not seen) and is never timed from the NOP's
+    submission: io_uring_req_failed reclaims the NOP's entry, counted. Then 20 plain NOPs."""
+    f = json.loads(subprocess.run([str(ROOT / "bin" / "iostrata"), "features", "-j"], check=True,
+                                  capture_output=True, text=True).stdout)
+    ev = next(e for e in f["events"] if e["event"] == "io_uring_req_failed")
+    if not ev["method"]:
+        pytest.skip(f"io_uring_req_failed not traced here: {ev.get('why')}")
+    tracer = Tracer(["-l", "uring", "-P", "-O", "-j"])
+    subprocess.run([str(REAPER), "uring-skip", "20"], check=True)
+    recs = records(tracer.stop())
+    st = uring_stages(recs, comm="reaper")
+    assert total(st, "submit_cqe", flags="failed") == 0, st
+    assert total(st, "submit_cqe", "nop") == 20, st
+    assert drops_of(recs) == {"uring_inflight_reused": 20}
+
+
 def rings_at_once(n):
     tracer = Tracer(["-l", "uring", "-P", "-O", "-j"])
     subprocess.run([str(REAPER), "uring-rings", str(n)], check=True)

@@ -142,7 +142,7 @@ static void probe_events(const struct layer *d, const struct trace_config *cfg, 
 			snprintf(e->why, sizeof(e->why), "tracepoint not in this kernel's BTF");
 			continue;
 		}
-		if (ev->nargs && (ev->nargs_any ? n < ev->nargs :
+		if (ev->nargs && (ev->nargs_any ? n < ev->nargs : ev->exact_nargs ? n != ev->nargs :
 				  n != ev->nargs && n != ev->nargs + 1)) {
 			snprintf(e->why, sizeof(e->why), "unknown prototype (%d arguments)", n);
 			continue;

@@ -62,9 +62,10 @@ struct layer_event {
 	size_t typed;
 	bool (*typed_ok)(const char *tp);
 	/* prototypes handled: nargs or, with an extra leading argument, nargs + 1 (the pointer we
-	 * read is then argument 1); nargs_any: any count from nargs up. 0: not checked */
+	 * read is then argument 1); nargs_any: any count from nargs up; exact_nargs: nargs only.
+	 * 0: not checked */
 	int nargs;
-	bool nargs_any;
+	bool nargs_any, exact_nargs;
 	int pair;		/* EV_SYSCALL: the other half (+1 / -1), both or neither attach */
 	bool required;
 	const char *role;

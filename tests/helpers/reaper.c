@@ -11,6 +11,9 @@
  *   reaper uring-rings N           N rings open at once: on each 4 NOPs submitted and reaped,
  *                                  twice (the second round's events find the first's CQEs
  *                                  reaped), then all N closed
+ *   reaper uring-skip N            N rounds of a NOP with IOSQE_CQE_SKIP_SUCCESS (no CQE), then
+ *                                  an SQE of an unknown opcode (fails before its submission
+ *                                  event, in the request the NOP left), reaped; then N NOPs
  *   reaper aio-partial FILE        io_submit of 4 reads whose third has a bad fd (the kernel
  *                                  takes 2), reaped; then the 2 it refused, fixed, submitted
  *                                  and reaped: 4 reads, none reaped without io_getevents
@@ -19,6 +22,7 @@
  *                                  user memory, never through io_getevents
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <liburing.h>
 #include <linux/aio_abi.h>
@@ -108,6 +112,41 @@ static int uring_rings(int n)
 	for (i = 0; i < n; i++)
 		io_uring_queue_exit(&rings[i]);
 	free(rings);
+	return 0;
+}
+
+static int uring_skip(int n)
+{
+	struct io_uring_cqe *cqe;
+	struct io_uring_sqe *sqe;
+	struct io_uring ring;
+	int i;
+
+	if (io_uring_queue_init(4, &ring, 0))
+		return die("io_uring_queue_init");
+	for (i = 0; i < n; i++) {
+		sqe = io_uring_get_sqe(&ring);
+		io_uring_prep_nop(sqe);
+		sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
+		if (io_uring_submit(&ring) != 1)
+			return die("skipped NOP");
+		sqe = io_uring_get_sqe(&ring);
+		io_uring_prep_nop(sqe);
+		sqe->opcode = 0xff;
+		if (io_uring_submit(&ring) != 1 || io_uring_wait_cqe(&ring, &cqe))
+			return die("unknown opcode");
+		if (cqe->res != -EINVAL) {
+			fprintf(stderr, "unknown opcode: result %d, not -EINVAL\n", cqe->res);
+			return 1;
+		}
+		io_uring_cqe_seen(&ring, cqe);
+	}
+	for (i = 0; i < n; i++) {
+		io_uring_prep_nop(io_uring_get_sqe(&ring));
+		if (io_uring_submit(&ring) != 1 || reap(&ring, 1))
+			return die("NOP");
+	}
+	io_uring_queue_exit(&ring);
 	return 0;
 }
 
@@ -237,13 +276,15 @@ int main(int argc, char **argv)
 		return uring_lazy(atoi(argv[2]), atoi(argv[3]));
 	if (argc == 3 && !strcmp(argv[1], "uring-rings"))
 		return uring_rings(atoi(argv[2]));
+	if (argc == 3 && !strcmp(argv[1], "uring-skip"))
+		return uring_skip(atoi(argv[2]));
 	if (argc == 3 && !strcmp(argv[1], "uring-paths"))
 		return uring_paths(atoi(argv[2]));
 	if (argc == 3 && !strcmp(argv[1], "aio-partial"))
 		return aio_partial(argv[2]);
 	if (argc == 4 && !strcmp(argv[1], "aio-ring"))
 		return aio_ring(atoi(argv[2]), argv[3]);
-	fprintf(stderr, "usage: reaper uring-lazy N DELAY_MS | uring-rings N | uring-paths N |"
+	fprintf(stderr, "usage: reaper uring-lazy N DELAY_MS | uring-rings N | uring-paths N | uring-skip N |"
 		" aio-partial FILE | aio-ring N FILE\n");
 	return 2;
 }

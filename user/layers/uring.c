@@ -13,7 +13,7 @@
 #include "req.h"
 #include "sysinfo.h"
 
-enum { EV_SUBMIT, EV_PUNT, EV_POLL, EV_COMPLETE, EV_WAIT, EV_OVERFLOW };
+enum { EV_SUBMIT, EV_PUNT, EV_POLL, EV_COMPLETE, EV_WAIT, EV_OVERFLOW, EV_FAILED };
 
 #define P(name) SKEL_PROG(uring, name)
 
@@ -45,6 +45,9 @@ static const struct layer_event events[] = {
 		.role = "application waits for CQEs: reads the CQ head (cqe_reap)" },
 	[EV_OVERFLOW] = { "io_uring_cqe_overflow", EV_TP, P(tp_btf_io_uring_cqe_overflow),
 		P(raw_tp_io_uring_cqe_overflow), .role = "CQE overflowed the CQ ring: counted" },
+	[EV_FAILED] = { "io_uring_req_failed", EV_TP, P(tp_btf_io_uring_req_failed),
+		P(raw_tp_io_uring_req_failed), .nargs = 3, .exact_nargs = true,
+		.role = "request failed before submission: a leftover entry at it is reclaimed" },
 };
 
 #define REAP "CQ head read at the ring's next event"
