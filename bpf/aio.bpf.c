@@ -102,9 +102,16 @@ static long submit_one(__u64 i, struct walk *w)
 	__u16 opcode = 0;
 	bool existed;
 
-	if (bpf_probe_read_user(&user, sizeof(user), (void *)(w->ptr + i * sizeof(user))) || !user)
+	if (bpf_probe_read_user(&user, sizeof(user), (void *)(w->ptr + i * sizeof(user)))) {
+		drop(DROP_UNREADABLE);
 		return 0;
-	bpf_probe_read_user(&opcode, sizeof(opcode), &user->aio_lio_opcode);
+	}
+	if (!user)	/* the kernel refuses it (EFAULT): not a request */
+		return 0;
+	if (bpf_probe_read_user(&opcode, sizeof(opcode), &user->aio_lio_opcode)) {
+		drop(DROP_UNREADABLE);
+		return 0;
+	}
 	e = req_tab_claim((__u64)user, w->tgid, w->now, &existed);
 	if (!e)
 		return 0;
@@ -126,7 +133,11 @@ static long unsubmit_one(__u64 i, struct walk *w)
 	struct ioreq *e;
 
 	if (bpf_probe_read_user(&user, sizeof(user),
-				(void *)(w->ptr + (w->from + i) * sizeof(user))) || !user)
+				(void *)(w->ptr + (w->from + i) * sizeof(user)))) {
+		drop(DROP_UNREADABLE);	/* its entry stays: reclaimed later, counted again */
+		return 0;
+	}
+	if (!user)
 		return 0;
 	e = req_tab_find((__u64)user, w->tgid);
 	if (e && e->ts == w->now)	/* w->now: this call's entry time */
@@ -159,8 +170,10 @@ static long reap_one(__u64 i, struct walk *w)
 	struct ioreq *e;
 	__u64 ts;
 
-	if (bpf_probe_read_user(&ev, sizeof(ev), (void *)(w->ptr + i * sizeof(ev))))
+	if (bpf_probe_read_user(&ev, sizeof(ev), (void *)(w->ptr + i * sizeof(ev)))) {
+		drop(DROP_UNREADABLE);	/* its entry stays: reclaimed later, counted again */
 		return 0;
+	}
 	e = req_tab_find(ev.obj, w->tgid);
 	if (!e)
 		return 0;

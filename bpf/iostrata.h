@@ -239,6 +239,11 @@ enum drop_reason {
 	DROP_COMPLETE_UNSEEN,
 	DROP_SNOOP_LOST,	/* snoop: a slow request's record found the ring buffer full */
 	DROP_RING_FULL,		/* io_uring: a CQE of a ring the ring table had no slot for */
+	/*
+	 * aio: an iocb pointer or event in user memory the programs could not read (not resident:
+	 * a program cannot fault it in, the kernel's own read can): that iocb is not followed
+	 */
+	DROP_UNREADABLE,
 	DROP_NREASONS,
 };
 

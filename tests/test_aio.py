@@ -86,6 +86,22 @@ def test_partial_submit(tmp_path, no_bpf_leak):
                 if v and k != "complete_unseen"}
 
 
+def test_unreadable_iocbpp_is_counted(tmp_path, no_bpf_leak):
+    """10 reads whose iocbpp array sits in a file mapping the process never touched: the kernel
+    faults it in, a BPF program cannot, so none is followed, and drops.aio_unreadable counts
+    each; then 10 with an ordinary array, each followed and reaped."""
+    f = tmp_path / "data"
+    f.write_bytes(bytes(range(256)) * 16)
+    tracer = Tracer(["-l", "aio", "-P", "-O", "-j"])
+    subprocess.run([str(REAPER), "aio-unreadable", "10", str(f)], check=True)
+    recs = records(tracer.stop())
+    st, events = aio_stages(recs, "reaper")
+    assert (st["total"]["count"], st["total"]["unmeasured"]) == (10, 0), st
+    assert not any(events.values()), events
+    assert {k: v for rec in recs for k, v in rec["drops"].items() if v} == \
+        {"aio_unreadable": 10}
+
+
 @pytest.mark.parametrize("qd", [1, 4, 32])
 def test_every_reap_is_timed_or_unmeasured(tmp_path, qd, no_bpf_leak):
     """count + unmeasured of complete_reap and total equals the iocbs submitted, at any depth

@@ -790,6 +790,7 @@ static const char *const drop_reason_names[DROP_NREASONS] = {
 	[DROP_COMPLETE_UNSEEN] = "complete_unseen",
 	[DROP_SNOOP_LOST] = "snoop_lost",
 	[DROP_RING_FULL] = "ring_full",
+	[DROP_UNREADABLE] = "unreadable",
 };
 
 int layer_counters(struct layer_inst *l, struct interval *iv)

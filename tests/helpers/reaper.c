@@ -17,6 +17,10 @@
  *   reaper aio-partial FILE        io_submit of 4 reads whose third has a bad fd (the kernel
  *                                  takes 2), reaped; then the 2 it refused, fixed, submitted
  *                                  and reaped: 4 reads, none reaped without io_getevents
+ *   reaper aio-unreadable N FILE   N O_DIRECT 4 KiB reads of FILE through io_submit, each with
+ *                                  its iocbpp array in a fresh file mapping the process never
+ *                                  touched (the kernel faults it in, a BPF program cannot), then
+ *                                  N with an ordinary array; each reaped through io_getevents
  *   reaper aio-ring N FILE         N O_DIRECT 4 KiB reads of FILE through io_submit, one at a
  *                                  time with the same iocb, each reaped from the aio ring in
  *                                  user memory, never through io_getevents
@@ -29,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -270,6 +275,65 @@ static int aio_partial(const char *path)
 	return 0;
 }
 
+/* One read of fd through io_submit, cbs the iocbpp array it reads, reaped. */
+static int aio_read_one(aio_context_t ctx, struct iocb *cb, struct iocb **cbs)
+{
+	struct io_event ev;
+
+	if (syscall(SYS_io_submit, ctx, 1, cbs) != 1)
+		return die("io_submit");
+	if (syscall(SYS_io_getevents, ctx, 1, 1, &ev, NULL) != 1)
+		return die("io_getevents");
+	if (ev.obj != (unsigned long)cb || ev.res != 4096) {
+		fprintf(stderr, "aio read: result %lld\n", (long long)ev.res);
+		return 1;
+	}
+	return 0;
+}
+
+static int aio_unreadable(int n, const char *path)
+{
+	char map_path[] = "/tmp/reaper-iocbpp-XXXXXX";
+	aio_context_t ctx = 0;
+	struct iocb cb, *cbs[1] = { &cb };
+	void *buf;
+	int fd, mfd, i;
+
+	fd = open(path, O_RDONLY | O_DIRECT);
+	if (fd < 0)
+		return die(path);
+	if (posix_memalign(&buf, 4096, 4096) || syscall(SYS_io_setup, 8, &ctx))
+		return die("io_setup");
+	memset(&cb, 0, sizeof(cb));
+	cb.aio_lio_opcode = IOCB_CMD_PREAD;
+	cb.aio_fildes = (unsigned)fd;
+	cb.aio_buf = (unsigned long)buf;
+	cb.aio_nbytes = 4096;
+	mfd = mkstemp(map_path);
+	if (mfd < 0)
+		return die("mkstemp");
+	unlink(map_path);
+	if (pwrite(mfd, cbs, sizeof(cbs), 0) != (ssize_t)sizeof(cbs))
+		return die("pwrite");
+	for (i = 0; i < n; i++) {
+		/* a new mapping each time: its page table entry is empty until the kernel reads it */
+		struct iocb **far = mmap(NULL, 4096, PROT_READ, MAP_SHARED, mfd, 0);
+
+		if (far == MAP_FAILED)
+			return die("mmap");
+		if (aio_read_one(ctx, &cb, far))
+			return 1;
+		munmap(far, 4096);
+	}
+	for (i = 0; i < n; i++)
+		if (aio_read_one(ctx, &cb, cbs))
+			return 1;
+	close(mfd);
+	syscall(SYS_io_destroy, ctx);
+	close(fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 4 && !strcmp(argv[1], "uring-lazy"))
@@ -282,9 +346,11 @@ int main(int argc, char **argv)
 		return uring_paths(atoi(argv[2]));
 	if (argc == 3 && !strcmp(argv[1], "aio-partial"))
 		return aio_partial(argv[2]);
+	if (argc == 4 && !strcmp(argv[1], "aio-unreadable"))
+		return aio_unreadable(atoi(argv[2]), argv[3]);
 	if (argc == 4 && !strcmp(argv[1], "aio-ring"))
 		return aio_ring(atoi(argv[2]), argv[3]);
-	fprintf(stderr, "usage: reaper uring-lazy N DELAY_MS | uring-rings N | uring-paths N | uring-skip N |"
-		" aio-partial FILE | aio-ring N FILE\n");
+	fprintf(stderr, "usage: reaper uring-lazy N DELAY_MS | uring-rings N | uring-paths N |"
+		" uring-skip N | aio-partial FILE | aio-unreadable N FILE | aio-ring N FILE\n");
 	return 2;
 }

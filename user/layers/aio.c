@@ -80,5 +80,5 @@ REQ_LAYER_FUNCS(aio)
 const struct layer aio_layer = {
 	REQ_LAYER_COMMON(aio, cmd_name, aio_complete_rw, kc_aio),
 	.drops = BIT(DROP_INFLIGHT_FULL) | BIT(DROP_INFLIGHT_STALE) | BIT(DROP_HIST_FULL) |
-		 BIT(DROP_SC_START_FULL) | BIT(DROP_AIO_BATCH),
+		 BIT(DROP_SC_START_FULL) | BIT(DROP_AIO_BATCH) | BIT(DROP_UNREADABLE),
 };
