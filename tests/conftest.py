@@ -1,4 +1,5 @@
 """Shared fixtures: the built binaries, root-only gating, loop devices, BPF leak checks."""
+import contextlib
 import json
 import os
 import re
@@ -109,6 +110,33 @@ def queue_knobs(dev):
     return {k: (q / k).read_text().strip() for k in QUEUE_KNOBS}
 
 
+@contextlib.contextmanager
+def queue_set(dev, **knobs):
+    """dev's /sys/block/DEV/queue/KNOB = value for the block, each put back on every exit path
+    (a loop device's queue keeps them for the next file). Not the scheduler: it reads back as a
+    list (test_block.set_scheduler)."""
+    q = Path(f"/sys/block/{Path(dev).name}/queue")
+    old = {}
+    try:
+        for knob, value in knobs.items():
+            old[knob] = (q / knob).read_text().strip()
+            (q / knob).write_text(str(value))
+        yield
+    finally:
+        for knob, value in old.items():
+            (q / knob).write_text(value)
+
+
+# /sys/block/DEV/stat fields (Documentation/block/stat.rst): requests completed per op
+STAT_FIELDS = {"read": 0, "write": 4, "discard": 11, "flush": 15}
+
+
+def stat_requests(dev):
+    """Requests the kernel completed on dev (a path or a name) so far, per op."""
+    f = [int(x) for x in Path(f"/sys/block/{Path(dev).name}/stat").read_text().split()]
+    return {op: f[i] for op, i in STAT_FIELDS.items() if i < len(f)}
+
+
 def loop_device(img):
     with open(img, "wb") as f:
         f.truncate(128 << 20)
@@ -202,6 +230,16 @@ class Tracer:
 
 def records(stdout):
     return [json.loads(line) for line in stdout.splitlines() if line.strip()]
+
+
+def drops_of(recs):
+    """Each drop counter summed over the records, the zeros left out."""
+    total = {}
+    for rec in recs:
+        for k, v in rec["drops"].items():
+            if v:
+                total[k] = total.get(k, 0) + v
+    return total
 
 
 def unseen(recs):

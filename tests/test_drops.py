@@ -7,14 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Tracer, records
+from conftest import Tracer, records, stat_requests
 
 pytestmark = pytest.mark.root
-
-
-def kernel_reads_completed(disk):
-    """The kernel's own count of completed read requests (iostat's r/s source)."""
-    return int(Path(f"/sys/block/{disk}/stat").read_text().split()[0])
 
 
 @pytest.mark.parametrize("tag_slots", [False, True], ids=["hashed", "tag-slots"])
@@ -23,7 +18,7 @@ def test_undersized_inflight_table_counts_every_request(loopdev, no_bpf_leak, ta
     tag-slots (the default): requests sit at their tags, outside the table: only the stages that
     start at a bio (wait, total) lose any, and the device stage is measured for every request."""
     disk = Path(loopdev).name
-    before = kernel_reads_completed(disk)
+    before = stat_requests(disk)["read"]
     tracer = Tracer(["-d", disk, "-j", "--inflight", "64"] + ([] if tag_slots else
                                                                ["--no-tag-slots"]))
     fio = subprocess.run(["fio", "--name=deep", f"--filename={loopdev}", "--direct=1",
@@ -31,7 +26,7 @@ def test_undersized_inflight_table_counts_every_request(loopdev, no_bpf_leak, ta
                           "--rw=randread", "--bs=4k", "--io_size=40M", "--output-format=json"],
                          capture_output=True, text=True, check=True)
     recs = records(tracer.stop())
-    completed = kernel_reads_completed(disk) - before
+    completed = stat_requests(disk)["read"] - before
     assert json.loads(fio.stdout)["jobs"][0]["read"]["total_ios"] == 10240
 
     seen = {}

@@ -15,21 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, Tracer, records
+from conftest import ROOT, Tracer, records, stat_requests
 
 pytestmark = pytest.mark.root
 
 LOAD = ROOT / "bin" / "iostrata-load"
-# /sys/block/DEV/stat fields (Documentation/block/stat.rst): requests completed per op
-STAT_FIELDS = {"read": 0, "write": 4, "discard": 11, "flush": 15}
-
-
-def stat_requests(disk):
-    """Requests the kernel completed on disk so far, per op."""
-    f = [int(x) for x in Path(f"/sys/block/{disk}/stat").read_text().split()]
-    return {op: f[i] for op, i in STAT_FIELDS.items() if i < len(f)}
-
-
 def block_requests(recs, disk, stage="device"):
     """Requests iostrata saw end on disk, per op: measured or unmeasured, never both."""
     per_op = {}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Tracer, finish_dio, merged_p50, records, run_dio, without_unseen
+from conftest import Tracer, drops_of, finish_dio, merged_p50, records, run_dio, without_unseen
 
 pytestmark = pytest.mark.root
 
@@ -48,7 +48,7 @@ def test_device_stage_lands_on_the_known_latency(slow_loopdev, delay_ms, no_bpf_
     for op, n in (("read", 40), ("write", 20)):
         st = stage_hists(recs, op)
         dev_st, wait, total = st["device"], st["wait"], st["total"]
-        drops = {k: v for rec in recs for k, v in rec["drops"].items() if v}
+        drops = drops_of(recs)
         assert dev_st["count"] == n and total["count"] == n and wait["count"] == n, \
             ({k: (v["count"], v["unmeasured"]) for k, v in st.items()}, drops)
         # nothing completes faster than the device sleeps: no sample in a bucket below it

@@ -17,7 +17,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from conftest import IOSTRATA, ROOT, assert_one_line_error, our_bpf_programs, wait_no_bpf_programs
+from conftest import (IOSTRATA, ROOT, assert_one_line_error, our_bpf_programs, stat_requests,
+                      wait_no_bpf_programs)
 
 pytestmark = pytest.mark.root
 
@@ -65,10 +66,6 @@ def queue_state(dev):
         for f in sorted((q / "iosched").iterdir()):
             state["iosched/" + f.name] = sysfs(f)
     return state
-
-
-def reads_completed(dev):
-    return int(sysfs(f"/sys/block/{os.path.basename(dev)}/stat").split()[0])
 
 
 def procs(match):
@@ -141,9 +138,9 @@ def recordings(out):
 def test_pair_runs_and_restores(disk, tmp_path, a, b):
     dev, before = disk
     name = os.path.basename(dev)
-    reads0 = reads_completed(dev)
+    reads0 = stat_requests(dev)["read"]
     r = sched_ab(dev, a, b, tmp_path / "out")
-    reads1 = reads_completed(dev)
+    reads1 = stat_requests(dev)["read"]
     assert r.returncode == 0, r.stderr
     assert "requests traced" not in r.stderr, r.stderr     # each round against the disk's stat
     assert queue_state(dev) == before, "the disk was not put back exactly"

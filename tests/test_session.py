@@ -1,6 +1,7 @@
 """A tracing session as a whole: every layer read at the same interval boundaries with nothing
 lost or counted twice across them, the tracer never counting itself, and what a stop prints
 (issue 10)."""
+import contextlib
 import json
 import os
 import signal
@@ -12,7 +13,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from conftest import IOSTRATA, ROOT, SCHEMA, Tracer, records
+from conftest import IOSTRATA, ROOT, SCHEMA, Tracer, drops_of, queue_set, records
 
 pytestmark = pytest.mark.root
 LOAD = ROOT / "bin" / "iostrata-load"
@@ -31,10 +32,6 @@ def strict_records(stdout):
     """records(), but a key given twice in any object fails (json.loads keeps the last)."""
     return [json.loads(line, object_pairs_hook=no_duplicate_keys)
             for line in stdout.splitlines() if line.strip()]
-
-
-def drops_of(recs):
-    return {k: v for rec in recs for k, v in rec["drops"].items() if v}
 
 
 def tally(recs, layer, stage, field="count", **labels):
@@ -88,28 +85,25 @@ def test_interval_boundaries_shared(loopdev, loopdev2, no_bpf_leak):
     n, rate = 20000, 2000
     common = ["--rw", "randread", "--bs", "4k", "--qd", "16", "--ios", str(n), "--rate",
               str(rate), "--force", "--json"]
-    loads, nomerges = {}, {}
-    tracers = {}
-    try:
-        for name, engine, dev in (("uring", "io_uring", loopdev), ("aio", "libaio", loopdev2)):
-            knob = Path(f"/sys/block/{Path(dev).name}/queue/nomerges")
-            nomerges[knob] = knob.read_text().strip()   # put back before the device goes:
-            knob.write_text("2")                       # a loop device's queue keeps it
-            loads[name] = HeldLoad("--engine", engine, "--device", dev, *common)
-        for name, ld in loads.items():
-            tracers[name] = Tracer(["-l", "block,uring,aio,syscall", "-P", "-O", "-F", "-j",
-                                    "-p", str(ld.pid), "0.1"])
-        for ld in loads.values():
-            ld.go()
-        docs = {name: ld.finish() for name, ld in loads.items()}
-    finally:
-        for ld in loads.values():
-            if ld.proc.poll() is None:
-                ld.proc.kill()
-                ld.proc.wait()
-        stdouts = {name: t.stop() for name, t in tracers.items()}
-        for knob, value in nomerges.items():
-            knob.write_text(value)
+    loads, tracers = {}, {}
+    with contextlib.ExitStack() as settings:    # put back before the devices go
+        try:
+            for name, engine, dev in (("uring", "io_uring", loopdev),
+                                      ("aio", "libaio", loopdev2)):
+                settings.enter_context(queue_set(dev, nomerges=2))
+                loads[name] = HeldLoad("--engine", engine, "--device", dev, *common)
+            for name, ld in loads.items():
+                tracers[name] = Tracer(["-l", "block,uring,aio,syscall", "-P", "-O", "-F", "-j",
+                                        "-p", str(ld.pid), "0.1"])
+            for ld in loads.values():
+                ld.go()
+            docs = {name: ld.finish() for name, ld in loads.items()}
+        finally:
+            for ld in loads.values():
+                if ld.proc.poll() is None:
+                    ld.proc.kill()
+                    ld.proc.wait()
+            stdouts = {name: t.stop() for name, t in tracers.items()}
     for doc in docs.values():
         assert doc["total"]["read"]["total_ios"] == n and doc["total"]["read"]["errors"] == 0
 

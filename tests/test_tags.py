@@ -3,6 +3,7 @@ its hardware queue's region. The loader sizes the regions to the machine's hardw
 slots to the deepest tag space (user/layers/block.c, tag_slots_size). A request outside them (its
 queue has no region, or its tag is deeper) is kept in the hashed in-flight table instead: still
 measured, and counted; `-v` says how many at the stop."""
+import contextlib
 import json
 import re
 import subprocess
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, Tracer, records, unseen
+from conftest import ROOT, Tracer, queue_set, records, unseen
 from test_block import assert_exact, scheduler_of, set_scheduler, traced_io
 
 pytestmark = pytest.mark.root
@@ -83,15 +84,15 @@ def test_a_tag_beyond_the_slots_is_measured_and_counted(slow_loopdev, no_bpf_lea
     dev = slow_loopdev(1000)
     disk = Path(dev).name
     knob = Path(f"/sys/block/{disk}/queue/nr_requests")
-    nomerges = Path(f"/sys/block/{disk}/queue/nomerges")
-    was, old_nomerges, tracer = scheduler_of(dev), nomerges.read_text().strip(), None
+    was, tracer = scheduler_of(dev), None
     old_nr = knob.read_text().strip()
-    try:
+    # no merges (plug or scheduler): 2 x SLOTS random reads at once would merge some adjacent
+    # pairs, and each read is then one request
+    with queue_set(dev, nomerges=2), contextlib.ExitStack() as undo:
+        undo.callback(knob.write_text, old_nr)      # after the scheduler, which resets it
+        undo.callback(set_scheduler, dev, was)
+        undo.callback(lambda: tracer and tracer.proc.poll() is None and tracer.stop(check=False))
         set_scheduler(dev, "mq-deadline")
-        # no merges (plug or scheduler): 2 x SLOTS random reads at once would merge some
-        # adjacent pairs, and each read is then one request. Put back before the device goes:
-        # a loop device's queue keeps it for the next file (tests/test_merge.py needs merges).
-        nomerges.write_text("2")
         tracer = Tracer(["-d", disk, "-D", "-F", "-j"])
         _, slots, _, _, _ = sizing(tracer.stderr)
         try:
@@ -105,12 +106,6 @@ def test_a_tag_beyond_the_slots_is_measured_and_counted(slow_loopdev, no_bpf_lea
                              check=True, capture_output=True, text=True)
         assert json.loads(out.stdout)["jobs"][0]["read"]["total_ios"] == ios
         recs = records(tracer.stop())
-    finally:
-        if tracer and tracer.proc.poll() is None:
-            tracer.stop(check=False)
-        set_scheduler(dev, was)
-        knob.write_text(old_nr)
-        nomerges.write_text(old_nomerges)
     n = outside(tracer.stderr)
     assert n >= slots // 2, (n, slots, tracer.stderr)
     # every O_DIRECT read in the device stage, measured; the load's signature check adds a few

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, Tracer, records, unseen, without_unseen
+from conftest import ROOT, Tracer, queue_set, records, stat_requests, unseen, without_unseen
 
 pytestmark = pytest.mark.root
 
@@ -28,28 +28,20 @@ RUNS = 5
 IOS = 20000
 
 
-def kernel_reads_completed(disk):
-    return int(Path(f"/sys/block/{disk}/stat").read_text().split()[0])
-
-
 def test_every_completed_read_is_measured_or_counted_unseen(loopdev, no_bpf_leak):
     disk = Path(loopdev).name
-    nomerges = Path(f"/sys/block/{disk}/queue/nomerges")
-    old = nomerges.read_text().strip()
-    nomerges.write_text("2")  # one request per bio: the setting the losses were reported on
-    try:
+    # one request per bio: the setting the losses were reported on
+    with queue_set(loopdev, nomerges=2):
         tracer = Tracer(["-d", disk, "-j", "-F"])
-        before = kernel_reads_completed(disk)
+        before = stat_requests(disk)["read"]
         for _ in range(RUNS):
             out = subprocess.run([str(LOAD), "--engine", "io_uring", "--device", loopdev,
                                   "--force", "--rw", "randread", "--qd", str(QD),
                                   "--ios", str(IOS), "--json"],
                                  capture_output=True, text=True, check=True)
             assert json.loads(out.stdout)["jobs"][0]["read"]["total_ios"] == IOS
-        completed = kernel_reads_completed(disk) - before
+        completed = stat_requests(disk)["read"] - before
         recs = records(tracer.stop())
-    finally:
-        nomerges.write_text(old)
 
     n_unseen = unseen(recs)
     assert sum(r["drops"].get("prog_recursion", 0) for r in recs) == 0
@@ -80,12 +72,12 @@ def lossy_run(dev, args, ios=IOS):
     def run():
         tracer = Tracer(["-d", Path(dev).name, "-j", "-F", "--lose-completions", str(LOSE),
                          *args])
-        before = kernel_reads_completed(Path(dev).name)
+        before = stat_requests(dev)["read"]
         out = subprocess.run([str(LOAD), "--engine", "io_uring", "--device", dev, "--force",
                               "--rw", "randread", "--qd", str(QD), "--ios", str(ios),
                               "--json"], capture_output=True, text=True, check=True)
         assert json.loads(out.stdout)["jobs"][0]["read"]["total_ios"] == ios
-        completed = kernel_reads_completed(Path(dev).name) - before
+        completed = stat_requests(dev)["read"] - before
         recs = records(tracer.stop())
         missed = [int(m) for m in MISSED.findall(tracer.stderr)]
         assert len(missed) == 1, tracer.stderr
@@ -96,13 +88,8 @@ def lossy_run(dev, args, ios=IOS):
 
 @pytest.fixture
 def one_request_per_read(loopdev):
-    nomerges = Path(f"/sys/block/{Path(loopdev).name}/queue/nomerges")
-    old = nomerges.read_text().strip()
-    nomerges.write_text("2")
-    try:
+    with queue_set(loopdev, nomerges=2):
         yield loopdev
-    finally:
-        nomerges.write_text(old)
 
 
 # every way the block programs keep a request: all stages (bios tracked, queue time carried),

@@ -10,7 +10,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from conftest import ROOT, SCHEMA, Tracer, merged_p50, records, without_unseen
+from conftest import ROOT, SCHEMA, Tracer, drops_of, merged_p50, records, without_unseen
 
 pytestmark = pytest.mark.root
 LOAD = ROOT / "bin" / "iostrata-load"
@@ -41,10 +41,6 @@ def uring_stages(recs, comm="iostrata-load"):
             st["buckets"] += h["buckets"]
             st["pids"].add(h["labels"]["pid"])
     return out
-
-
-def drops_of(recs):
-    return {k: v for rec in recs for k, v in rec["drops"].items() if v}
 
 
 def total(st, stage, opcode=None, flags=None, field="count"):
@@ -211,7 +207,7 @@ def test_killed_process_and_torn_down_ring(no_bpf_leak):
     st = uring_stages(recs)
     assert total(st, "submit_cqe", "timeout", "failed") == 32, st.keys()
     assert total(st, "submit_cqe", "timeout") == 32
-    drops = {k: v for rec in recs for k, v in rec["drops"].items() if v}
+    drops = drops_of(recs)
     assert not drops, drops
 
 
