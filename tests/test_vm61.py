@@ -83,7 +83,8 @@ def test_debian_61_kernel():
     snoop_dm_delay(full.split("=== SCENARIOS")[1].split("FAST ")[1].split()[0],
                    full.split("=== SNOOP")[1].split("=== PROBE")[0])
     sched_ab(full.split("=== SCHED-AB")[1].split("=== REQUEUE")[0])
-    requeue(full.split("=== REQUEUE")[1].split("=== DONE")[0])
+    requeue(full.split("=== REQUEUE")[1].split("=== UNFOLLOWED")[0])
+    unfollowed(full.split("=== UNFOLLOWED")[1].split("=== DONE")[0])
     cgroups(full.split("=== CGROUP")[1].split("=== PROBE")[0])
     sections = r.stdout.split("=== TRACE ")[1:]
     assert [s.split()[0] for s in sections] == ["tp_btf", "raw_tp"]
@@ -273,3 +274,26 @@ def requeue(out):
         assert unseen == 0 and reads["device"] == [kernel, 0], (name, reads, unseen, kernel)
         # the device stage alone has no total; all stages time every read whole
         assert reads["total"] == ([kernel, 0] if name == "r1" else [0, 0]), (name, reads)
+
+
+def unfollowed(out):
+    """On 6.1 too: 20 SQEs failing before their submission event, each in the request a skipped
+    NOP left, are not timed from the NOP's submission (its entry reclaimed, counted); 10 aio reads
+    whose iocbpp array is not resident are counted unreadable, the 10 after them timed."""
+    assert "io_uring_req_failed attached by" in out, out[:1500]
+    recs = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    mine = [h for r in recs for h in r["hists"] if h["labels"].get("comm") == "reaper"]
+    uring = {(h["stage"], h["labels"].get("opcode"), h["labels"].get("flags", "")): h["count"]
+             for h in mine if h["layer"] == "uring"}
+    aio_total = sum(h["count"] + h["unmeasured"] for h in mine
+                    if h["layer"] == "aio" and h["stage"] == "total")
+    drops = {}
+    for r in recs:
+        for k, v in r["drops"].items():
+            drops[k] = drops.get(k, 0) + v
+    drops = {k: v for k, v in drops.items() if v}
+    print(f"6.1 unfollowed: uring {uring}, aio total {aio_total}, drops {drops}")
+    assert uring.get(("submit_cqe", "nop", "")) == 20 and \
+        not any("failed" in k[2] for k in uring), uring
+    assert aio_total == 10, mine
+    assert drops == {"uring_inflight_reused": 20, "aio_unreadable": 10}, drops

@@ -25,7 +25,7 @@ if ! command -v qemu-system-x86_64 >/dev/null; then
 	echo "smoke61: SKIP: qemu-system-x86_64 is not installed (apt-get install qemu-system-x86)"
 	exit 0
 fi
-for b in iostrata iostrata-load; do
+for b in iostrata iostrata-load reaper; do
 	[ -x "$top/bin/$b" ] || { echo "smoke61: build first (make)" >&2; exit 1; }
 done
 mkdir -p "$CACHE"
@@ -38,7 +38,7 @@ mods=$CACHE/root/lib/modules/$kver/kernel
 mkdir -p "$work"/initrd/{bin,proc,sys,dev,tmp,mod}
 cp "$(command -v busybox)" "$work/initrd/bin/"
 for a in sh mount insmod sleep cat echo poweroff grep mkdir rm kill sed cp cut tr; do ln -s busybox "$work/initrd/bin/$a"; done
-cp "$top/bin/iostrata" "$top/bin/iostrata-load" "$work/initrd/"
+cp "$top/bin/iostrata" "$top/bin/iostrata-load" "$top/bin/reaper" "$work/initrd/"
 cp "$mods/fs/configfs/configfs.ko" "$mods/drivers/block/null_blk/null_blk.ko" \
 	"$mods/drivers/md/dm-mod.ko" "$mods/drivers/md/dm-delay.ko" \
 	"$mods"/drivers/scsi/{scsi_common,scsi_mod,sd_mod,scsi_debug}.ko "$work/initrd/mod/"
@@ -207,6 +207,19 @@ echo 0 > $sdbg/opts; echo 0 > $sdbg/every_nth
 for r in r1 r2; do
 	echo "TRACER $r"; grep -E "requeued|not seen completing" /tmp/$r.err; cat /tmp/$r.json
 done
+echo "=== UNFOLLOWED"
+# requests the programs cannot follow, each counted, none timed: an SQE failing before its
+# submission event in the request a skipped NOP left (io_uring), and io_submit calls whose iocbpp
+# array is not resident (aio); tests/test_uring.py and tests/test_aio.py on the host kernel
+rm -f /tmp/f.err
+/iostrata -v -l uring,aio -P -O -j > /tmp/f.json 2>/tmp/f.err &
+tracer=$!
+until grep -q "iostrata: tracing" /tmp/f.err 2>/dev/null; do sleep 0.2; done
+/reaper uring-skip 20 && /reaper aio-unreadable 10 /dev/nullb0 && echo "UNFOLLOWED LOAD OK"
+sleep 0.5
+kill -INT $tracer
+wait
+grep "io_uring_req_failed" /tmp/f.err; cat /tmp/f.json
 echo "=== DONE"
 poweroff -f
 INIT
@@ -218,7 +231,8 @@ timeout 900 qemu-system-x86_64 ${QEMU_ACCEL:--accel tcg,thread=single -icount sh
 	> "$work/console.log" 2>&1 || true
 sed -n '/=== FEATURES/,/=== DONE/p' "$work/console.log"
 for m in "block_rq_complete  *tp_btf" "LOAD OK" "URING LOAD OK" "SCENARIO LOAD dm-0" \
-	"CGROUP LOAD b" "FAIL rc=1" "SCHED-AB rc=0" "REQUEUE LOAD OK" "=== DONE"; do
+	"CGROUP LOAD b" "FAIL rc=1" "SCHED-AB rc=0" "REQUEUE LOAD OK" "UNFOLLOWED LOAD OK" \
+	"=== DONE"; do
 	grep -q "$m" "$work/console.log" || { echo "smoke61: FAILED: no '$m'" >&2; exit 1; }
 done
 [ "$(grep -c '^LOAD OK' "$work/console.log")" = 2 ] || { echo "smoke61: FAILED: a load run" >&2; exit 1; }
