@@ -11,6 +11,7 @@ const volatile __u32 inflight_mask = INFLIGHT_SLOTS_DEFAULT - 1;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, ENTRY_MAP_FLAGS);
 	__uint(max_entries, INFLIGHT_SLOTS_DEFAULT);
 	__type(key, __u32);
 	__type(value, struct inflight);
@@ -157,6 +158,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, ENTRY_MAP_FLAGS);
 	__uint(max_entries, 1u << (RQ_REGION_BITS_DEFAULT + RQ_SLOT_BITS_DEFAULT));
 	__type(key, __u32);
 	__type(value, struct inflight);

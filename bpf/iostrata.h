@@ -60,8 +60,18 @@ struct inflight {
 	/* who queued the (earliest) bio, noted only for snoop and -C (owner_note) */
 	__u64 cgroup;	/* its cgroup v2 id */
 	__u32 tid;	/* its thread */
-	__u32 pad;
+	__u32 pad[3];	/* to ENTRY_BYTES */
 };
+
+/*
+ * Per-I/O entries written on one CPU and read on another (issue and completion, submission and
+ * CQE) are one cache line each: 64 bytes, in arrays made BPF_F_MMAPABLE, whose values start on a
+ * page. A plain array's values start right after its struct bpf_array header (312 bytes on
+ * 6.18), so that every 64-byte value spanned two lines, and a 56-byte one most often did: two
+ * lines crossing CPUs per entry instead of one.
+ */
+#define ENTRY_MAP_FLAGS		1024u	/* BPF_F_MMAPABLE (a macro: also for user space) */
+#define ENTRY_BYTES		64
 
 #define INFLIGHT_PROBES		4
 #define INFLIGHT_DEV_ANY	0xffffffffu	/* a request whose disk was not read (no -d, no -D) */
@@ -132,6 +142,9 @@ struct ioreq {
 	__u32 tid;
 	__u32 spill;	/* table.bpf.h's */
 };
+
+_Static_assert(sizeof(struct inflight) == ENTRY_BYTES, "an in-flight entry is one cache line");
+_Static_assert(sizeof(struct ioreq) == ENTRY_BYTES, "a request entry is one cache line");
 
 #define REQ_SLOTS_DEFAULT	(1u << 16)
 

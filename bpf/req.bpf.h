@@ -20,6 +20,7 @@ const volatile __u32 req_mask = REQ_SLOTS_DEFAULT - 1;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, ENTRY_MAP_FLAGS);
 	__uint(max_entries, REQ_SLOTS_DEFAULT);
 	__type(key, __u32);
 	__type(value, struct ioreq);

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.root
 SIZED = re.compile(r"block: tag slots: (\d+) regions of (\d+) for (\d+) hardware queues of "
                    r"depth up to (\d+) \((\d+) KiB\)")
 OUTSIDE = re.compile(r"block: (\d+) requests issued outside the tag slots")
-INFLIGHT_BYTES = 56  # sizeof(struct inflight), bpf/iostrata.h
+INFLIGHT_BYTES = 64  # sizeof(struct inflight), bpf/iostrata.h (ENTRY_BYTES)
 LOAD = ROOT / "bin" / "iostrata-load"
 
 

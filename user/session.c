@@ -137,8 +137,10 @@ static int shared_maps(struct session *s, bool requests)
 		}
 	}
 	if (requests) {
+		LIBBPF_OPTS(bpf_map_create_opts, line, .map_flags = ENTRY_MAP_FLAGS);
+
 		s->sh.reqs_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "reqs", sizeof(uint32_t),
-					       sizeof(struct ioreq), s->cfg.inflight_slots, NULL);
+					       sizeof(struct ioreq), s->cfg.inflight_slots, &line);
 		if (s->sh.reqs_fd < 0) {
 			errorf("cannot create the request table: %s", strerror(errno));
 			return -1;
