@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Tracer, records, stat_requests
+from conftest import Tracer, drops_of, records, stat_requests
 
 pytestmark = pytest.mark.root
 
@@ -30,10 +30,8 @@ def test_undersized_inflight_table_counts_every_request(loopdev, no_bpf_leak, ta
     assert json.loads(fio.stdout)["jobs"][0]["read"]["total_ios"] == 10240
 
     seen = {}
-    drops = {}
+    drops = drops_of(recs)
     for rec in recs:
-        for k, v in rec["drops"].items():
-            drops[k] = drops.get(k, 0) + v
         for h in rec["hists"]:
             c = seen.setdefault(h["stage"], [0, 0])
             c[0] += h["count"]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, Tracer, records, stat_requests
+from conftest import ROOT, Tracer, drops_of, records, stat_requests
 
 pytestmark = pytest.mark.root
 
@@ -69,10 +69,7 @@ def test_block_counts_equal_the_kernels_stat_under_randrw_qd32(loopdev, schedule
         recs = records(tracer.stop())
     kernel = {op: after[op] - before[op] for op in before if after[op] != before[op]}
     ours = block_requests(recs, disk)
-    drops = {}
-    for r in recs:
-        for k, v in r["drops"].items():
-            drops[k] = drops.get(k, 0) + v
+    drops = drops_of(recs)
     print(f"{disk}: kernel /sys/block stat {kernel}; iostrata {ours}; "
           f"complete_unseen {drops.get('complete_unseen', 0)}")
     assert kernel["read"] > 20000 and kernel["write"] > 20000, kernel

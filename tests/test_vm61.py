@@ -15,7 +15,7 @@ import subprocess
 
 import pytest
 
-from conftest import ROOT, merged_p50
+from conftest import ROOT, drops_of, merged_p50
 
 pytestmark = pytest.mark.root
 
@@ -287,11 +287,7 @@ def unfollowed(out):
              for h in mine if h["layer"] == "uring"}
     aio_total = sum(h["count"] + h["unmeasured"] for h in mine
                     if h["layer"] == "aio" and h["stage"] == "total")
-    drops = {}
-    for r in recs:
-        for k, v in r["drops"].items():
-            drops[k] = drops.get(k, 0) + v
-    drops = {k: v for k, v in drops.items() if v}
+    drops = drops_of(recs)
     print(f"6.1 unfollowed: uring {uring}, aio total {aio_total}, drops {drops}")
     assert uring.get(("submit_cqe", "nop", "")) == 20 and \
         not any("failed" in k[2] for k in uring), uring
