@@ -33,6 +33,15 @@ struct aio_call {
 	__u64 ts;
 	__u32 nr;
 	__u32 live;	/* entered, exit not yet seen */
+	/*
+	 * io_submit: the iocbs whose pointer or opcode the entry could not read (not resident:
+	 * the kernel's own read faults the page in, a program's cannot), by index. Counted at the
+	 * exit, once the return value says which of them the kernel took: one it refused was no
+	 * request, and its page may still be absent, so it must not be counted again there either.
+	 */
+	__u32 unread;
+	__u32 unread_refused;	/* of those, in the refused tail: set by unsubmit_one */
+	__u64 unread_bits[AIO_BATCH_MAX / 64];
 };
 
 /* In the thread's own storage, as the syscall layer keeps its entry times. */
@@ -66,6 +75,7 @@ static __always_inline struct aio_call *call_exit(void)
 }
 
 struct walk {
+	struct aio_call *call;	/* submit_one, unsubmit_one: the call's unread iocbs */
 	__u64 ptr;
 	__u64 now;
 	__u64 id;	/* submit_one: the submitter's pid_tgid */
@@ -95,23 +105,28 @@ static __always_inline void reap_unobserved(struct ioreq *e)
 	h->stage[REQ_TOTAL].unmeasured++;
 }
 
+/* Is iocb i of the call one its entry could not read? */
+static __always_inline bool unread_is(const struct aio_call *c, __u64 i)
+{
+	return c->unread && i < AIO_BATCH_MAX && (c->unread_bits[i / 64] >> (i % 64)) & 1;
+}
+
 static long submit_one(__u64 i, struct walk *w)
 {
+	struct aio_call *c = w->call;
 	struct iocb *user = NULL;
 	struct ioreq *e;
 	__u16 opcode = 0;
 	bool existed;
 
-	if (bpf_probe_read_user(&user, sizeof(user), (void *)(w->ptr + i * sizeof(user)))) {
-		drop(DROP_UNREADABLE);
-		return 0;
-	}
+	if (i >= AIO_BATCH_MAX)		/* bpf_loop's bound; said to the verifier */
+		return 1;
+	if (bpf_probe_read_user(&user, sizeof(user), (void *)(w->ptr + i * sizeof(user))))
+		goto unread;
 	if (!user)	/* the kernel refuses it (EFAULT): not a request */
 		return 0;
-	if (bpf_probe_read_user(&opcode, sizeof(opcode), &user->aio_lio_opcode)) {
-		drop(DROP_UNREADABLE);
-		return 0;
-	}
+	if (bpf_probe_read_user(&opcode, sizeof(opcode), &user->aio_lio_opcode))
+		goto unread;
 	e = req_tab_claim((__u64)user, w->tgid, w->now, &existed);
 	if (!e)
 		return 0;
@@ -124,17 +139,27 @@ static long submit_one(__u64 i, struct walk *w)
 	e->bio_q = e->issue = e->done = 0;
 	e->ts = w->now;
 	return 0;
+unread:
+	c->unread_bits[i / 64] |= 1ULL << (i % 64);
+	c->unread++;
+	return 0;
 }
 
 /* iocbs a partial submit did not take (ret..nr): their entries go. */
 static long unsubmit_one(__u64 i, struct walk *w)
 {
+	struct aio_call *c = w->call;
 	struct iocb *user = NULL;
 	struct ioreq *e;
 
-	if (bpf_probe_read_user(&user, sizeof(user),
-				(void *)(w->ptr + (w->from + i) * sizeof(user)))) {
-		drop(DROP_UNREADABLE);	/* its entry stays: reclaimed later, counted again */
+	i += w->from;
+	if (unread_is(c, i)) {	/* no entry was made: nothing to free, and no request */
+		c->unread_refused++;
+		return 0;
+	}
+	if (bpf_probe_read_user(&user, sizeof(user), (void *)(w->ptr + i * sizeof(user)))) {
+		/* read at entry, gone since (rare): its entry stays, reclaimed later, counted */
+		drop(DROP_UNREADABLE);
 		return 0;
 	}
 	if (!user)
@@ -228,6 +253,13 @@ int aio_submit_enter(struct trace_event_raw_sys_enter *ctx)
 	call->ts = w.now;
 	call->nr = batch((__u64)nr);
 	call->live = 1;
+	if (call->unread) {	/* an earlier call's exit was not seen: not followed, whatever it took */
+		drops_add(DROP_UNREADABLE, call->unread);
+		__builtin_memset(call->unread_bits, 0, sizeof(call->unread_bits));
+		call->unread = 0;
+	}
+	call->unread_refused = 0;
+	w.call = call;
 	bpf_loop(call->nr, submit_one, &w, 0);
 	return 0;
 }
@@ -245,11 +277,17 @@ int aio_submit_exit(struct trace_event_raw_sys_exit *ctx)
 	if (ret < 0)
 		ret = 0;
 	if (ret < call->nr) {
+		w.call = call;
 		w.ptr = call->ptr;
 		w.now = call->ts;
 		w.tgid = id >> 32;
 		w.from = (__u32)ret;
 		bpf_loop(call->nr - (__u32)ret, unsubmit_one, &w, 0);
+	}
+	if (call->unread) {	/* the requests among them: iocbs the kernel took, not followed */
+		drops_add(DROP_UNREADABLE, call->unread - call->unread_refused);
+		__builtin_memset(call->unread_bits, 0, sizeof(call->unread_bits));
+		call->unread = 0;
 	}
 	return 0;
 }

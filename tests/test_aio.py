@@ -100,6 +100,23 @@ def test_unreadable_iocbpp_is_counted(tmp_path, no_bpf_leak):
     assert drops_of(recs) == {"aio_unreadable": 10}
 
 
+def test_unreadable_refused_tail_is_no_request(tmp_path, no_bpf_leak):
+    """10 io_submit calls of 10 iocbs each, the iocbpp array straddling two mappings never
+    touched: the kernel reads the first two iocbs (faulting their page in), takes the first and
+    refuses the second (bad fd), and never reads the other 8, whose page stays absent. Only the
+    one iocb taken per call was a request the programs could not follow: 10 in aio_unreadable,
+    not the 100 unreadable at entry, nor 180 (the refused 8 counted again at exit)."""
+    f = tmp_path / "data"
+    f.write_bytes(bytes(range(256)) * 16)
+    tracer = Tracer(["-l", "aio", "-P", "-O", "-j"])
+    subprocess.run([str(REAPER), "aio-unread-tail", "10", str(f)], check=True)
+    recs = records(tracer.stop())
+    st, events = aio_stages(recs, "reaper")
+    assert all(v["count"] == v["unmeasured"] == 0 for v in st.values()), st
+    assert not any(events.values()), events
+    assert drops_of(recs) == {"aio_unreadable": 10}
+
+
 @pytest.mark.parametrize("qd", [1, 4, 32])
 def test_every_reap_is_timed_or_unmeasured(tmp_path, qd, no_bpf_leak):
     """count + unmeasured of complete_reap and total equals the iocbs submitted, at any depth

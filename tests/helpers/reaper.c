@@ -21,6 +21,11 @@
  *                                  its iocbpp array in a fresh file mapping the process never
  *                                  touched (the kernel faults it in, a BPF program cannot), then
  *                                  N with an ordinary array; each reaped through io_getevents
+ *   reaper aio-unread-tail N FILE  N io_submit calls of 10 O_DIRECT 4 KiB reads of FILE whose
+ *                                  iocbpp array straddles two fresh file mappings: the first
+ *                                  two iocbs at the end of one, the other 8 in the next; the
+ *                                  second iocb has a bad fd, so the kernel takes only the first
+ *                                  and never touches the second mapping; each reaped
  *   reaper aio-ring N FILE         N O_DIRECT 4 KiB reads of FILE through io_submit, one at a
  *                                  time with the same iocb, each reaped from the aio ring in
  *                                  user memory, never through io_getevents
@@ -334,6 +339,66 @@ static int aio_unreadable(int n, const char *path)
 	return 0;
 }
 
+static int aio_unread_tail(int n, const char *path)
+{
+	char map_path[] = "/tmp/reaper-iocbpp-XXXXXX";
+	struct iocb cb[10], *cbs[10];
+	aio_context_t ctx = 0;
+	struct io_event ev;
+	int fd, mfd, i;
+	void *buf;
+	long got;
+
+	fd = open(path, O_RDONLY | O_DIRECT);
+	if (fd < 0)
+		return die(path);
+	if (posix_memalign(&buf, 4096, 4096) || syscall(SYS_io_setup, 16, &ctx))
+		return die("io_setup");
+	for (i = 0; i < 10; i++) {
+		memset(&cb[i], 0, sizeof(cb[i]));
+		cb[i].aio_lio_opcode = IOCB_CMD_PREAD;
+		cb[i].aio_fildes = (unsigned)(i == 1 ? 9999 : fd);	/* the second: EBADF */
+		cb[i].aio_buf = (unsigned long)buf;
+		cb[i].aio_nbytes = 4096;
+		cbs[i] = &cb[i];
+	}
+	mfd = mkstemp(map_path);
+	if (mfd < 0)
+		return die("mkstemp");
+	unlink(map_path);
+	/* file page 0 ends with cbs[0..1]; page 2 starts with cbs[2..9] (pages not adjacent in
+	 * the file, so the two mappings stay two: the kernel's fault-around never crosses one) */
+	if (pwrite(mfd, cbs, 2 * sizeof(cbs[0]), 4096 - 2 * sizeof(cbs[0])) != 2 * sizeof(cbs[0]) ||
+	    pwrite(mfd, cbs + 2, 8 * sizeof(cbs[0]), 8192) != 8 * sizeof(cbs[0]) ||
+	    ftruncate(mfd, 12288))
+		return die("pwrite");
+	for (i = 0; i < n; i++) {
+		char *area = mmap(NULL, 8192, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (area == MAP_FAILED ||
+		    mmap(area, 4096, PROT_READ, MAP_SHARED | MAP_FIXED, mfd, 0) == MAP_FAILED ||
+		    mmap(area + 4096, 4096, PROT_READ, MAP_SHARED | MAP_FIXED, mfd, 8192) ==
+		    MAP_FAILED)
+			return die("mmap");
+		got = syscall(SYS_io_submit, ctx, 10, (struct iocb **)(area + 4096) - 2);
+		if (got != 1) {
+			fprintf(stderr, "io_submit took %ld, expected 1\n", got);
+			return 1;
+		}
+		if (syscall(SYS_io_getevents, ctx, 1, 1, &ev, NULL) != 1)
+			return die("io_getevents");
+		if (ev.obj != (unsigned long)&cb[0] || ev.res != 4096) {
+			fprintf(stderr, "aio read: result %lld\n", (long long)ev.res);
+			return 1;
+		}
+		munmap(area, 8192);
+	}
+	close(mfd);
+	syscall(SYS_io_destroy, ctx);
+	close(fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 4 && !strcmp(argv[1], "uring-lazy"))
@@ -348,6 +413,8 @@ int main(int argc, char **argv)
 		return aio_partial(argv[2]);
 	if (argc == 4 && !strcmp(argv[1], "aio-unreadable"))
 		return aio_unreadable(atoi(argv[2]), argv[3]);
+	if (argc == 4 && !strcmp(argv[1], "aio-unread-tail"))
+		return aio_unread_tail(atoi(argv[2]), argv[3]);
 	if (argc == 4 && !strcmp(argv[1], "aio-ring"))
 		return aio_ring(atoi(argv[2]), argv[3]);
 	fprintf(stderr, "usage: reaper uring-lazy N DELAY_MS | uring-rings N | uring-paths N |"
