@@ -283,6 +283,16 @@ def round_order(names, r):
     return order
 
 
+def knows(binary, cfg):
+    """Does iostrata `binary` take configuration cfg? Its usage names each command and
+    long option it has (a baseline may predate --stages or snoop)."""
+    usage = subprocess.run([str(binary), "--help"], capture_output=True, text=True).stdout
+    need = [f" {w.split('=')[0]}" for w in cfg if w.startswith("--")]
+    if cfg and not cfg[0].startswith("-"):
+        need.append(f"iostrata {cfg[0]} ")
+    return all(w in usage for w in need)
+
+
 def revision(binary):
     """What binary was built from: for the baseline the BINARY.rev file build-baseline.sh
     writes, for bin/iostrata the checkout's git describe."""
@@ -394,9 +404,11 @@ def main():
     plan = {}  # row: (configuration, iostrata binary)
     for name, cfg in configs.items():
         plan[name] = (cfg, IOSTRATA)
-        # an option or command the baseline may predate (--stages, snoop) is not compared
-        if baseline and isinstance(cfg, list) and "--stages" not in cfg and "snoop" not in cfg:
-            plan[name + BASELINE_TAG] = (cfg, baseline)
+        if baseline and isinstance(cfg, list):
+            if knows(baseline, cfg):
+                plan[name + BASELINE_TAG] = (cfg, baseline)
+            else:
+                print(f"the baseline predates {name}'s options: {name} is not compared")
     width = max(15, *(len(n) for n in plan))
     twidth = max(len(t) for t, _ in TARGETS)
     with bench_env(tracefs="bpftrace" in configs) as loopdev, root_file() as rootimg:
