@@ -171,6 +171,34 @@ def test_one_interval_each_is_not_enough_data(tmp_path):
     assert doc["gates"][0]["judged"] is False and doc["gates"][0]["regressed"] is False
 
 
+def test_unknown_quantiles_are_never_judged(tmp_path):
+    """A quantile in the open-ended bucket (>= 68.7 s) is bounded below only: no value, no
+    ratio, no verdict (an estimate spread over [bound, max] once called 70 s against 70 s
+    'slower', B/A 1.74). A quantile of 0 ns has no ratio to it (its NaN interval was once 'no
+    change', and a gate on it 'judged')."""
+    def rec(name, tail, low=70_050_000_000, n=30):
+        return write_rec(tmp_path / name, [[hist("syscall", "duration", [low] * 90 + [tail] * 10,
+                                                  {"syscall": "io_getevents"})]] * n)
+    doc = compare_json(rec("a.ndjson", 200 * 10**9), rec("b.ndjson", 400 * 10**9))
+    p50 = cell(doc, "syscall", "duration", "p50")
+    assert p50["verdict"] == "not enough data" and "open-ended bucket" in p50["reason"], p50
+    assert p50["a_ns"] is None and p50["b_ns"] is None and p50["ratio"] is None, p50
+    assert doc["compared"] == 0 and doc["changes"] == 0, doc
+    # min..max within 1/16 of min: a value, compared like any other
+    doc = compare_json(rec("c.ndjson", 70_050_000_000), rec("d.ndjson", 70_060_000_000))
+    assert cell(doc, "syscall", "duration", "p50")["verdict"] == "no change"
+
+    rng = random.Random(3)
+    a = write_rec(tmp_path / "za.ndjson", [[hist("block", "device", [0] * 200)]] * 20)
+    b = write_rec(tmp_path / "zb.ndjson", [[hist("block", "device", [
+        rng.randint(1, 5) for _ in range(200)])]] * 20)
+    doc = compare_json(a, b, "--gate", "block:device:p99")
+    p99 = cell(doc, "block", "device", "p99")
+    assert p99["verdict"] == "not enough data" and "0 ns" in p99["reason"], p99
+    assert p99["ratio"] is None and p99["ci_lo"] is None, p99
+    assert doc["gates"][0]["judged"] is False, doc["gates"]
+
+
 def test_tail_needs_samples_above_it(tmp_path):
     """p99.9 of 30 x 100 samples has 3 above it: not enough; p50 is compared."""
     a = lognormal_rec(tmp_path / "a.ndjson", 30, 1.0, seed=1, per=100)

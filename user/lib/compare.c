@@ -623,6 +623,40 @@ static bool enough(const char *name, const struct side *sd, int k, uint32_t s, c
 	return true;
 }
 
+/* Does q lie in the open-ended bucket (>= 2^36 ns) of a side whose samples there span more
+ * than 1/16 of their lower bound? Then it is only bounded below (hist_pct's rule). */
+static bool q_bounded_only(const struct side *sd, double q)
+{
+	double lo = (double)hist_lo(HIST_OVERFLOW);
+
+	if (q < lo)
+		return false;
+	if ((double)sd->wmin > lo)
+		lo = (double)sd->wmin;
+	return (double)sd->wmax < lo || (double)sd->wmax - lo > lo / 16;
+}
+
+/*
+ * Is a side's quantile a value a ratio can be taken of? Not when it is only bounded below (in
+ * the open-ended bucket: an estimate spread over [bound, max] would be made up), nor when it is
+ * 0 (B/A has no value). The first is then withdrawn (NAN: shown as unknown).
+ */
+static bool q_known(const char *name, const struct side *sd, double *q, int k, char *why,
+		    size_t len)
+{
+	if (q_bounded_only(sd, *q)) {
+		snprintf(why, len, "%s's %s is in the open-ended bucket (>= %.1f s): not known", name,
+			 cmp_q_name[k], (double)hist_lo(HIST_OVERFLOW) / 1e9);
+		*q = NAN;
+		return false;
+	}
+	if (*q <= 0) {
+		snprintf(why, len, "%s's %s is 0 ns: no ratio to it", name, cmp_q_name[k]);
+		return false;
+	}
+	return true;
+}
+
 static double ratio(double b, double a)
 {
 	if (isnan(a) || isnan(b))
@@ -656,12 +690,18 @@ static int compare_row(struct side *A, struct side *B, const struct cmp_opts *o,
 		memset(&out[k], 0, sizeof(out[k]));
 		qa[k] = A->total ? side_quantile(A, cmp_q[k], &ha[k]) : NAN;
 		qb[k] = B->total ? side_quantile(B, cmp_q[k], &hb[k]) : NAN;
-		out[k].ratio = ratio(qb[k], qa[k]);
 		out[k].lo = out[k].hi = NAN;
 		out[k].v = CMP_NOT_ENOUGH;
 		if (enough("A", A, k, ha[k], out[k].why, sizeof(out[k].why)) &&
-		    enough("B", B, k, hb[k], out[k].why, sizeof(out[k].why)))
+		    enough("B", B, k, hb[k], out[k].why, sizeof(out[k].why)) &&
+		    q_known("A", A, &qa[k], k, out[k].why, sizeof(out[k].why)) &&
+		    q_known("B", B, &qb[k], k, out[k].why, sizeof(out[k].why)))
 			want |= 1u << k;
+		if (q_bounded_only(A, qa[k]))	/* whatever else it lacks: not a value */
+			qa[k] = NAN;
+		if (q_bounded_only(B, qb[k]))
+			qb[k] = NAN;
+		out[k].ratio = ratio(qb[k], qa[k]);
 	}
 	if (!want)
 		return 0;
@@ -719,7 +759,7 @@ static int family_decide(struct family *f, const struct cmp_opts *o, double *wid
 		goto out;
 	for (i = 0; i < f->n; i++) {
 		for (r = 0, kept = 0; r < R; r++)
-			if (!isnan(rep(f, i, r)))
+			if (isfinite(rep(f, i, r)))	/* NAN: row not drawn; inf: a 0 quantile */
 				v[kept++] = rep(f, i, r);
 		/* a row missing from many resamples: its interval would answer another question */
 		if (kept < R * (1 - o->alpha / 4)) {
@@ -734,7 +774,7 @@ static int family_decide(struct family *f, const struct cmp_opts *o, double *wid
 	}
 	for (r = 0, kept = 0; r < R; r++) {
 		for (i = 0, d = 0; i < f->n; i++)
-			if (in[i] && !isnan(rep(f, i, r)))
+			if (in[i] && isfinite(rep(f, i, r)))
 				d = fmax(d, spread_units(rep(f, i, r), mid[i], down[i], up[i]));
 		dist[kept++] = d;
 	}
@@ -748,7 +788,11 @@ static int family_decide(struct family *f, const struct cmp_opts *o, double *wid
 		c->lo = exp(mid[i] - m * down[i]);
 		c->hi = exp(mid[i] + m * up[i]);
 		c->why[0] = '\0';
-		if (c->lo > 1 + limit)
+		if (!isfinite(c->lo) || !isfinite(c->hi)) {	/* never called a change, nor none */
+			snprintf(c->why, sizeof(c->why), "the interval has no finite bounds");
+			c->lo = c->hi = NAN;
+			c->v = CMP_NOT_ENOUGH;
+		} else if (c->lo > 1 + limit)
 			c->v = CMP_SLOWER;
 		else if (c->hi < 1 - limit)
 			c->v = CMP_FASTER;
