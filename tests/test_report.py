@@ -279,6 +279,20 @@ def make_2g_line(p):
                              b'"hists":[{"layer":"block","stage":"total","labels":{},"count":1,'
                              b'"sum_ns":5,"min_ns":640,"max_ns":700,"buckets":[[640,672,'
                              b'18446744073709551615],[672,704,2]]}]}\n'), ["overflow 64 bits"]),
+    # what a damaged record says of its samples must agree with its buckets (each was once read
+    # as written: 0 unmeasured, a max of 1000 s, a sum no samples make)
+    (lambda p: p.write_bytes(b'{"type":"interval","ts":1,"interval_ns":1,"hists":[{"layer":'
+                             b'"block","stage":"total","labels":{},"count":1,"sum_ns":5,'
+                             b'"min_ns":5,"max_ns":5,"unmeasured":"lots","buckets":[[5,6,1]]}]}'
+                             b'\n'), ["unmeasured is not a count"]),
+    (lambda p: p.write_bytes(b'{"type":"interval","ts":1,"interval_ns":1,"hists":[{"layer":'
+                             b'"block","stage":"total","labels":{},"count":1,"sum_ns":5,'
+                             b'"min_ns":5,"max_ns":1000000000000,"unmeasured":0,"buckets":'
+                             b'[[5,6,1]]}]}\n'), ["max_ns is in no bucket with samples"]),
+    (lambda p: p.write_bytes(b'{"type":"interval","ts":1,"interval_ns":1,"hists":[{"layer":'
+                             b'"block","stage":"total","labels":{},"count":2,"sum_ns":99,'
+                             b'"min_ns":5,"max_ns":7,"unmeasured":0,"buckets":'
+                             b'[[5,6,1],[7,8,1]]}]}\n'), ["sum_ns is not between"]),
     # a time at the end of the u64 range (report's columns once looped there, forever)
     (lambda p: p.write_bytes(b'{"type":"interval","ts":18446744073709551615,"interval_ns":1,'
                              b'"hists":[]}\n'), ["out of range"]),
@@ -292,7 +306,8 @@ def make_2g_line(p):
                              b'"x":' + b"[" * 100000 + b"]" * 100000 + b"}\n"),
      ["nested deeper"]),
 ], ids=["random", "text", "damaged-middle", "empty", "directory", "2g-line", "gzip-garbage",
-        "meta-only", "bucket-scheme", "bucket-sum", "overflow", "bucket-wrap", "ts-range",
+        "meta-only", "bucket-scheme", "bucket-sum", "overflow", "bucket-wrap", "unmeasured",
+        "max-astray", "sum-astray", "ts-range",
         "after-end", "depth"])
 def test_bad_input_is_one_line_error(tmp_path, make, needles):
     rec = tmp_path / "bad.ndjson"
@@ -344,6 +359,39 @@ def test_two_files_make_one_timeline(tmp_path):
     assert_one_line_error(report(a, tmp_path / "." / "a.ndjson", "-o", tmp_path / "aa.html"),
                           "same recording", "twice")
     assert not (tmp_path / "aa.html").exists()
+
+
+def test_the_open_ended_bucket_is_a_bound_and_has_its_cells(tmp_path):
+    """Latencies of 68.7 s and more share one open-ended bucket: a percentile there is shown as
+    at least its lower bound (once the exact max, 200 s, for a p50 of 70 s), and its samples
+    are in the heatmap however narrow the panel's span (once 100 of 600 left out)."""
+    def hist(call, samples):
+        counts = {}
+        for v in samples:
+            counts[hist_index(v)] = counts.get(hist_index(v), 0) + 1
+        return {"layer": "syscall", "stage": "duration", "labels": {"syscall": call},
+                "count": len(samples), "sum_ns": sum(samples), "min_ns": min(samples),
+                "max_ns": max(samples), "unmeasured": 0,
+                "buckets": [[hist_lo(i), hist_hi(i), counts[i]] for i in sorted(counts)]}
+    rec = tmp_path / "x.ndjson"
+    ivs = [{"type": "interval", "ts": (t + 2) * 10**9, "interval_ns": 10**9, "drops": {},
+            "events": {}, "hists": [hist("io_getevents", [70_050_000_000] * 9 + [200 * 10**9]),
+                                    hist("io_uring_enter", [50 * 10**9] * 50 + [80 * 10**9] * 10)]}
+           for t in range(10)]
+    rec.write_text("".join(json.dumps(iv) + "\n" for iv in ivs))
+    report(rec, "-o", tmp_path / "r.html", "--svg", tmp_path / "svg", check=True)
+    html = (tmp_path / "r.html").read_text()
+    row = re.search(r'<tr><td class="l">syscall io_getevents</td>.*?</tr>', html).group(0)
+    assert re.findall(r"<td>([^<]*)</td>", row) == ["100"] + ["&ge;70.05s"] * 4 + \
+        ["200.00s", "0"], row
+    # 50 x 50 s, 10 x 80 s: p90 and up between 68.72 s (the bucket's bound) and 80 s
+    row = re.search(r'<tr><td class="l">syscall io_uring_enter</td>.*?</tr>', html).group(0)
+    assert re.findall(r"<td>([^<]*)</td>", row) == ["600", "50.47s"] + ["&ge;68.72s"] * 3 + \
+        ["80.00s", "0"], row
+    for f in (tmp_path / "svg").glob("*.svg"):
+        attrs, cells = svg_cells(f)
+        assert sum(n for _, _, n in cells) == int(attrs["data-count"]), (f, cells)
+        assert any(hi is None for _, hi, _ in cells), (f, cells)
 
 
 def test_names_from_the_file_are_escaped(tmp_path):

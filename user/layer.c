@@ -570,8 +570,12 @@ static int to_recs(struct layer_inst *l, const void *key, struct interval *iv)
 		if (!d->stages[st].name || !stage_wanted(l->cfg, id_of(d), st))
 			continue;
 		memset(&sum, 0, sizeof(sum));
-		for (cpu = 0; cpu < l->ncpus; cpu++)
-			hist_merge(&sum, &l->vals[cpu * d->nstages + st]);
+		for (cpu = 0; cpu < l->ncpus; cpu++) {
+			struct hist *h = &l->vals[cpu * d->nstages + st];
+
+			hist_mend(h);	/* a write torn by the read: each CPU's copy alone */
+			hist_merge(&sum, h);
+		}
 		if (!sum.count && !sum.unmeasured)
 			continue;
 		rec = recs_add(&iv->recs);

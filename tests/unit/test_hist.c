@@ -169,7 +169,34 @@ static void test_percentiles(void)
 	add(h, 100ULL << 30, 1);
 	CHECK(pct(h, 500000) == 100ULL << 30, "overflow value reported as max");
 
+	/* the open-ended bucket: bounded below only, unless min..max keeps 3.125 % */
+	memset(h, 0, sizeof(*h));
+	add(h, 70050000000ULL, 90);
+	add(h, 200000000000ULL, 10);
+	CHECK(hist_pct(h, 500000, &v) == HIST_P_ABOVE && v == 70050000000ULL,
+	      "p50 in the open-ended bucket: at least the exact min (got %" PRIu64 ")", v);
+	CHECK(!hist_percentile(h, 990000, &v), "p99 there is no value");
+	{
+		char b[32];
+
+		CHECK(!strcmp(fmt_pct(b, sizeof(b), h, 500000, false), ">=70.05s"),
+		      "shown as >=70.05s (got %s)", b);
+		memset(a, 0, sizeof(*a));
+		CHECK(!strcmp(fmt_pct(b, sizeof(b), a, 500000, false), "-"), "empty: -");
+	}
+	memset(h, 0, sizeof(*h));
+	add(h, 70000000000ULL, 5);
+	add(h, 72000000000ULL, 5);
+	CHECK(hist_pct(h, 500000, &v) == HIST_P_VALUE && v == 71000000000ULL,
+	      "min..max within 1/16 of min: the middle (got %" PRIu64 ")", v);
+	memset(h, 0, sizeof(*h));
+	add(h, 1ULL << 36, 1);
+	add(h, 1ULL << 37, 1);
+	CHECK(hist_pct(h, 500000, &v) == HIST_P_ABOVE && v == 1ULL << 36,
+	      "bounded by the bucket's bound (got %" PRIu64 ")", v);
+
 	/* merge keeps exact min/max/count/sum, ignoring empty inputs' zero min */
+	memset(a, 0, sizeof(*a));
 	memset(h, 0, sizeof(*h));
 	add(a, 50, 2);
 	add(a, 70, 1);
@@ -186,6 +213,41 @@ static void test_percentiles(void)
 	      (uint64_t)h->min_ns, (uint64_t)h->max_ns);
 	free(h);
 	free(a);
+}
+
+/* A write torn by the loader's read and zeroing (hist_record's order: bucket, min, max, count, sum) */
+static void test_mend(void)
+{
+	struct hist *h = calloc(1, sizeof(*h));
+
+	add(h, 1000, 3);
+	add(h, 5000, 1);
+	CHECK(!hist_mend(h) && h->count == 4 && h->sum_ns == 8000 && h->min_ns == 1000 &&
+	      h->max_ns == 5000, "a whole histogram is left as it is");
+
+	/* read after the bucket, before the count: one bucket more than counted */
+	h->slots[hist_index(100)]++;
+	h->min_ns = 100;
+	CHECK(hist_mend(h) && h->count == 5 && h->min_ns == 100 && h->sum_ns >= 5 * 100 &&
+	      h->sum_ns <= 5 * 5000, "count from the buckets (count %" PRIu64 " sum %" PRIu64 ")",
+	      (uint64_t)h->count, (uint64_t)h->sum_ns);
+
+	/* zeroed after the bucket: the rest lands in an empty element */
+	memset(h, 0, sizeof(*h));
+	h->min_ns = h->max_ns = h->sum_ns = 777;
+	h->count = 1;
+	h->unmeasured = 2;
+	CHECK(hist_mend(h) && h->count == 0 && h->sum_ns == 0 && h->min_ns == 0 &&
+	      h->max_ns == 0 && h->unmeasured == 2, "no bucket: nothing measured");
+
+	/* the bucket alone: min and max from its bounds */
+	memset(h, 0, sizeof(*h));
+	h->slots[hist_index(1000)] = 1;
+	CHECK(hist_mend(h) && h->count == 1 && hist_index(h->min_ns) == hist_index(1000) &&
+	      hist_index(h->max_ns) == hist_index(1000) && h->sum_ns == h->min_ns,
+	      "a bucket alone: min %" PRIu64 " max %" PRIu64 " sum %" PRIu64,
+	      (uint64_t)h->min_ns, (uint64_t)h->max_ns, (uint64_t)h->sum_ns);
+	free(h);
 }
 
 static void test_fold(void)
@@ -213,6 +275,7 @@ int main(void)
 {
 	test_buckets();
 	test_percentiles();
+	test_mend();
 	test_fold();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;

@@ -20,6 +20,49 @@ void hist_merge(struct hist *dst, const struct hist *src)
 		dst->slots[i] += src->slots[i];
 }
 
+bool hist_mend(struct hist *h)
+{
+	uint32_t i, first = HIST_NSLOTS, last = 0;
+	unsigned __int128 lo, hi;
+	uint64_t n = 0;
+	bool torn;
+
+	for (i = 0; i < HIST_NSLOTS; i++)
+		if (h->slots[i]) {
+			n += h->slots[i];
+			if (first == HIST_NSLOTS)
+				first = i;
+			last = i;
+		}
+	torn = n != h->count;
+	h->count = n;
+	if (!n) {
+		torn |= h->sum_ns || h->min_ns || h->max_ns;
+		h->sum_ns = h->min_ns = h->max_ns = 0;
+		return torn;
+	}
+	/* min and max in the first and last buckets with samples, the sum between n x each */
+	if (hist_index(h->min_ns) != first) {
+		h->min_ns = hist_lo(first);
+		torn = true;
+	}
+	if (hist_index(h->max_ns) != last) {
+		h->max_ns = last >= HIST_OVERFLOW ? hist_lo(last) : hist_hi(last) - 1;
+		torn = true;
+	}
+	if (h->max_ns < h->min_ns) {	/* one bucket: its bounds moved past each other */
+		h->max_ns = h->min_ns;
+		torn = true;
+	}
+	lo = (unsigned __int128)n * h->min_ns;
+	hi = (unsigned __int128)n * h->max_ns;
+	if (h->sum_ns < lo || h->sum_ns > hi) {
+		h->sum_ns = (uint64_t)(h->sum_ns < lo ? lo : hi > UINT64_MAX ? UINT64_MAX : hi);
+		torn = true;
+	}
+	return torn;
+}
+
 uint64_t hist_mid(uint32_t i)
 {
 	uint64_t lo = hist_lo(i), hi = hist_hi(i);
@@ -29,16 +72,16 @@ uint64_t hist_mid(uint32_t i)
 	return lo + (hi - lo) / 2;
 }
 
-bool hist_percentile(const struct hist *h, uint32_t p_ppm, uint64_t *out_ns)
+enum hist_p hist_pct(const struct hist *h, uint32_t p_ppm, uint64_t *out_ns)
 {
 	unsigned __int128 rank;
-	uint64_t total = 0, cum = 0, v;
+	uint64_t total = 0, cum = 0, v, lo;
 	uint32_t i;
 
 	for (i = 0; i < HIST_NSLOTS; i++)
 		total += h->slots[i];
 	if (!total)
-		return false;
+		return HIST_P_NONE;
 	rank = ((unsigned __int128)total * p_ppm + 999999) / 1000000;
 	if (rank < 1)
 		rank = 1;
@@ -47,10 +90,22 @@ bool hist_percentile(const struct hist *h, uint32_t p_ppm, uint64_t *out_ns)
 		if (cum >= rank)
 			break;
 	}
-	if (i >= HIST_OVERFLOW)
-		v = h->max_ns;		/* open-ended bucket: the exact max is the best bound */
-	else
-		v = hist_mid(i);
+	if (i >= HIST_OVERFLOW) {
+		/*
+		 * The open-ended bucket: the quantile is somewhere in [lo, max], lo its bound or the
+		 * exact min. Its middle is a value only if that keeps the 3.125 % promise.
+		 */
+		lo = hist_lo(HIST_OVERFLOW);
+		if (h->count && h->min_ns > lo)
+			lo = h->min_ns;
+		if (!h->count || h->max_ns < lo || h->max_ns - lo > lo / 16) {
+			*out_ns = lo;
+			return HIST_P_ABOVE;
+		}
+		*out_ns = lo + (h->max_ns - lo) / 2;
+		return HIST_P_VALUE;
+	}
+	v = hist_mid(i);
 	if (h->count) {
 		if (v < h->min_ns)
 			v = h->min_ns;
@@ -58,7 +113,29 @@ bool hist_percentile(const struct hist *h, uint32_t p_ppm, uint64_t *out_ns)
 			v = h->max_ns;
 	}
 	*out_ns = v;
-	return true;
+	return HIST_P_VALUE;
+}
+
+bool hist_percentile(const struct hist *h, uint32_t p_ppm, uint64_t *out_ns)
+{
+	return hist_pct(h, p_ppm, out_ns) == HIST_P_VALUE;
+}
+
+char *fmt_pct(char *buf, size_t len, const struct hist *h, uint32_t p_ppm, bool in_ms)
+{
+	uint64_t v;
+	char n[32];
+
+	switch (hist_pct(h, p_ppm, &v)) {
+	case HIST_P_VALUE:
+		return fmt_ns(buf, len, v, in_ms);
+	case HIST_P_ABOVE:
+		snprintf(buf, len, ">=%s", fmt_ns(n, sizeof(n), v, in_ms));
+		return buf;
+	default:
+		snprintf(buf, len, "-");
+		return buf;
+	}
 }
 
 /* Row r covers [2^(r-1), 2^r) for r >= 1, row 0 covers [0, 1); the last row is the overflow. */

@@ -12,11 +12,28 @@
 void hist_merge(struct hist *dst, const struct hist *src);
 
 /*
+ * Make a histogram read from the kernel agree with itself: count the sum of its buckets, min and
+ * max in its first and last buckets with samples, sum_ns between count x min and count x max.
+ * hist_record is not atomic: a program preempted while the loader reads and zeroes its element
+ * (docs/design.md, generations) leaves a bucket in one interval and the count, min, max or sum
+ * that go with it in the next. The event stays where its bucket is. Returns whether h changed.
+ */
+bool hist_mend(struct hist *h);
+
+/*
  * The p-th quantile, p in parts per million (p50 = 500000, p99.9 = 999000). Rule (fio's): the
  * first bucket whose cumulative count reaches ceil(p * N) holds it; it is reported at the
- * bucket's midpoint, clamped into the exact [min, max]. Returns false when the histogram is empty.
+ * bucket's midpoint, clamped into the exact [min, max] (HIST_P_VALUE). In the open-ended
+ * bucket (>= 2^36 ns) it is known only to lie between the bucket's bound (or the exact min) and
+ * the exact max: a value when that span keeps the midpoint within 3.125 %, else HIST_P_ABOVE
+ * with *out_ns the lower bound. HIST_P_NONE: the histogram is empty.
  */
+enum hist_p { HIST_P_NONE, HIST_P_VALUE, HIST_P_ABOVE };
+enum hist_p hist_pct(const struct hist *h, uint32_t p_ppm, uint64_t *out_ns);
+/* hist_pct's value, when it has one (not empty, not only bounded below) */
 bool hist_percentile(const struct hist *h, uint32_t p_ppm, uint64_t *out_ns);
+/* hist_pct for people: fmt_ns's value, ">=68.72s" when bounded below, "-" when empty */
+char *fmt_pct(char *buf, size_t len, const struct hist *h, uint32_t p_ppm, bool in_ms);
 
 /* The reported value of slot i: its midpoint (the exact value for 1-ns slots). */
 uint64_t hist_mid(uint32_t i);

@@ -557,6 +557,12 @@ static const char *bad_buckets(const struct jdoc *d, int arr, struct rec *rec)
 	}
 	if (sum != rec->h.count)
 		return "a histogram whose buckets do not add up to its count";
+	/* the exact min and max are samples: in the first and last buckets that have any */
+	if (sum && (!rec->h.slots[first] || !rec->h.slots[last]))
+		return "a histogram whose min_ns or max_ns is in no bucket with samples";
+	if (sum && ((unsigned __int128)rec->h.sum_ns < (unsigned __int128)sum * rec->h.min_ns ||
+		    (unsigned __int128)rec->h.sum_ns > (unsigned __int128)sum * rec->h.max_ns))
+		return "a histogram whose sum_ns is not between count x min_ns and count x max_ns";
 	return NULL;
 }
 
@@ -582,8 +588,11 @@ static const char *bad_hist(struct recread *r, const struct jdoc *d, int h, stru
 			count = ju64(d, val, &v) && ((rec->h.count = v), true);
 		else if (jkey(d, i, "sum_ns"))
 			sum = ju64(d, val, &v) && ((rec->h.sum_ns = v), true);
-		else if (jkey(d, i, "unmeasured") && ju64(d, val, &v))
+		else if (jkey(d, i, "unmeasured")) {
+			if (!ju64(d, val, &v))
+				return "a histogram whose unmeasured is not a count";
 			rec->h.unmeasured = v;
+		}
 		else if (jkey(d, i, "min_ns"))
 			min = val;
 		else if (jkey(d, i, "max_ns"))

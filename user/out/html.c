@@ -59,6 +59,24 @@ static void esc(struct sbuf *b, const char *s)
 	sbuf_esc(b, s);
 }
 
+/* A percentile cell: "&ge;68.72s" when only bounded below (the open-ended bucket), "-" empty */
+static const char *html_pct(char *buf, size_t len, const struct hist *h, uint32_t ppm)
+{
+	char n[24];
+	uint64_t v;
+
+	switch (hist_pct(h, ppm, &v)) {
+	case HIST_P_VALUE:
+		return fmt_ns(buf, len, v, false);
+	case HIST_P_ABOVE:
+		snprintf(buf, len, "&ge;%s", fmt_ns(n, sizeof(n), v, false));
+		return buf;
+	default:
+		snprintf(buf, len, "-");
+		return buf;
+	}
+}
+
 static void dur_text(char *buf, size_t len, uint64_t ns)
 {
 	uint64_t s = ns / 1000000000ULL;
@@ -147,8 +165,7 @@ static void summary_row(const struct panel *p, bool first_of_set, bool label_col
 {
 	static const uint32_t pcts[] = { 500000, 900000, 990000, 999000 };
 	struct hist h;
-	char v[24];
-	uint64_t x;
+	char v[32];
 	int j;
 
 	panel_hist(p, &h);
@@ -166,8 +183,7 @@ static void summary_row(const struct panel *p, bool first_of_set, bool label_col
 	esc(b, p->stage);
 	sbuf_printf(b, "</a></td><td>%" PRIu64 "</td>", (uint64_t)h.count);
 	for (j = 0; j < 4; j++)
-		sbuf_printf(b, "<td>%s</td>", hist_percentile(&h, pcts[j], &x) ?
-			  fmt_ns(v, sizeof(v), x, false) : "-");
+		sbuf_printf(b, "<td>%s</td>", html_pct(v, sizeof(v), &h, pcts[j]));
 	sbuf_printf(b, "<td>%s</td><td%s>%" PRIu64 "</td></tr>",
 		  h.count ? fmt_ns(v, sizeof(v), h.max_ns, false) : "-",
 		  h.unmeasured ? " class=\"bad\"" : "", (uint64_t)h.unmeasured);
@@ -289,7 +305,7 @@ static uint64_t mean(const struct hist *h)
 static void waterfall(const struct wf_group *g, struct sbuf *b)
 {
 	static const double tints[] = { 0.15, 0.38, 0.62, 0.86, 0.97 };
-	uint64_t whole = 0, seg[6], sum = 0, p;
+	uint64_t whole = 0, seg[6], sum = 0;
 	int k, nseg = 0, idx[6];
 	double x = 0, w;
 	char lab[REC_LABELS_LEN], v1[24], v2[24], v3[24];
@@ -346,10 +362,8 @@ static void waterfall(const struct wf_group *g, struct sbuf *b)
 				snprintf(swatch, sizeof(swatch), "<span style=\"display:inline-block;"
 					 "width:.8em;height:.8em;margin-right:.4em;background:#%06x\">"
 					 "</span>", report_viridis(tints[j % 5]));
-		hist_percentile(h, 500000, &p);
-		fmt_ns(v1, sizeof(v1), h->count ? p : 0, false);
-		hist_percentile(h, 990000, &p);
-		fmt_ns(v2, sizeof(v2), h->count ? p : 0, false);
+		html_pct(v1, sizeof(v1), h, 500000);
+		html_pct(v2, sizeof(v2), h, 990000);
 		fmt_ns(v3, sizeof(v3), mean(h), false);
 		sbuf_printf(b, "<tr><td class=\"l\">%s%s%s</td><td>%" PRIu64 "</td><td>%s</td>"
 			  "<td>%s</td><td>%s</td><td>%.1f%%</td><td%s>%" PRIu64 "</td></tr>",

@@ -44,7 +44,7 @@ static void hist_json(struct jw *w, const struct rec *r)
 		jw_null(w, "max_ns");
 	}
 	for (j = 0; j < 4; j++) {
-		if (hist_percentile(&r->h, pcts[j], &p))
+		if (hist_percentile(&r->h, pcts[j], &p))	/* null: empty, or only bounded */
 			jw_u64(w, pct_keys[j], p);
 		else
 			jw_null(w, pct_keys[j]);

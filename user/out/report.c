@@ -384,7 +384,11 @@ int panel_bin(const struct report *r, struct panel *p, int cols)
 	/* a narrow span gets an octave of room either side: one bucket is not a whole panel */
 	if (hi_slot - lo_slot < 2 * HIST_SUB) {
 		lo_slot = lo_slot > HIST_SUB ? lo_slot - HIST_SUB : 0;
-		hi_slot = hi_slot + HIST_SUB < HIST_OVERFLOW ? hi_slot + HIST_SUB : HIST_OVERFLOW - 1;
+		/* never below the highest bucket with samples: the open-ended one has a row too */
+		if (hi_slot + HIST_SUB < HIST_OVERFLOW)
+			hi_slot += HIST_SUB;
+		else if (hi_slot < HIST_OVERFLOW - 1)
+			hi_slot = HIST_OVERFLOW - 1;
 	}
 	p->cols = cols;
 	p->rpo = choose_rpo(p, lo_slot, hi_slot);

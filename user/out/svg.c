@@ -254,7 +254,10 @@ static void x_axis(const struct report *r, const struct panel *p, const struct g
 	}
 }
 
-/* A percentile (or the max) per column as a line, broken where a column is empty. */
+/*
+ * A percentile (or the max) per column as a line, broken where a column is empty or its
+ * percentile is not known (in the open-ended bucket, bounded below only).
+ */
 static void pct_line(const struct panel *p, const struct geom *g, uint32_t ppm,
 		     const char *cls, struct sbuf *b)
 {
@@ -266,13 +269,11 @@ static void pct_line(const struct panel *p, const struct geom *g, uint32_t ppm,
 	for (c = 0; c < p->cols; c++) {
 		const struct hist *h = &p->colh[c];
 
-		if (!h->count) {
+		if (!h->count || (ppm && !hist_percentile(h, ppm, &v))) {
 			open = false;
 			continue;
 		}
-		if (ppm)
-			hist_percentile(h, ppm, &v);
-		else
+		if (!ppm)
 			v = p->colmax[c];
 		if (open)	/* a step: up or down at the column's edge, then across it */
 			sbuf_printf(b, "V%.1f", value_y(p, g, v));

@@ -19,6 +19,12 @@ static const char *fmt_v(char *buf, size_t len, uint64_t ns)
 	return fmt_ns(buf, len, ns, in_ms);
 }
 
+/* A percentile: ">=68.72s" when only bounded below (the open-ended bucket) */
+static const char *fmt_pv(char *buf, size_t len, const struct hist *h, uint32_t ppm)
+{
+	return fmt_pct(buf, len, h, ppm, in_ms);
+}
+
 static bool waterfall_layer(const struct rec *r);
 
 /* One block of rows per layer and label set: "block [vda read]", then a row per stage. */
@@ -32,7 +38,6 @@ static void print_summary(const struct interval *iv, bool waterfall, FILE *f)
 		"P99.9", "MAX");
 	for (i = 0; i < iv->recs.n; i++) {
 		const struct rec *r = &iv->recs.v[i];
-		uint64_t p;
 
 		if (waterfall && waterfall_layer(r))
 			continue;	/* shown as a waterfall */
@@ -45,10 +50,8 @@ static void print_summary(const struct interval *iv, bool waterfall, FILE *f)
 				"-", "-");
 			continue;
 		}
-		for (j = 0; j < 4; j++) {
-			hist_percentile(&r->h, pcts[j], &p);
-			fmt_v(v[j], sizeof(v[j]), p);
-		}
+		for (j = 0; j < 4; j++)
+			fmt_pv(v[j], sizeof(v[j]), &r->h, pcts[j]);
 		fmt_v(v[4], sizeof(v[4]), r->h.max_ns);
 		fprintf(f, "  %-15s %9" PRIu64 " %8s %8s %8s %8s %8s\n", r->stage,
 			(uint64_t)r->h.count, v[0], v[1], v[2], v[3], v[4]);
@@ -125,7 +128,7 @@ static void print_waterfall_group(const struct interval *iv, size_t first, FILE 
 	static struct hist st[WF_N];
 	const struct rec *g = &iv->recs.v[first];
 	char lab[REC_LABELS_LEN], p50[24], p99[24], mean[24], bar[32];
-	uint64_t p, whole;
+	uint64_t whole;
 	size_t i, k;
 	int w, ruled = 0;
 
@@ -161,10 +164,8 @@ static void print_waterfall_group(const struct interval *iv, size_t first, FILE 
 			continue;
 		if (k >= 6 && !ruled++)	/* below: the spans the stages above add up to */
 			fprintf(f, "  %.15s\n", "---------------");
-		hist_percentile(h, 500000, &p);
-		fmt_v(p50, sizeof(p50), p);
-		hist_percentile(h, 990000, &p);
-		fmt_v(p99, sizeof(p99), p);
+		fmt_pv(p50, sizeof(p50), h, 500000);
+		fmt_pv(p99, sizeof(p99), h, 990000);
 		m = h->sum_ns / h->count;
 		fmt_v(mean, sizeof(mean), m);
 		w = whole ? (int)(m * 20 / whole) : 0;
