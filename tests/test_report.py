@@ -349,12 +349,26 @@ def test_two_files_make_one_timeline(tmp_path):
     a, b = tmp_path / "a.ndjson", tmp_path / "b.ndjson.gz"
     synthesize(a, 10, seed=1)
     synthesize(b, 10, seed=2)
-    r = report(a, b, "-o", tmp_path / "ab.html", check=True)
+    r = report(a, b, "-o", tmp_path / "ab.html", "--svg", tmp_path / "svg", check=True)
     assert r.stderr == ""
     html = (tmp_path / "ab.html").read_text()
     assert html.count("<dt>file</dt>") == 2
     # the same ten seconds twice: twenty intervals, each panel's I/O counted from both
     assert "20 intervals" in r.stdout
+    want = {}
+    for f in (a, b):
+        raw = gzip.decompress(f.read_bytes()) if f.suffix == ".gz" else f.read_bytes()
+        for line in raw.decode().splitlines():
+            rec = json.loads(line)
+            for h in rec.get("hists", []) if rec["type"] == "interval" else []:
+                key = (h["layer"], h["stage"])
+                want[key] = want.get(key, 0) + h["count"]
+    got = {}
+    for f in (tmp_path / "svg").glob("*-all.svg"):
+        attrs, cells = svg_cells(f)
+        got[(attrs["data-layer"], attrs["data-stage"])] = int(attrs["data-count"])
+        assert sum(n for _, _, n in cells) == int(attrs["data-count"]), f
+    assert got == {k: v for k, v in want.items() if v}, (got, want)
     # one file named twice would count each I/O twice: refused
     assert_one_line_error(report(a, tmp_path / "." / "a.ndjson", "-o", tmp_path / "aa.html"),
                           "same recording", "twice")
