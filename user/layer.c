@@ -772,9 +772,12 @@ static int counters_read(struct layer_inst *l, struct bpf_map *map, int n,
 		if (!names[r])
 			continue;
 		sum = 0;
-		if (!bpf_map_lookup_elem(bpf_map__fd(map), &r, pc))
-			for (cpu = 0; cpu < l->ncpus; cpu++)
-				sum += pc[cpu];
+		if (bpf_map_lookup_elem(bpf_map__fd(map), &r, pc)) {
+			counters_add(out, nout, names[r], 0);	/* unread: counted the next time */
+			continue;
+		}
+		for (cpu = 0; cpu < l->ncpus; cpu++)
+			sum += pc[cpu];
 		counters_add(out, nout, names[r], sum - prev[r]);
 		prev[r] = sum;
 	}
@@ -828,8 +831,13 @@ static uint64_t prog_info_sum(const struct layer_inst *l, bool run_time)
 	uint64_t n = 0;
 	int i;
 
+	/*
+	 * Every program loaded, attached or not: detached at the end (the final interval's read),
+	 * each keeps its totals; one never attached has none. Taking only the attached ones made the
+	 * final interval's delta 0 - the last total, wrapped round 2^64.
+	 */
 	for (i = 0; i < MAX_EVENTS; i++) {
-		if (!l->links[i])
+		if (!l->progs[i] || bpf_program__fd(l->progs[i]) < 0)
 			continue;
 		memset(&info, 0, sizeof(info));
 		len = sizeof(info);

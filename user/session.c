@@ -247,8 +247,11 @@ static int read_counters(struct session *s, struct interval *iv)
 			       strerror(-err));
 		misses += layer_recursion_misses(s->inst[i]);
 	}
-	counters_add(iv->drops, &iv->ndrops, "prog_recursion", misses - s->prev_misses);
-	s->prev_misses = misses;
+	/* totals only grow: a smaller one is a read that failed, counted the next time */
+	counters_add(iv->drops, &iv->ndrops, "prog_recursion",
+		     misses > s->prev_misses ? misses - s->prev_misses : 0);
+	if (misses > s->prev_misses)
+		s->prev_misses = misses;
 	return err;
 }
 
