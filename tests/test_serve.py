@@ -19,6 +19,7 @@ import select
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -750,6 +751,37 @@ def test_series_cap_folds_into_other(servers, no_bpf_leak):
     assert total(s, "iostrata_series") == len(hists)
     later, s2 = srv.settled("iostrata_series_dropped_total")
     monotonic(s, s2)
+    srv.stop()
+
+
+def named_preads(name, n):
+    """n pread64 calls by a process that named itself `name` (bytes: prctl takes any)."""
+    subprocess.run([sys.executable, "-c", f"""
+import ctypes, os
+ctypes.CDLL(None).prctl(15, {name!r}, 0, 0, 0)
+fd = os.open("/etc/passwd", os.O_RDONLY)
+for _ in range({n}):
+    os.pread(fd, 1, 0)
+"""], check=True)
+
+
+@pytest.mark.root
+def test_names_that_print_alike_are_one_series(servers, no_bpf_leak):
+    """Process names are any bytes: control bytes print as '?', so zq\\x01z, zq\\x02z and zq?z
+    are one series (three once, the same labels thrice: Prometheus keeps one of them); a UTF-8
+    name is kept as it is (once '??')."""
+    srv = servers("-l", "syscall", "-P")
+    for name, n in ((b"zq\x01z", 5), (b"zq\x02z", 7), (b"zq?z", 3), ("Жиз".encode(), 4)):
+        named_preads(name, n)
+    count, s = srv.settled(H + "_count", syscall="pread64", comm="zq?z")
+    assert count == 15, count
+    assert total(s, H + "_count", syscall="pread64", comm="Жиз") == 4
+    keys = [(n, tuple(sorted(l.items()))) for n, l, _ in s]
+    assert len(keys) == len(set(keys)), [k for k in keys if keys.count(k) > 1][:3]
+    text = srv.metrics()
+    r = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
     srv.stop()
 
 

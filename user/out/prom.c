@@ -14,6 +14,7 @@
 #include "cgroups.h"
 #include "histfmt.h"
 #include "prom.h"
+#include "utf8.h"
 
 #define NAME_LEN 40
 
@@ -133,21 +134,27 @@ int prom_bucket_edges(const struct prom *p, uint64_t *le_ns, int max)
 	return i;
 }
 
-/* The series' label values (flags and pid dropped, comm and opcode only when asked). */
+/*
+ * The series' label values (flags and pid dropped, comm and opcode only when asked), as they
+ * will be printed: a process or cgroup may name itself with any byte, and two names that print
+ * alike must be one series, or a scrape would carry the same series twice (Prometheus keeps the
+ * first sample and drops the others). Well-formed UTF-8 stays; control characters and other
+ * bytes become '?'.
+ */
 static void key_of(const struct prom *p, const struct rec *r, struct series *k)
 {
 	memset(k, 0, sizeof(*k));
 	k->layer = r->layer;
 	k->stage = r->stage;
-	snprintf(k->device, sizeof(k->device), "%s", r->disk);
-	snprintf(k->op, sizeof(k->op), "%s", r->op);
-	snprintf(k->syscall, sizeof(k->syscall), "%s", r->syscall);
+	utf8_printable(r->disk, k->device, sizeof(k->device));
+	utf8_printable(r->op, k->op, sizeof(k->op));
+	utf8_printable(r->syscall, k->syscall, sizeof(k->syscall));
 	if (p->o.opcode)
-		snprintf(k->opcode, sizeof(k->opcode), "%s", r->opcode);
+		utf8_printable(r->opcode, k->opcode, sizeof(k->opcode));
 	if (p->o.comm)
-		snprintf(k->comm, sizeof(k->comm), "%s", r->comm);
+		utf8_printable(r->comm, k->comm, sizeof(k->comm));
 	if (p->o.cgroup)
-		snprintf(k->cgroup, sizeof(k->cgroup), "%s", r->cgroup);
+		utf8_printable(r->cgroup, k->cgroup, sizeof(k->cgroup));
 }
 
 /* Over the cap: the same layer and stage, every other label it has "other". */
@@ -201,16 +208,13 @@ static uint32_t *lookup(const struct prom *p, const struct series *k)
 	return &p->table[i];
 }
 
-/* A label value as the text format wants it: \, " and newline escaped; bytes that are not
- * printable ASCII (a process name may hold any) as '?', so the scrape stays valid UTF-8. */
+/* A label value (key_of made it printable UTF-8) as the text format wants it: \ and " escaped */
 static void put_value(struct sbuf *b, const char *v)
 {
 	for (; *v; v++) {
-		unsigned char c = (unsigned char)*v;
-
-		if (c == '\\' || c == '"')
+		if (*v == '\\' || *v == '"')
 			sbuf_put(b, "\\", 1);
-		sbuf_put(b, c >= 0x20 && c < 0x7f ? v : "?", 1);
+		sbuf_put(b, v, 1);
 	}
 }
 
