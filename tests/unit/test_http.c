@@ -6,7 +6,10 @@
  * whole body well before the stalled ones' write deadline (HTTP_WRITE_TIMEOUT_MS), because a
  * connection that has made no progress for a while gives its slot up to a waiting client.
  * Before, only connections that had not sent their request could: the scrape waited the full
- * 10 s. No root needed; loopback only. Exits non-zero on any failed check; the last line is
+ * 10 s. Then, out of fds: a client waits in the listen queue while every accept fails
+ * (EMFILE); the server must not spin on the readable socket meanwhile (it once polled and
+ * failed to accept thousands of times a second), and must take the client once fds are free.
+ * No root needed; loopback only. Exits non-zero on any failed check; the last line is
  * "N passed, N failed".
  */
 #include <arpa/inet.h>
@@ -17,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -84,6 +88,53 @@ static int dial(int port, int rcvbuf)
 
 static const char req[] = "GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n";
 
+/* Accepts fail while every fd is taken; then the client is served. */
+static void out_of_fds(struct http_server *s, int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int c = socket(AF_INET, SOCK_STREAM, 0), fill[4096], nfill = 0, i;
+	const struct http_stats *st = http_stats(s);
+	struct rlimit old, low;
+	uint64_t paused0;
+	char buf[4096];
+	double t0, waited;
+	ssize_t n;
+
+	usleep(200 * 1000);	/* the first part's connections are closed and freed */
+	getrlimit(RLIMIT_NOFILE, &old);
+	low = old;
+	low.rlim_cur = 512 < old.rlim_cur ? 512 : old.rlim_cur;
+	setrlimit(RLIMIT_NOFILE, &low);
+	while (nfill < (int)(sizeof(fill) / sizeof(fill[0])) && (fill[nfill] = dup(0)) >= 0)
+		nfill++;
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	paused0 = st->accept_paused;
+	t0 = now_s();
+	if (c < 0 || connect(c, (struct sockaddr *)&a, sizeof(a)) ||
+	    send(c, req, sizeof(req) - 1, 0) != (ssize_t)sizeof(req) - 1) {
+		perror("out of fds: client");
+		exit(2);
+	}
+	usleep(1000 * 1000);
+	waited = now_s() - t0;
+	/* an upper bound no machine's speed can exceed: one accept per pause (100 ms) */
+	CHECK(st->accept_paused > paused0, "no accept failed with every fd taken");
+	CHECK(st->accept_paused - paused0 <= (uint64_t)(waited * 10) + 2, "%llu accepts failed "
+	      "in %.2f s out of fds: the server spins", (unsigned long long)(st->accept_paused -
+	      paused0), waited);
+	printf("out of fds for %.2f s: %llu accepts tried\n", waited,
+	       (unsigned long long)(st->accept_paused - paused0));
+	for (i = 0; i < nfill; i++)
+		close(fill[i]);
+	setrlimit(RLIMIT_NOFILE, &old);
+	setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){ .tv_sec = 5 },
+		   sizeof(struct timeval));
+	n = recv(c, buf, sizeof(buf), 0);	/* served once an fd is free */
+	CHECK(n > 12 && !memcmp(buf, "HTTP/1.1 200", 12), "the queued client was not served "
+	      "once fds were free (recv %zd)", n);
+	close(c);
+}
+
 int main(int argc, char **argv)
 {
 	struct timeval tv = { .tv_sec = HTTP_WRITE_TIMEOUT_MS / 1000 - 2 };
@@ -136,6 +187,7 @@ int main(int argc, char **argv)
 	       "their slot up\n", got, STALLED, took, (unsigned long long)st->timeouts);
 	for (i = 0; i < STALLED; i++)
 		close(fds[i]);
+	out_of_fds(s, port);
 	http_stop(s);
 	pthread_join(t, NULL);
 	http_close(s);

@@ -38,9 +38,13 @@ struct conn {
 	struct http_blob *body[2];
 };
 
+/* After an accept that failed for want of resources (out of fds, memory): wait this long. */
+#define ACCEPT_PAUSE_MS	100
+
 struct http_server {
 	int lfd, wake[2];
 	int nconns;
+	uint64_t accept_after;	/* ms: the listening socket is not polled before */
 	struct http_stats st;
 	struct conn c[HTTP_MAX_CONNS];
 };
@@ -461,8 +465,18 @@ static void accept_all(struct http_server *s, uint64_t now)
 		if (!c && !old)
 			return;
 		fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0)
-			return;		/* none waiting (or out of fds: tried again next round) */
+		if (fd < 0) {
+			/*
+			 * None waiting; or out of fds or memory: the client stays queued and the
+			 * socket readable, so it is left alone a while (polled, it would spin).
+			 */
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM) {
+				s->accept_after = now + ACCEPT_PAUSE_MS;
+				s->st.accept_paused++;
+			}
+			return;
+		}
 		if (old) {		/* 408 and closed, as at its deadline: its slot is c's */
 			on_deadline(s, old);
 			c = old;
@@ -488,8 +502,11 @@ int http_run(struct http_server *s, http_handler h, void *arg)
 		int n = 0, i, r, timeout;
 
 		pf[n++] = (struct pollfd){ .fd = s->wake[0], .events = POLLIN };
-		pf[n++] = (struct pollfd){ .fd = s->nconns < HTTP_MAX_CONNS ||
-						 evictable(s, now) ? s->lfd : -1, .events = POLLIN };
+		pf[n++] = (struct pollfd){ .fd = now >= s->accept_after &&
+						 (s->nconns < HTTP_MAX_CONNS || evictable(s, now)) ?
+						 s->lfd : -1, .events = POLLIN };
+		if (now < s->accept_after)
+			next = s->accept_after;
 		for (i = 0; i < HTTP_MAX_CONNS; i++) {
 			struct conn *c = &s->c[i];
 
@@ -505,7 +522,6 @@ int http_run(struct http_server *s, http_handler h, void *arg)
 			    c->progress + EVICT_MS < next)
 				next = c->progress + EVICT_MS;
 		}
-		/* out of fds, the listening socket stays readable: look again in a while */
 		timeout = next == UINT64_MAX ? 1000 : next <= now ? 0 : (int)(next - now);
 		if (timeout > 1000)
 			timeout = 1000;

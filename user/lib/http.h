@@ -46,6 +46,7 @@ struct http_stats {
 	uint64_t status[6];		/* responses by class: [2] 2xx, [4] 4xx, [5] 5xx */
 	uint64_t timeouts;		/* connections closed at a deadline */
 	uint64_t accepted;
+	uint64_t accept_paused;		/* accepts failed for want of fds or memory, each a pause */
 };
 
 struct http_server;
