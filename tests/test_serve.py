@@ -214,7 +214,7 @@ class Server:
 
 
 @pytest.fixture
-def servers():
+def servers(no_bpf_leak):
     """Servers a test starts; any left running are killed (and fail the test)."""
     made = []
 
@@ -708,6 +708,30 @@ def test_runs_unprivileged_and_counts_exactly(servers, no_bpf_leak):
     assert count == 2 * n, count
     err = srv.stop(signal.SIGTERM)
     assert "running as uid 65534" in err, err
+
+
+@pytest.mark.root
+def test_keeps_cap_bpf_alone_where_the_kernel_requires_it(servers, no_bpf_leak):
+    """Before 5.19 a kernel with kernel.unprivileged_bpf_disabled set refuses bpf() to a process
+    without CAP_BPF, even on its own fds (6.1 and 6.18 do not: the VM suite and the test above).
+    --bpf-refused takes that path here: the thread that reads the maps keeps CAP_BPF and nothing
+    else, the HTTP thread has no capability, and every TIMEOUT is counted."""
+    srv = servers("-l", "uring", "-O", "--bpf-refused")
+    cap_bpf = 1 << 39
+    tasks = {}
+    for tid in os.listdir(f"/proc/{srv.pid}/task"):
+        t = status_fields(f"{srv.pid}/task/{tid}")
+        assert t["Uid"] == [str(NOBODY)] * 4 and t["NoNewPrivs"] == ["1"], (tid, t)
+        for cap in ("CapInh", "CapBnd", "CapAmb"):
+            assert int(t[cap][0], 16) == 0, (tid, cap, t[cap])
+        tasks[int(tid)] = (int(t["CapEff"][0], 16), int(t["CapPrm"][0], 16))
+    assert tasks.pop(srv.pid) == (cap_bpf, cap_bpf), tasks
+    assert list(tasks.values()) == [(0, 0)], tasks      # the HTTP thread
+    timeouts(20, "1ms")
+    count, _ = srv.settled(H + "_count", layer="uring", stage="submit_cqe", opcode="timeout")
+    assert count == 20, count
+    err = srv.stop()
+    assert "with CAP_BPF alone" in err, err
 
 
 @pytest.mark.root

@@ -84,7 +84,8 @@ def test_debian_61_kernel():
                    full.split("=== SNOOP")[1].split("=== PROBE")[0])
     sched_ab(full.split("=== SCHED-AB")[1].split("=== REQUEUE")[0])
     requeue(full.split("=== REQUEUE")[1].split("=== UNFOLLOWED")[0])
-    unfollowed(full.split("=== UNFOLLOWED")[1].split("=== DONE")[0])
+    unfollowed(full.split("=== UNFOLLOWED")[1].split("=== SERVE")[0])
+    serve(full.split("=== SERVE")[1].split("=== DONE")[0])
     cgroups(full.split("=== CGROUP")[1].split("=== PROBE")[0])
     sections = r.stdout.split("=== TRACE ")[1:]
     assert [s.split()[0] for s in sections] == ["tp_btf", "raw_tp"]
@@ -294,3 +295,23 @@ def unfollowed(out):
         not any("failed" in k[2] for k in uring), uring
     assert aio_total == 10, mine
     assert drops == {"uring_inflight_reused": 20, "aio_unreadable": 20}, drops
+
+
+def serve(out):
+    """On 6.1 with kernel.unprivileged_bpf_disabled at 2 (Debian's default): the kernel lets a
+    process without capabilities use the BPF fds it holds (5.19 and later), so serve, having
+    asked it in a child, runs as nobody with no capability in any thread, and counts every
+    TIMEOUT (tests/test_serve.py takes the CAP_BPF path of older kernels with --bpf-refused)."""
+    print("6.1 serve:", " ".join(line.strip() for line in out.splitlines()
+                                 if line.startswith(("Uid", "CapEff", "task", "iostrata_"))))
+    assert "unprivileged_bpf_disabled 2" in out, out[:1500]
+    st = {line.split(":")[0]: line.split(":")[1].split() for line in out.splitlines()
+          if line.startswith(("Uid:", "CapEff:", "CapPrm:", "NoNewPrivs:"))}
+    assert st["Uid"] == ["65534"] * 4 and st["NoNewPrivs"] == ["1"], st
+    assert int(st["CapEff"][0], 16) == 0 and int(st["CapPrm"][0], 16) == 0, st
+    tasks = [int(line.split()[-1], 16) for line in out.splitlines() if line.startswith("task ")]
+    assert tasks == [0, 0], tasks
+    counts = [float(line.split()[-1]) for line in out.splitlines()
+              if line.startswith("iostrata_latency_seconds_count")]
+    assert sum(counts) == 20, out[-2000:]
+    assert "SERVE rc=0" in out and "CAP_BPF" not in out, out[-2000:]

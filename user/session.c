@@ -388,6 +388,13 @@ void session_close(struct session *s)
 	free(s);
 }
 
+int session_readable(const struct session *s)
+{
+	uint32_t zero = 0, v;
+
+	return bpf_map_lookup_elem(s->sh.gen_fd, &zero, &v) ? -errno : 0;
+}
+
 void session_run_time(const struct session *s, uint64_t ns[NLAYERS])
 {
 	int i;

@@ -47,6 +47,12 @@ int session_finish(struct session *s, struct interval *iv);
 void session_close(struct session *s);
 /* The memory of the maps every layer shares (features). */
 void session_shared_maps(const struct session *s, struct layer_report *rep);
+/*
+ * Can this process read the session's maps (a bpf() call on a held fd)? 0, or -errno: EPERM
+ * where the kernel refuses bpf() to a process without CAP_BPF (before Linux 5.19, with
+ * kernel.unprivileged_bpf_disabled set).
+ */
+int session_readable(const struct session *s);
 /* BPF run time of the session's programs so far, per layer (kernel.bpf_stats_enabled on). */
 void session_run_time(const struct session *s, uint64_t ns[NLAYERS]);
 

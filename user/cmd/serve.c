@@ -14,6 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <linux/capability.h>
 #include <bpf/libbpf.h>
 #include "cli.h"
 #include "cmd.h"
@@ -30,6 +32,7 @@ struct serve_args {
 	struct trace_opts t;
 	const char *listen, *user;
 	struct prom_opts prom;
+	bool bpf_refused;	/* testing: act as if bpf() needed CAP_BPF on held fds */
 };
 
 /* What the session's thread and the HTTP thread share. */
@@ -39,6 +42,7 @@ struct serve {
 	struct http_server *http;
 	int bpo;
 	bool http_failed;		/* set by the HTTP thread, atomically */
+	bool drop_caps;			/* the process kept CAP_BPF: the HTTP thread drops it */
 	/* the HTTP thread's own */
 	struct http_blob *rendered, *index;
 	uint64_t rendered_at;		/* prom_intervals() it was rendered at */
@@ -60,7 +64,10 @@ static const char usage_head[] =
 "      --buckets-per-octave=N  le buckets: 1, 2, 4 (default) or 8 per octave\n"
 "      --max-series=N    latency label sets before the rest are folded into\n"
 "                        \"other\" (default 1000)\n"
-"      --interval=SEC    how often the kernel's histograms are drained (default 1)\n";
+"      --interval=SEC    how often the kernel's histograms are drained (default 1)\n"
+"      --bpf-refused     testing: act as if the kernel refused bpf() to a process\n"
+"                        without CAP_BPF (before Linux 5.19, with\n"
+"                        kernel.unprivileged_bpf_disabled set)\n";
 
 static const char usage_labels[] =
 "  -P, --per-process     a comm label: the process name (never a pid)\n"
@@ -82,7 +89,8 @@ static void usage(FILE *f)
 	fputs(usage_tail, f);
 }
 
-enum { OPT_LISTEN = TOPT_NEXT, OPT_USER, OPT_BPO, OPT_MAX_SERIES, OPT_INTERVAL };
+enum { OPT_LISTEN = TOPT_NEXT, OPT_USER, OPT_BPO, OPT_MAX_SERIES, OPT_INTERVAL,
+       OPT_BPF_REFUSED };
 
 static const struct option long_opts[] = {
 	TRACE_OPTS_LONG,
@@ -91,6 +99,7 @@ static const struct option long_opts[] = {
 	{ "buckets-per-octave", required_argument, NULL, OPT_BPO },
 	{ "max-series", required_argument, NULL, OPT_MAX_SERIES },
 	{ "interval", required_argument, NULL, OPT_INTERVAL },
+	{ "bpf-refused", no_argument, NULL, OPT_BPF_REFUSED },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ 0 },
@@ -134,6 +143,9 @@ static int parse_args(int argc, char **argv, struct serve_args *a)
 		case OPT_INTERVAL:
 			if (parse_seconds("interval", optarg, &a->t.lim.interval_s))
 				return -1;
+			break;
+		case OPT_BPF_REFUSED:
+			a->bpf_refused = true;
 			break;
 		default:	/* -h, -V, ':' or '?' */
 			return trace_opt_rest(o, argv, usage);
@@ -276,7 +288,8 @@ static void *http_thread(void *arg)
 {
 	struct serve *sv = arg;
 
-	if (http_run(sv->http, handle, sv)) {
+	/* the network-facing thread needs no capability, even where the session keeps one */
+	if ((sv->drop_caps && thread_caps_clear()) || http_run(sv->http, handle, sv)) {
 		__atomic_store_n(&sv->http_failed, true, __ATOMIC_RELAXED);
 		kill(getpid(), SIGTERM);	/* the session stops too */
 	}
@@ -315,15 +328,60 @@ static int start_http(struct serve *sv, pthread_t *th)
 	return err ? -1 : 0;
 }
 
-static int become(const char *user, uid_t uid, gid_t gid)
+/*
+ * Could s's maps be read as uid/gid with no capability? Asked of the kernel, in a child that
+ * drops everything and tries: kernels before 5.19 with kernel.unprivileged_bpf_disabled set
+ * refuse bpf() to such a process even on the fds it holds. 0 yes, -errno the child's answer.
+ */
+static int reads_unprivileged(const struct session *s, uid_t uid, gid_t gid)
 {
+	int st = 0, err;
+	pid_t p = fork();
+
+	if (p < 0)
+		return -errno;
+	if (p == 0) {
+		err = drop_privileges(uid, gid) ? -EACCES : session_readable(s);
+		_exit(err == -EPERM ? 1 : err ? 2 : 0);
+	}
+	while (waitpid(p, &st, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : WIFEXITED(st) &&
+	       WEXITSTATUS(st) == 1 ? -EPERM : -EACCES;
+}
+
+/*
+ * Become --user: no capabilities at all where the kernel lets the maps be read so; else the
+ * session's thread keeps CAP_BPF alone (the HTTP thread, started after, gives it up), rather
+ * than serving as root or failing at the first interval.
+ */
+static int become(const struct session *s, const struct serve_args *a, uid_t uid, gid_t gid,
+		  bool *keep)
+{
+	int err;
+
+	*keep = false;
 	if (uid == 0) {
-		vlog("--user %s: keeping every privilege", user);
+		vlog("--user %s: keeping every privilege", a->user);
 		return 0;
 	}
-	if (drop_privileges(uid, gid))
+	err = a->bpf_refused ? -EPERM : reads_unprivileged(s, uid, gid);
+	if (err == -EPERM)
+		*keep = true;
+	if (drop_privileges_keeping(uid, gid, *keep ? CAP_BPF : -1))
 		return -1;
-	vlog("running as uid %u gid %u, no capabilities", (unsigned)uid, (unsigned)gid);
+	err = session_readable(s);
+	if (err) {
+		errorf("cannot read the maps as uid %u: %s", (unsigned)uid, strerror(-err));
+		return -1;
+	}
+	if (*keep)
+		warnf("this kernel refuses bpf() to a process without CAP_BPF "
+		      "(kernel.unprivileged_bpf_disabled, before Linux 5.19): running as uid %u gid "
+		      "%u with CAP_BPF alone, in the thread that reads the maps; the HTTP thread has "
+		      "no capability", (unsigned)uid, (unsigned)gid);
+	else
+		vlog("running as uid %u gid %u, no capabilities", (unsigned)uid, (unsigned)gid);
 	return 0;
 }
 
@@ -368,7 +426,7 @@ int cmd_serve(int argc, char **argv)
 	if (session_open(&a.t.cfg, false, &s, NULL, NULL))
 		goto out;
 	session_attached(s);
-	if (become(a.user, uid, gid) || start_http(&sv, &th))
+	if (become(s, &a, uid, gid, &sv.drop_caps) || start_http(&sv, &th))
 		goto out;	/* session_close() detaches every program */
 	printf("serving http://%s/metrics\n", a.listen);
 	fflush(stdout);

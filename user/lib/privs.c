@@ -92,12 +92,22 @@ static int last_cap(void)
 	return n;
 }
 
-int drop_privileges(uid_t uid, gid_t gid)
+int drop_privileges_keeping(uid_t uid, gid_t gid, int keep)
 {
 	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
-	struct __user_cap_data_struct d[2] = { 0 };
+	struct __user_cap_data_struct d[2] = { 0 }, want[2] = { 0 };
 	int cap, last = last_cap();
 
+	if (keep > last)
+		keep = -1;
+	if (keep >= 0) {
+		want[keep / 32].effective = want[keep / 32].permitted = 1u << (keep % 32);
+		/* permitted survives the uid change only so; effective is set again below */
+		if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0)) {
+			errorf("cannot keep a capability across the uid change: %s", strerror(errno));
+			return -1;
+		}
+	}
 	/* the bounding set needs CAP_SETPCAP to shrink: before the uid changes */
 	for (cap = 0; cap <= last; cap++) {
 		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) && errno != EINVAL) {
@@ -115,15 +125,36 @@ int drop_privileges(uid_t uid, gid_t gid)
 		       strerror(errno));
 		return -1;
 	}
-	/* a uid change from root empties effective and permitted; say so to the kernel anyway,
-	 * inheritable too */
-	if (syscall(SYS_capset, &h, d) || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) {
+	/* a uid change from root empties effective (and permitted, but for keep); say so to the
+	 * kernel anyway, inheritable too */
+	if (syscall(SYS_capset, &h, want) || (keep >= 0 && prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0)) ||
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) {
 		errorf("cannot clear the capabilities: %s", strerror(errno));
 		return -1;
 	}
-	if (syscall(SYS_capget, &h, d) || d[0].effective || d[0].permitted || d[1].effective ||
-	    d[1].permitted || getuid() != uid || geteuid() != uid || getegid() != gid) {
+	if (syscall(SYS_capget, &h, d) || d[0].effective != want[0].effective ||
+	    d[0].permitted != want[0].permitted || d[1].effective != want[1].effective ||
+	    d[1].permitted != want[1].permitted || d[0].inheritable || d[1].inheritable ||
+	    getuid() != uid || geteuid() != uid || getegid() != gid) {
 		errorf("privileges still held after dropping them");
+		return -1;
+	}
+	return 0;
+}
+
+int drop_privileges(uid_t uid, gid_t gid)
+{
+	return drop_privileges_keeping(uid, gid, -1);
+}
+
+int thread_caps_clear(void)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2] = { 0 };
+
+	if (syscall(SYS_capset, &h, d) || syscall(SYS_capget, &h, d) || d[0].effective ||
+	    d[0].permitted || d[1].effective || d[1].permitted) {
+		errorf("cannot clear this thread's capabilities: %s", strerror(errno));
 		return -1;
 	}
 	return 0;

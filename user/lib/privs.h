@@ -18,5 +18,13 @@ int user_lookup_in(const char *passwd, const char *user, uid_t *uid, gid_t *gid)
  * -1 with one line said (the process must then stop: it is half dropped).
  */
 int drop_privileges(uid_t uid, gid_t gid);
+/*
+ * The same, but the calling thread keeps capability `keep` (effective and permitted; < 0: none):
+ * for kernels that refuse the bpf() system call, even on file descriptors already held, to a
+ * process without CAP_BPF (kernel.unprivileged_bpf_disabled before Linux 5.19).
+ */
+int drop_privileges_keeping(uid_t uid, gid_t gid, int keep);
+/* Empty the calling thread's capabilities (a thread that needs none, where another keeps one). */
+int thread_caps_clear(void);
 
 #endif
