@@ -810,6 +810,31 @@ def test_names_that_print_alike_are_one_series(servers, no_bpf_leak):
 
 
 @pytest.mark.root
+def test_series_dropped_counts_label_sets(servers, no_bpf_leak):
+    """Over the cap, a label set is counted once for each interval it has data in, however many
+    processes (records) it comes from: 5 processes named fb, each reading, in one interval (or
+    two, if it ends meanwhile) add 1 (or 2), not 5 (as they once did)."""
+    srv = servers("-l", "syscall", "-P", "--comm", "fb", "--max-series", "1", "--interval", "5")
+    named_preads(b"fb", 3)          # pread64 by fb: the one series under the cap
+    before, _ = srv.settled("iostrata_series_dropped_total")
+    start = total(srv.samples(), "iostrata_intervals_total")
+    code = """
+import ctypes, os
+ctypes.CDLL(None).prctl(15, b"fb", 0, 0, 0)
+fd = os.open("/etc/passwd", os.O_RDONLY)
+for _ in range(3):
+    os.read(fd, 1)
+"""
+    procs = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(5)]
+    assert all(p.wait(timeout=60) == 0 for p in procs)
+    after, s = srv.settled("iostrata_series_dropped_total")
+    spanned = total(s, "iostrata_intervals_total") - start
+    assert total(s, H + "_count", syscall="other", comm="other") == 15, s
+    assert 1 <= after - before <= min(2, spanned), (before, after, spanned)
+    srv.stop()
+
+
+@pytest.mark.root
 @pytest.mark.parametrize("bpo", [1, 2, 8])
 def test_buckets_per_octave(bpo, servers, no_bpf_leak):
     # one of them on IPv6's loopback, given in brackets
