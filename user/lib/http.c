@@ -382,15 +382,26 @@ static void on_read(struct http_server *s, struct conn *c, http_handler h, void 
 		return;
 	c->rlen += (size_t)n;
 	c->req[c->rlen] = '\0';
-	if (memchr(c->req, '\0', c->rlen) || c->req[0] == '\r' || c->req[0] == '\n') {
-		reply(s, c, 400, NULL, false, now);	/* NUL bytes, or no request line */
+	if (memchr(c->req, '\0', c->rlen)) {
+		reply(s, c, 400, NULL, false, now);	/* NUL bytes */
 		return;
 	}
-	/* the headers end at an empty line: CRLF CRLF, or bare LFs */
-	end = strstr(c->req, "\r\n\r\n");
+	/* empty lines before the request line are ignored (RFC 9112, 2.2), a few of them */
+	for (i = 0; i < 4 && (c->req[0] == '\n' || (c->req[0] == '\r' && c->req[1] == '\n'));
+	     i++) {
+		n = c->req[0] == '\n' ? 1 : 2;
+		memmove(c->req, c->req + n, c->rlen - (size_t)n + 1);
+		c->rlen -= (size_t)n;
+	}
+	if (c->req[0] == '\n' || (c->req[0] == '\r' && c->req[1] != '\0')) {
+		reply(s, c, 400, NULL, false, now);	/* no request line */
+		return;
+	}
+	/* the headers end at an empty line, the lines ended by CRLF or a bare LF (RFC 9112, 2.2) */
+	end = strstr(c->req, "\n\r\n");
 	lf = strstr(c->req, "\n\n");
 	if (end && (!lf || end < lf)) {
-		on_request(s, c, end + 2, h, arg, now);
+		on_request(s, c, end + 1, h, arg, now);
 		return;
 	}
 	if (lf) {
