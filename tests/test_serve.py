@@ -507,16 +507,21 @@ def test_dashboard_shape():
 # acceptance 3: abuse
 
 def raw(port, data, timeout=WRITE_TIMEOUT_S + 5, rcvbuf=None):
-    """Send data, read until the server closes: (response bytes, seconds it took)."""
+    """Send data (bytes, or a list of pieces sent 50 ms apart), read until the server closes:
+    (response bytes, seconds it took)."""
     t0 = time.monotonic()
     s = socket.socket()
     if rcvbuf:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
     s.settimeout(timeout)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     s.connect(("127.0.0.1", port))
     try:
-        if data:
-            s.sendall(data)
+        for piece in data if isinstance(data, list) else [data]:
+            if piece:
+                s.sendall(piece)
+                if isinstance(data, list):
+                    time.sleep(0.05)
     except (BrokenPipeError, ConnectionResetError):
         pass                        # it answered (and closed) before taking it all
     out = b""
@@ -607,6 +612,7 @@ def test_abuse(servers, no_bpf_leak):
         (b"\r\n", {408, None}),
         (b"\r\nGET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", {200}),
         (b"\r\n" * 5 + b"GET /metrics HTTP/1.1\r\n\r\n", {400}),
+        ([b"\r\n"] * 5 + [b"GET /metrics HTTP/1.1\r\n\r\n"], {400}),     # in five reads
         # lines ended by bare LFs, the empty one by CRLF (once never whole: 408 after 5 s)
         (b"GET /metrics HTTP/1.1\nHost: x\n\r\n", {200}),
         (big, {431, None}),

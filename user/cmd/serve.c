@@ -336,16 +336,21 @@ static int start_http(struct serve *sv, pthread_t *th)
 static int reads_unprivileged(const struct session *s, uid_t uid, gid_t gid)
 {
 	int st = 0, err;
-	pid_t p = fork();
+	pid_t p, w;
 
+	/* SIGCHLD ignored (inherited so across exec) would reap the child unseen */
+	signal(SIGCHLD, SIG_DFL);
+	p = fork();
 	if (p < 0)
 		return -errno;
 	if (p == 0) {
 		err = drop_privileges(uid, gid) ? -EACCES : session_readable(s);
 		_exit(err == -EPERM ? 1 : err ? 2 : 0);
 	}
-	while (waitpid(p, &st, 0) < 0 && errno == EINTR)
+	while ((w = waitpid(p, &st, 0)) < 0 && errno == EINTR)
 		;
+	if (w != p)
+		return -ECHILD;		/* no answer: the full drop, then the read after it, decide */
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : WIFEXITED(st) &&
 	       WEXITSTATUS(st) == 1 ? -EPERM : -EACCES;
 }

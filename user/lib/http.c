@@ -31,6 +31,7 @@ struct conn {
 	enum cstate st;
 	uint64_t deadline;		/* CLOCK_MONOTONIC, ms */
 	uint64_t progress;		/* accepted, or its response last moved (ms) */
+	int empties;			/* empty lines ignored before the request line */
 	char req[HTTP_MAX_REQUEST + 1];
 	size_t rlen;
 	char head[512];			/* status line and headers (and an error's text) */
@@ -386,12 +387,12 @@ static void on_read(struct http_server *s, struct conn *c, http_handler h, void 
 		reply(s, c, 400, NULL, false, now);	/* NUL bytes */
 		return;
 	}
-	/* empty lines before the request line are ignored (RFC 9112, 2.2), a few of them */
-	for (i = 0; i < 4 && (c->req[0] == '\n' || (c->req[0] == '\r' && c->req[1] == '\n'));
-	     i++) {
+	/* empty lines before the request line are ignored (RFC 9112, 2.2), 4 in all reads */
+	while (c->empties < 4 && (c->req[0] == '\n' || (c->req[0] == '\r' && c->req[1] == '\n'))) {
 		n = c->req[0] == '\n' ? 1 : 2;
 		memmove(c->req, c->req + n, c->rlen - (size_t)n + 1);
 		c->rlen -= (size_t)n;
+		c->empties++;
 	}
 	if (c->req[0] == '\n' || (c->req[0] == '\r' && c->req[1] != '\0')) {
 		reply(s, c, 400, NULL, false, now);	/* no request line */
