@@ -197,6 +197,10 @@ def test_unknown_quantiles_are_never_judged(tmp_path):
     assert p99["verdict"] == "not enough data" and "0 ns" in p99["reason"], p99
     assert p99["ratio"] is None and p99["ci_lo"] is None, p99
     assert doc["gates"][0]["judged"] is False, doc["gates"]
+    # 0 ns on both sides is a ratio of 1: no change
+    doc = compare_json(a, write_rec(tmp_path / "zc.ndjson",
+                                    [[hist("block", "device", [0] * 200)]] * 20))
+    assert cell(doc, "block", "device", "p50")["verdict"] == "no change", doc
 
 
 def test_tail_needs_samples_above_it(tmp_path):

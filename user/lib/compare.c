@@ -638,11 +638,11 @@ static bool q_bounded_only(const struct side *sd, double q)
 
 /*
  * Is a side's quantile a value a ratio can be taken of? Not when it is only bounded below (in
- * the open-ended bucket: an estimate spread over [bound, max] would be made up), nor when it is
- * 0 (B/A has no value). The first is then withdrawn (NAN: shown as unknown).
+ * the open-ended bucket: an estimate spread over [bound, max] would be made up; then withdrawn,
+ * NAN, shown as unknown), nor when it is 0 and the other side's is not (B/A is 0 or infinite).
  */
-static bool q_known(const char *name, const struct side *sd, double *q, int k, char *why,
-		    size_t len)
+static bool q_known(const char *name, const struct side *sd, double *q, double other, int k,
+		    char *why, size_t len)
 {
 	if (q_bounded_only(sd, *q)) {
 		snprintf(why, len, "%s's %s is in the open-ended bucket (>= %.1f s): not known", name,
@@ -650,7 +650,7 @@ static bool q_known(const char *name, const struct side *sd, double *q, int k, c
 		*q = NAN;
 		return false;
 	}
-	if (*q <= 0) {
+	if (*q <= 0 && other > 0) {
 		snprintf(why, len, "%s's %s is 0 ns: no ratio to it", name, cmp_q_name[k]);
 		return false;
 	}
@@ -694,8 +694,8 @@ static int compare_row(struct side *A, struct side *B, const struct cmp_opts *o,
 		out[k].v = CMP_NOT_ENOUGH;
 		if (enough("A", A, k, ha[k], out[k].why, sizeof(out[k].why)) &&
 		    enough("B", B, k, hb[k], out[k].why, sizeof(out[k].why)) &&
-		    q_known("A", A, &qa[k], k, out[k].why, sizeof(out[k].why)) &&
-		    q_known("B", B, &qb[k], k, out[k].why, sizeof(out[k].why)))
+		    q_known("A", A, &qa[k], qb[k], k, out[k].why, sizeof(out[k].why)) &&
+		    q_known("B", B, &qb[k], qa[k], k, out[k].why, sizeof(out[k].why)))
 			want |= 1u << k;
 		if (q_bounded_only(A, qa[k]))	/* whatever else it lacks: not a value */
 			qa[k] = NAN;
@@ -717,6 +717,9 @@ static int compare_row(struct side *A, struct side *B, const struct cmp_opts *o,
 				continue;
 			x = A->total ? side_quantile(A, cmp_q[k], &ha[k]) : NAN;
 			y = B->total ? side_quantile(B, cmp_q[k], &hb[k]) : NAN;
+			/* a resample's quantile only bounded is no value either: left out */
+			if (q_bounded_only(A, x) || q_bounded_only(B, y))
+				x = NAN;
 			reps[(size_t)j++ * o->resamples + r] = (float)log(ratio(y, x));
 		}
 	}
