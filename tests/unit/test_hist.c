@@ -179,10 +179,10 @@ static void test_percentiles(void)
 	{
 		char b[32];
 
-		CHECK(!strcmp(fmt_pct(b, sizeof(b), h, 500000, false), ">=70.05s"),
+		CHECK(!strcmp(fmt_pct(b, sizeof(b), h, 500000, false, ">="), ">=70.05s"),
 		      "shown as >=70.05s (got %s)", b);
 		memset(a, 0, sizeof(*a));
-		CHECK(!strcmp(fmt_pct(b, sizeof(b), a, 500000, false), "-"), "empty: -");
+		CHECK(!strcmp(fmt_pct(b, sizeof(b), a, 500000, false, ">="), "-"), "empty: -");
 	}
 	memset(h, 0, sizeof(*h));
 	add(h, 70000000000ULL, 5);

@@ -121,7 +121,8 @@ bool hist_percentile(const struct hist *h, uint32_t p_ppm, uint64_t *out_ns)
 	return hist_pct(h, p_ppm, out_ns) == HIST_P_VALUE;
 }
 
-char *fmt_pct(char *buf, size_t len, const struct hist *h, uint32_t p_ppm, bool in_ms)
+char *fmt_pct(char *buf, size_t len, const struct hist *h, uint32_t p_ppm, bool in_ms,
+	      const char *ge)
 {
 	uint64_t v;
 	char n[32];
@@ -130,7 +131,7 @@ char *fmt_pct(char *buf, size_t len, const struct hist *h, uint32_t p_ppm, bool 
 	case HIST_P_VALUE:
 		return fmt_ns(buf, len, v, in_ms);
 	case HIST_P_ABOVE:
-		snprintf(buf, len, ">=%s", fmt_ns(n, sizeof(n), v, in_ms));
+		snprintf(buf, len, "%s%s", ge, fmt_ns(n, sizeof(n), v, in_ms));
 		return buf;
 	default:
 		snprintf(buf, len, "-");

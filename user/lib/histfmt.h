@@ -32,8 +32,10 @@ enum hist_p { HIST_P_NONE, HIST_P_VALUE, HIST_P_ABOVE };
 enum hist_p hist_pct(const struct hist *h, uint32_t p_ppm, uint64_t *out_ns);
 /* hist_pct's value, when it has one (not empty, not only bounded below) */
 bool hist_percentile(const struct hist *h, uint32_t p_ppm, uint64_t *out_ns);
-/* hist_pct for people: fmt_ns's value, ">=68.72s" when bounded below, "-" when empty */
-char *fmt_pct(char *buf, size_t len, const struct hist *h, uint32_t p_ppm, bool in_ms);
+/* hist_pct for people: fmt_ns's value, ge (">=", "&ge;") and the bound when only bounded below,
+ * "-" when empty */
+char *fmt_pct(char *buf, size_t len, const struct hist *h, uint32_t p_ppm, bool in_ms,
+	      const char *ge);
 
 /* The reported value of slot i: its midpoint (the exact value for 1-ns slots). */
 uint64_t hist_mid(uint32_t i);

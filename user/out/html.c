@@ -62,19 +62,7 @@ static void esc(struct sbuf *b, const char *s)
 /* A percentile cell: "&ge;68.72s" when only bounded below (the open-ended bucket), "-" empty */
 static const char *html_pct(char *buf, size_t len, const struct hist *h, uint32_t ppm)
 {
-	char n[24];
-	uint64_t v;
-
-	switch (hist_pct(h, ppm, &v)) {
-	case HIST_P_VALUE:
-		return fmt_ns(buf, len, v, false);
-	case HIST_P_ABOVE:
-		snprintf(buf, len, "&ge;%s", fmt_ns(n, sizeof(n), v, false));
-		return buf;
-	default:
-		snprintf(buf, len, "-");
-		return buf;
-	}
+	return fmt_pct(buf, len, h, ppm, false, "&ge;");
 }
 
 static void dur_text(char *buf, size_t len, uint64_t ns)

@@ -22,7 +22,7 @@ static const char *fmt_v(char *buf, size_t len, uint64_t ns)
 /* A percentile: ">=68.72s" when only bounded below (the open-ended bucket) */
 static const char *fmt_pv(char *buf, size_t len, const struct hist *h, uint32_t ppm)
 {
-	return fmt_pct(buf, len, h, ppm, in_ms);
+	return fmt_pct(buf, len, h, ppm, in_ms, ">=");
 }
 
 static bool waterfall_layer(const struct rec *r);
