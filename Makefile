@@ -38,13 +38,13 @@ SKELS     := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
 USER_SRCS := $(wildcard user/*.c user/*/*.c)
 USER_OBJS := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS))
 TEST_BINS := $(BIN)/test_hist $(BIN)/test_stats $(BIN)/test_privs $(BIN)/test_http $(BIN)/slowfs $(BIN)/reaper
-BENCH_BINS := $(BIN)/bench-floor $(BIN)/bench-jitdump
+BENCH_BINS := $(BIN)/bench-floor $(BIN)/bench-helpers $(BIN)/bench-jitdump
 LOAD_SRCS  := $(wildcard tools/load/*.c)
 LOAD_OBJS  := $(patsubst tools/load/%.c,$(BUILD)/load/%.o,$(LOAD_SRCS)) \
               $(BUILD)/user/lib/json.o $(BUILD)/user/lib/histfmt.o $(BUILD)/user/lib/cli.o \
               $(BUILD)/user/lib/blkdev.o
 
-.PHONY: all deps run test test-vm test-unit test-root bench bench-load bench-layers bench-overhead bench-profile check-exact bench-report sample-report interfaces soak vmlinux clean
+.PHONY: all deps run test test-vm test-unit test-root bench bench-load bench-layers bench-overhead bench-helpers bench-profile check-exact bench-report sample-report interfaces soak vmlinux clean
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -117,6 +117,10 @@ $(BIN)/bench-floor: bench/floor.c $(BUILD)/floor.skel.h | $(BIN)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $< $(LDLIBS) -o $@
 
+$(BIN)/bench-helpers: bench/helpers.c $(BUILD)/helpers.skel.h | $(BIN)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $< $(LDLIBS) -o $@
+
 $(BIN)/bench-jitdump: bench/jitdump.c $(BUILD)/.deps-ok | $(BIN)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $< $(LDLIBS) -o $@
@@ -166,6 +170,11 @@ bench-layers: all
 bench-overhead: all
 	$(Q)sh scripts/deps.sh bpftrace libbpf-tools
 	$(PYTHON) bench/layers.py --doc $(if $(BASELINE),--baseline '$(BASELINE)') $(BENCH_ARGS)
+
+# What each building block of a program costs here (a clock read, a map lookup, a helper call),
+# one program per block beside fio on a tmpfs loop device: the table in docs/benchmarks.md.
+bench-helpers: all
+	$(PYTHON) bench/helpers.py $(BENCH_ARGS)
 
 # Where the BPF programs spend their time, per source line: perf samples mapped through each
 # program's JIT line table (bench/profile.py; BENCH_ARGS="--target loop", "-- -l block", ...).
