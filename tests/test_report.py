@@ -275,6 +275,9 @@ def make_2g_line(p):
                              b'"hists":[{"layer":"block","stage":"total","labels":{},"count":1,'
                              b'"sum_ns":5,"min_ns":640,"max_ns":700,"buckets":[[640,672,'
                              b'18446744073709551615],[672,704,2]]}]}\n'), ["overflow 64 bits"]),
+    # a NUL byte mid-line: the tokenizer stopped there, the rest of the line unread, unsaid
+    (lambda p: p.write_bytes(b'{"type":"interval","ts":1,"interval_ns":1,"hists":[],\x00'
+                             b'"drops":{"x":1}}\n'), ["NUL byte"]),
     # an unmeasured that is not a count (once read as 0)
     (lambda p: p.write_bytes(b'{"type":"interval","ts":1,"interval_ns":1,"hists":[{"layer":'
                              b'"block","stage":"total","labels":{},"count":1,"sum_ns":5,'
@@ -293,7 +296,7 @@ def make_2g_line(p):
                              b'"x":' + b"[" * 100000 + b"]" * 100000 + b"}\n"),
      ["nested deeper"]),
 ], ids=["random", "text", "damaged-middle", "empty", "directory", "2g-line", "gzip-garbage",
-        "meta-only", "bucket-scheme", "overflow", "bucket-wrap", "unmeasured", "ts-range",
+        "meta-only", "bucket-scheme", "overflow", "bucket-wrap", "nul", "unmeasured", "ts-range",
         "after-end", "depth"])
 def test_bad_input_is_one_line_error(tmp_path, make, needles):
     rec = tmp_path / "bad.ndjson"

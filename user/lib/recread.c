@@ -820,6 +820,9 @@ static const char *tokenize(struct recread *r, const char *line, size_t len, str
 	jsmn_parser p;
 	int n;
 
+	/* jsmn stops at a NUL: the rest of the line would go unread, unsaid (JSON has none raw) */
+	if (memchr(line, '\0', len))
+		return "a NUL byte in the line";
 	/* ours nest 4 deep (interval, hists, a histogram, its buckets, a bucket) */
 	if (too_deep(line, len, MAX_DEPTH))
 		return "nested deeper than any iostrata record";
