@@ -424,6 +424,14 @@ def test_the_open_ended_bucket_is_a_bound_and_has_its_cells(tmp_path):
         attrs, cells = svg_cells(f)
         assert sum(n for _, _, n in cells) == int(attrs["data-count"]), (f, cells)
         assert any(hi is None for _, hi, _ in cells), (f, cells)
+        # the latency axis: one label for the open-ended row, no tick inside it (100 s, 200 s
+        # and 500 s were once drawn there on one line), labels apart
+        ticks = sorted((int(e.get("data-ns")), float(e.get("y")), e.text)
+                       for e in ET.parse(f).getroot().iter(SVG_NS + "text") if e.get("data-ns"))
+        assert ticks[-1][0] == 1 << 36 and ticks[-1][2] == "\u226568.72s", (f, ticks)
+        assert all(v < 1 << 36 for v, _, _ in ticks[:-1]) and len(ticks) >= 3, (f, ticks)
+        ys = [y for _, y, _ in ticks]
+        assert all(a - b >= 12 for a, b in zip(ys, ys[1:])), (f, ticks)
 
 
 def test_names_from_the_file_are_escaped(tmp_path):

@@ -159,10 +159,20 @@ char *report_tick_label(char *buf, size_t len, uint64_t v)
 	return buf;
 }
 
-/* v within the panel's latency range [lo, hi); hi UINT64_MAX: the top row is the overflow */
+/*
+ * The top of the rows a tick can be placed in: hi, or with the open-ended row on top (hi
+ * UINT64_MAX) its bound, since every value above it is drawn in that one row (a tick there
+ * would say where 100 s and 500 s lie: on one line).
+ */
+static uint64_t ticks_top(uint64_t hi)
+{
+	return hi == UINT64_MAX ? hist_lo(HIST_OVERFLOW) : hi;
+}
+
+/* v within the panel's latency range [lo, hi), below the open-ended row */
 static bool in_rows(uint64_t v, uint64_t lo, uint64_t hi)
 {
-	return v >= lo && (hi == UINT64_MAX || v < hi);
+	return v >= lo && v < ticks_top(hi);
 }
 
 #define YTICKS_MAX 40
@@ -176,7 +186,7 @@ static bool in_rows(uint64_t v, uint64_t lo, uint64_t hi)
 static int y_ticks(uint64_t lo, uint64_t hi, uint64_t *v)
 {
 	static const uint64_t mult[] = { 1, 2, 5 }, down[] = { 5, 2, 1 };
-	uint64_t dec, step, top = hi == UINT64_MAX ? lo * 4 : hi, x;
+	uint64_t dec, step, top = ticks_top(hi), x;
 	int n = 0, nm, m;
 
 	for (nm = 1; nm <= 3; nm += 2) {
@@ -202,19 +212,33 @@ static int y_ticks(uint64_t lo, uint64_t hi, uint64_t *v)
 	return n;
 }
 
+static void y_tick(const struct geom *g, double y, uint64_t v, const char *label,
+		   struct sbuf *b)
+{
+	sbuf_printf(b, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" "
+		  "class=\"grid\"/><text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" "
+		  "data-ns=\"%" PRIu64 "\">%s</text>", g->x0 - 4, g->x0, y, y, g->x0 - 6, y + 4, v,
+		  label);
+}
+
+/* The ticks; with the open-ended row on top, its own label (>=68.72s) there, ticks too near it
+ * left out. */
 static void y_axis(const struct panel *p, const struct geom *g, struct sbuf *b)
 {
-	uint64_t v[YTICKS_MAX];
+	uint64_t v[YTICKS_MAX], bound = hist_lo(HIST_OVERFLOW);
+	bool open = p->rowhi[p->nrows - 1] == UINT64_MAX;
 	int i, n = y_ticks(p->rowlo[0], p->rowhi[p->nrows - 1], v);
-	char t[24];
+	double top = open ? value_y(p, g, bound) : 0, y;
+	char t[32], f[24];
 
 	for (i = 0; i < n; i++) {
-		double y = value_y(p, g, v[i]);
-
-		sbuf_printf(b, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" "
-			  "class=\"grid\"/><text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" "
-			  "data-ns=\"%" PRIu64 "\">%s</text>", g->x0 - 4, g->x0, y, y, g->x0 - 6, y + 4,
-			  v[i], report_tick_label(t, sizeof(t), v[i]));
+		y = value_y(p, g, v[i]);
+		if (!open || y - top >= 12)
+			y_tick(g, y, v[i], report_tick_label(t, sizeof(t), v[i]), b);
+	}
+	if (open) {
+		snprintf(t, sizeof(t), "&#8805;%s", fmt_ns(f, sizeof(f), bound, false));
+		y_tick(g, top, bound, t, b);
 	}
 }
 
