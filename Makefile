@@ -38,7 +38,7 @@ SKELS     := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
 USER_SRCS := $(wildcard user/*.c user/*/*.c)
 USER_OBJS := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS))
 TEST_BINS := $(BIN)/test_hist $(BIN)/test_stats $(BIN)/test_privs $(BIN)/test_http $(BIN)/slowfs $(BIN)/reaper
-BENCH_BINS := $(BIN)/bench-floor $(BIN)/bench-helpers $(BIN)/bench-jitdump
+BENCH_BINS := $(BIN)/bench-floor $(BIN)/bench-jitdump
 LOAD_SRCS  := $(wildcard tools/load/*.c)
 LOAD_OBJS  := $(patsubst tools/load/%.c,$(BUILD)/load/%.o,$(LOAD_SRCS)) \
               $(BUILD)/user/lib/json.o $(BUILD)/user/lib/histfmt.o $(BUILD)/user/lib/cli.o \
@@ -113,11 +113,7 @@ $(BIN)/test_http: tests/unit/test_http.c tests/unit/check.h user/lib/http.c user
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) tests/unit/test_http.c user/lib/http.c user/lib/sbuf.c -lpthread -o $@
 
-$(BIN)/bench-floor: bench/floor.c $(BUILD)/floor.skel.h | $(BIN)
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $< $(LDLIBS) -o $@
-
-$(BIN)/bench-helpers: bench/helpers.c $(BUILD)/helpers.skel.h | $(BIN)
+$(BIN)/bench-floor: bench/floor.c $(BUILD)/floor.skel.h $(BUILD)/helpers.skel.h | $(BIN)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $< $(LDLIBS) -o $@
 

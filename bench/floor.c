@@ -1,24 +1,38 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * bench-floor: attaches empty tp_btf programs to the block layer's events until stdin closes
- * or a signal arrives. bench/block.sh runs it beside the tracer so the per-program cost that
- * bpf_stats charges for an empty program (the measurement floor) is read in the same run.
+ * bench-floor: attaches BPF programs until stdin closes or a signal arrives, for a bench to
+ * read their bpf_stats beside its load.
+ *   bench-floor          empty tp_btf programs on the block layer's events (floor.bpf.c): what
+ *                        bpf_stats charges here for a program that does nothing (bench/block.py,
+ *                        bench/layers.py)
+ *   bench-floor helpers  one program per building block (helpers.bpf.c; bench/helpers.py)
  */
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 #include "floor.skel.h"
+#include "helpers.skel.h"
 
 static void nop(int sig) { }
 
-int main(void)
+int main(int argc, char **argv)
 {
-	struct floor_bpf *skel = floor_bpf__open_and_load();
+	bool helpers = argc > 1 && !strcmp(argv[1], "helpers");
+	struct helpers_bpf *h = NULL;
+	struct floor_bpf *f = NULL;
 	char c;
+	int err;
 
-	if (!skel || floor_bpf__attach(skel)) {
-		fprintf(stderr, "bench-floor: cannot load or attach the empty programs\n");
-		floor_bpf__destroy(skel);
+	if (helpers)
+		err = !(h = helpers_bpf__open_and_load()) || helpers_bpf__attach(h);
+	else
+		err = !(f = floor_bpf__open_and_load()) || floor_bpf__attach(f);
+	if (err) {
+		fprintf(stderr, "bench-floor: cannot load or attach the programs\n");
+		helpers_bpf__destroy(h);
+		floor_bpf__destroy(f);
 		return 1;
 	}
 	signal(SIGINT, nop);
@@ -27,6 +41,7 @@ int main(void)
 	fflush(stdout);
 	while (read(0, &c, 1) > 0)
 		;
-	floor_bpf__destroy(skel);
+	helpers_bpf__destroy(h);
+	floor_bpf__destroy(f);
 	return 0;
 }

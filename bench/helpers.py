@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What each building block of a tracing program costs on this machine.
 
-bin/bench-helpers attaches one tp_btf program per block to block_rq_issue (bench/helpers.bpf.c):
+bin/bench-floor helpers attaches one tp_btf program per block to block_rq_issue (bench/helpers.bpf.c):
 an empty one, a clock read, the pid/tgid and cgroup id helpers, bpf_loop over 1 and 4 steps, a
 per-CPU and a shared array slot, a per-CPU hash lookup, an 8-byte bpf_probe_read_kernel. fio
 (io_uring randread 4 KiB qd 32, O_DIRECT) drives a tmpfs loop device; kernel.bpf_stats_enabled
@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from block import bench_env, prog_stats, sh  # noqa: E402
 
 TOP = Path(__file__).resolve().parent.parent
-HELPERS = TOP / "bin" / "bench-helpers"
+FLOOR = TOP / "bin" / "bench-floor"
 WHAT = {"hc_empty": "empty program (the floor bpf_stats charges)",
         "hc_ktime": "bpf_ktime_get_ns()",
         "hc_pid_tgid": "bpf_get_current_pid_tgid() (inlined)",
@@ -41,10 +41,10 @@ def fio(dev, seconds):
 
 def one_round(dev, seconds):
     """{program: ns per run} over one fio run with the programs attached."""
-    hp = subprocess.Popen([str(HELPERS)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    hp = subprocess.Popen([str(FLOOR), "helpers"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                           text=True)
     try:
-        assert hp.stdout.readline().strip() == "attached", "bench-helpers did not attach"
+        assert hp.stdout.readline().strip() == "attached", "bench-floor helpers did not attach"
         before = prog_stats(("hc_",))
         fio(dev, seconds)
         after = prog_stats(("hc_",))
