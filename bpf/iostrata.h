@@ -295,6 +295,6 @@ struct snoop_rec {
 	char comm[16];		/* syscall: the thread's name (others: "", read from /proc) */
 };
 
-#define SNOOP_RB_DEFAULT	(4u << 20)	/* bytes of ring buffer: ~27,000 records */
+#define SNOOP_RB_DEFAULT	(4u << 20)	/* bytes of ring buffer: 30,840 records (128 B + 8 B header) */
 
 #endif /* IOSTRATA_H */

@@ -8,6 +8,7 @@ asserted is a lower bound (a request known to take at least L is printed with to
 """
 import json
 import os
+import select
 import subprocess
 import time
 from pathlib import Path
@@ -257,3 +258,69 @@ def test_cgroup_removed_keeps_its_path(cgroups, no_bpf_leak):
     snoops, _ = snoop_records(tracer.stop())
     mine = [r for r in snoops if r["comm"] == "iostrata-load"]
     assert [r["cgroup"] for r in mine] == [path] * 5, mine
+
+
+def read_snoops(tracer, n, limit_s=20):
+    """The first n snoop records tracer prints while it runs (JSON lines read as they come);
+    fewer if it has not printed them within limit_s, which is a failure of the caller's."""
+    fd, got, buf = tracer.proc.stdout.fileno(), [], b""
+    deadline = time.monotonic() + limit_s
+    while len(got) < n and tracer.proc.poll() is None and time.monotonic() < deadline:
+        r, _, _ = select.select([fd], [], [], 0.2)
+        if r:
+            buf += os.read(fd, 65536)
+            *lines, buf = buf.split(b"\n")
+            got += [json.loads(x) for x in lines if x.strip()]
+            got = [x for x in got if x["type"] == "snoop"]
+    return got
+
+
+@pytest.mark.root
+def test_records_arrive_while_snoop_runs(cgroups, no_bpf_leak):
+    """Records leave the ring buffer while snoop runs, not only at its stop: the programs wake
+    the reader only once the buffer is half full, so the reader must read it on its own. And a
+    cgroup made after snoop started, gone before it stops, is named by its path, since its
+    records are decoded while it lives (they used to wait for the stop: cgroup:ID)."""
+    tracer = Tracer(["--slower", "10ms", "-l", "uring", "-j"], command=("snoop",))
+    cg = cgroups("late")
+    path = "/" + str(cg.relative_to(cgroup2_mount()))
+    load("--engine", "io_uring", "--op", "timeout", "--latency", "20ms", "--ios", "5", cgroup=cg)
+    live = read_snoops(tracer, 5)
+    running = tracer.proc.poll() is None
+    cg.rmdir()
+    rest = tracer.stop()
+    assert running and len(live) == 5, (running, live, rest)
+    assert [r["cgroup"] for r in live] == [path] * 5, live
+    for r in live:
+        check_record(r, 20 * MS)
+
+
+@pytest.mark.root
+def test_a_reader_gone_stops_snoop(no_bpf_leak):
+    """snoop | head -1: the header is read, the reader exits, and nothing slow ever comes. snoop
+    sees the pipe's reader gone on its own, stops with status 0 and detaches (it used to run
+    on, attached, until killed)."""
+    p = subprocess.Popen([str(ROOT / "bin" / "iostrata"), "snoop", "--slower", "1s", "-l",
+                          "uring"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    header = p.stdout.readline()
+    p.stdout.close()
+    try:
+        rc = p.wait(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert header.startswith(b"TIME") and rc == 0, (header, rc, p.stderr.read())
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("json_out", [False, True], ids=["text", "json"])
+def test_a_full_output_says_why(json_out, no_bpf_leak):
+    """stdout on /dev/full: one line naming the write's own error, exit 1 (the text header's
+    failed flush used to be ignored, and a later errno named: 'No such process')."""
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([str(ROOT / "bin" / "iostrata"), "snoop", "--slower", "0", "-l",
+                            "uring", "--duration", "2", *(["-j"] if json_out else [])],
+                           stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
+    said = ['{"type":"error","message":"writing the output: No space left on device"}'
+            if json_out else "iostrata: error: writing the output: No space left on device"]
+    assert r.returncode == 1 and r.stderr.strip().splitlines() == said, r.stderr

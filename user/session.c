@@ -441,7 +441,7 @@ int session_snoop(struct session *s, session_req_sink fn, void *arg)
 }
 
 /* The longest snoop's records wait in the ring buffer: the programs wake the reader only once
- * it is half full, so that a record costs no wakeup. */
+ * it is half full, so that a record costs no wakeup; the reader reads it at least this often. */
 #define SNOOP_POLL_MS 100
 
 /* Has stop_fd (> 0) become readable: the process it stands for has ended? */
@@ -476,7 +476,15 @@ static void wait_until(struct session *s, uint64_t deadline, int stop_fd)
 				return;
 			continue;
 		}
+		/*
+		 * poll consumes only when the ring buffer woke it, which the programs do once it
+		 * is half full: read it anyway each time, then let the sink flush what it wrote.
+		 */
 		ring_buffer__poll(s->rb, wait);
+		if (!s->req_out)
+			ring_buffer__consume(s->rb);
+		if (!s->req_out)
+			s->req_out = s->req_sink(NULL, s->req_arg);
 		if (stop_fd_ready(stop_fd, 0))
 			return;
 	}

@@ -76,7 +76,11 @@ struct run_limits {
 /* Receives each interval; 0 to go on, -1 to stop (a closed pipe: quietly), 1 on error. */
 typedef int (*session_sink)(const struct interval *iv, void *arg);
 
-/* snoop: receives each slow request; 0 to go on, -1 to stop (a closed pipe: quietly), 1 on error. */
+/*
+ * snoop: receives each slow request, and NULL after each read of the ring buffer (at least every
+ * 100 ms: flush what was written, and see whether the reader is still there); 0 to go on, -1 to
+ * stop (a closed pipe: quietly), 1 on error.
+ */
 typedef int (*session_req_sink)(const struct req_rec *r, void *arg);
 
 /*

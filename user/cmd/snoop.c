@@ -8,8 +8,10 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include "cli.h"
 #include "cmd.h"
 #include "log.h"
@@ -103,10 +105,29 @@ static int parse_args(int argc, char **argv, struct snoop_args *a)
 	return trace_opts_finish(&a->t);
 }
 
+/*
+ * After each read of the ring buffer: what was printed goes out now, and a reader that went away
+ * stops snoop even when nothing is slow (a pipe's write end polls POLLERR once no one reads).
+ */
+static int batch_done(void)
+{
+	struct pollfd p = { .fd = STDOUT_FILENO };
+
+	if (fflush(stdout))
+		return sink_written(-1);
+	if (poll(&p, 1, 0) == 1 && (p.revents & POLLERR)) {
+		errno = EPIPE;
+		return sink_written(-1);
+	}
+	return 0;
+}
+
 static int print_request(const struct req_rec *r, void *arg)
 {
 	struct snoop_args *a = arg;
 
+	if (!r)
+		return batch_done();
 	a->n.printed++;
 	return sink_written(a->json ? output_req_json(r, stdout) : output_req_text(r, stdout));
 }
@@ -151,8 +172,10 @@ int cmd_snoop(int argc, char **argv)
 		session_close(s);
 		return 1;
 	}
-	if (!a.json)
-		output_req_header(stdout);
+	if (!a.json && (r = sink_written(output_req_header(stdout)))) {
+		session_close(s);	/* detached: nothing ran */
+		return r > 0;
+	}
 	r = session_run(s, &a.t.lim, print_lost, &a);
 	session_close(s);
 	if (!r)

@@ -32,7 +32,7 @@ void output_json_build(const struct interval *iv, struct jw *w);
 struct snoop_counts {
 	uint64_t printed, lost, unseen;
 };
-void output_req_header(FILE *f);
+int output_req_header(FILE *f);
 int output_req_text(const struct req_rec *r, FILE *f);
 int output_req_json(const struct req_rec *r, FILE *f);
 int output_snoop_counts_text(uint64_t ts_ns, bool final, const struct snoop_counts *c, FILE *f);

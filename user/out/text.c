@@ -239,11 +239,12 @@ void output_text(const struct interval *iv, const struct text_opts *o, FILE *f)
 
 /* ---- snoop */
 
-void output_req_header(FILE *f)
+/* -1 when it could not be written, errno saying why (it is flushed at once) */
+int output_req_header(FILE *f)
 {
 	fprintf(f, "%-15s %-7s %7s %7s %-15s %-20s %8s  %s\n", "TIME", "LAYER", "PID", "TID",
 		"COMM", "CGROUP", "TOTAL", "WHAT, THEN EACH STAGE");
-	fflush(f);
+	return fflush(f) ? -1 : 0;
 }
 
 int output_req_text(const struct req_rec *r, FILE *f)
@@ -279,12 +280,12 @@ int output_req_text(const struct req_rec *r, FILE *f)
 		WHAT("%s%s %s", i ? ", " : "| ", r->stages[i].name,
 		     fmt_ns(v, sizeof(v), r->stages[i].ns, false));
 #undef WHAT
-	fprintf(f, "%s.%06u %-7s %7u %7u %-15s %-20s %8s  %s\n", when,
-		(unsigned)(r->ts_ns % 1000000000ULL / 1000), r->layer, r->pid, r->tid,
-		utf8_printable(r->comm, comm, sizeof(comm)),
-		utf8_printable(r->cgroup, cgroup, sizeof(cgroup)),
-		fmt_ns(v, sizeof(v), r->total_ns, false), what);
-	return ferror(f) ? -1 : 0;
+	/* a write that fails here sets errno now: the caller stops at the first failure */
+	return fprintf(f, "%s.%06u %-7s %7u %7u %-15s %-20s %8s  %s\n", when,
+		       (unsigned)(r->ts_ns % 1000000000ULL / 1000), r->layer, r->pid, r->tid,
+		       utf8_printable(r->comm, comm, sizeof(comm)),
+		       utf8_printable(r->cgroup, cgroup, sizeof(cgroup)),
+		       fmt_ns(v, sizeof(v), r->total_ns, false), what) < 0 ? -1 : 0;
 }
 
 int output_snoop_counts_text(uint64_t ts_ns, bool final, const struct snoop_counts *c, FILE *f)
