@@ -174,6 +174,25 @@ def test_pair_runs_and_restores(disk, tmp_path, a, b):
     assert traced == reads1 - reads0, (traced, reads1 - reads0)
 
 
+def test_restores_a_tunable_nr_requests_resets(disk, tmp_path):
+    """mq-deadline with nr_requests 200 and async_depth 150: writing nr_requests back resets
+    async_depth to 200, so the attributes must go back before the tunables (the restore used
+    to write them the other way round, then fail: exit 1, no comparison printed)."""
+    dev, _ = disk
+    q = f"/sys/block/{os.path.basename(dev)}/queue"
+    sysfs(f"{q}/scheduler", "mq-deadline")
+    if not Path(f"{q}/iosched/async_depth").exists():
+        pytest.skip("this kernel's mq-deadline has no async_depth tunable")
+    sysfs(f"{q}/nr_requests", "200")
+    sysfs(f"{q}/iosched/async_depth", "150")
+    before = queue_state(dev)
+    assert before["iosched/async_depth"] == "150" and before["nr_requests"] == "200", before
+    r = sched_ab(dev, "none", "kyber", tmp_path / "out", rounds=2, secs=1)
+    assert r.returncode == 0, r.stderr
+    assert queue_state(dev) == before, "the disk was not put back exactly"
+    assert "VERDICT" in r.stdout and "original restored: mq-deadline" in r.stdout, r.stdout
+
+
 def test_json_and_gate(disk, tmp_path):
     """-j: one document; --gate: exit 3 exactly when the document says the stage regressed."""
     dev, before = disk

@@ -285,76 +285,99 @@ out:
 	return err;
 }
 
-/* Write back every attribute of want that now reads otherwise; prefix: "" or "iosched/". */
+/*
+ * Write back every attribute of want that now reads otherwise; prefix: "" or "iosched/". Goes on
+ * past one that cannot be written, so that the others are put back; -1 if any could not be.
+ */
 static int put_back(const char *disk, const char *prefix, const struct sysfs_val *want, int nwant,
-		    const struct sysfs_val *now, int nnow, char *why, size_t len)
+		    const struct sysfs_val *now, int nnow)
 {
 	const struct sysfs_val *cur;
 	char rel[128];
-	int i, err;
+	int i, bad = 0;
 
 	for (i = 0; i < nwant; i++) {
 		cur = find(now, nnow, want[i].name);
 		if (cur && !strcmp(cur->val, want[i].val))
 			continue;
 		snprintf(rel, sizeof(rel), "%s%s", prefix, want[i].name);
-		if ((err = queue_write(disk, rel, want[i].val))) {
-			snprintf(why, len, "cannot put %s's queue/%s back to '%s': %s", disk, rel,
-				 want[i].val, strerror(-err));
-			return -1;
-		}
+		bad |= queue_write(disk, rel, want[i].val) != 0;
 	}
-	return 0;
+	return bad ? -1 : 0;
 }
 
-/* The first setting that differs between a and b, in why; 0 when none does. */
+/* Append "queue/NAME is 'v', not 'w'" to why (used bytes of len so far); the new used. */
+static size_t said(char *why, size_t len, size_t used, const char *what, const char *name,
+		   const char *is, const char *want)
+{
+	if (used < len)
+		used += (size_t)snprintf(why + used, len - used, "%s%s%s is '%s', not '%s'",
+					 used ? "; " : "", what, name, is, want);
+	return used;
+}
+
+/* Every setting that differs between a (wanted) and b (now), in why; 0 when none does. */
 static int differs(const struct iosched_state *a, const struct iosched_state *b, char *why,
 		   size_t len)
 {
 	const struct sysfs_val *v;
+	size_t used = 0;
 	int i;
 
 	if (strcmp(a->sched, b->sched)) {
 		snprintf(why, len, "%s's scheduler is %s, not %s", a->disk, b->sched, a->sched);
 		return -1;
 	}
-	for (i = 0; i < a->ntun; i++)
-		if (!(v = find(b->tun, b->ntun, a->tun[i].name)) || strcmp(v->val, a->tun[i].val)) {
-			snprintf(why, len, "%s's iosched/%s is '%s', not '%s'", a->disk,
-				 a->tun[i].name, v ? v->val : "(gone)", a->tun[i].val);
-			return -1;
-		}
+	used = (size_t)snprintf(why, len, "%s's ", a->disk);
 	for (i = 0; i < a->nqueue; i++)
 		if (!(v = find(b->queue, b->nqueue, a->queue[i].name)) ||
-		    strcmp(v->val, a->queue[i].val)) {
-			snprintf(why, len, "%s's queue/%s is '%s', not '%s'", a->disk,
-				 a->queue[i].name, v ? v->val : "(gone)", a->queue[i].val);
-			return -1;
-		}
+		    strcmp(v->val, a->queue[i].val))
+			used = said(why, len, used, "queue/", a->queue[i].name, v ? v->val : "(gone)",
+				    a->queue[i].val);
+	for (i = 0; i < a->ntun; i++)
+		if (!(v = find(b->tun, b->ntun, a->tun[i].name)) || strcmp(v->val, a->tun[i].val))
+			used = said(why, len, used, "iosched/", a->tun[i].name,
+				    v ? v->val : "(gone)", a->tun[i].val);
+	if (used > strlen(a->disk) + 3)
+		return -1;
+	why[0] = '\0';
 	return 0;
 }
 
+/*
+ * The scheduler, then its queue attributes, then its tunables: switching resets the tunables,
+ * nr_requests and wbt_lat_usec, and writing nr_requests resets tunables derived from it
+ * (mq-deadline's async_depth). Written again while anything still differs, at most 3 times, so
+ * that one attribute resetting another is undone too; every setting still otherwise is named.
+ */
 int iosched_restore(const struct iosched_state *st, char *why, size_t len)
 {
 	struct iosched_state *now = malloc(sizeof(*now));
-	int err = -1, e;
+	int err = -1, e, round;
 
 	if (!now) {
 		snprintf(why, len, "out of memory");
 		return -1;
 	}
-	/* the scheduler first: switching resets its tunables, nr_requests and wbt_lat_usec */
 	if ((e = queue_write(st->disk, "scheduler", st->sched))) {
 		snprintf(why, len, "cannot switch %s back to %s: %s", st->disk, st->sched,
 			 strerror(-e));
 		goto out;
 	}
-	if (iosched_save(st->disk, now, why, len) ||
-	    put_back(st->disk, "iosched/", st->tun, st->ntun, now->tun, now->ntun, why, len) ||
-	    put_back(st->disk, "", st->queue, st->nqueue, now->queue, now->nqueue, why, len) ||
-	    iosched_save(st->disk, now, why, len) || differs(st, now, why, len))
-		goto out;
-	err = 0;
+	for (round = 0; round <= 3; round++) {
+		if (iosched_save(st->disk, now, why, len))
+			goto out;
+		if (!differs(st, now, why, len)) {
+			err = 0;
+			goto out;
+		}
+		if (round == 3)
+			break;
+		put_back(st->disk, "", st->queue, st->nqueue, now->queue, now->nqueue);
+		if (!iosched_save(st->disk, now, why, len))
+			put_back(st->disk, "iosched/", st->tun, st->ntun, now->tun, now->ntun);
+	}
+	/* why: every setting that could not be put back */
 out:
 	free(now);
 	return err;
