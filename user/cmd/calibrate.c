@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "blkdev.h"
 #include "cli.h"
 #include "cmd.h"
 #include "histfmt.h"
@@ -43,6 +44,7 @@ struct cal {
 	const char *dir;	/* where the temporary files go */
 	double skew;		/* testing: expected latencies x (1 + skew) */
 	int nchecks, nfail, nskip;
+	int on_block;		/* BLOCK_YES, _NO or _UNKNOWN (rw_checks) */
 	char detail[200];	/* said with the next check (then cleared) */
 	bool json;		/* -j */
 	struct jw jw;		/* -j: the document being built */
@@ -118,7 +120,13 @@ static void merged(const struct recs *recs, const char *layer, const char *stage
 
 /* ---- one run: the child waits on a pipe until the layers have attached with its pid */
 
-static int traced_run(struct cal *c, char **args, unsigned mask, bool cost,
+enum run_kind {
+	RUN_TRACED,	/* the layers of the mask, on the load's pid */
+	RUN_COST,	/* the same, with each layer's BPF run time over the run in ns[] */
+	RUN_BARE,	/* no layer at all: the load alone (cost's untraced IOPS) */
+};
+
+static int traced_run(struct cal *c, char **args, unsigned mask, enum run_kind kind,
 		      uint64_t ns[NLAYERS], struct run *r)
 {
 	struct trace_config cfg = TRACE_CONFIG_DEFAULT;
@@ -167,11 +175,11 @@ static int traced_run(struct cal *c, char **args, unsigned mask, bool cost,
 	cfg.per_op = true;
 	cfg.per_opcode = true;
 	log_mute(true);
-	if (session_open(&cfg, false, &s, NULL, NULL))
+	if (kind != RUN_BARE && session_open(&cfg, false, &s, NULL, NULL))
 		snprintf(r->why, sizeof(r->why), "%s", *log_muted_error() ? log_muted_error() :
 			 "the layers could not start");
 	log_mute(false);
-	if (s && cost)
+	if (s && kind == RUN_COST)
 		session_run_time(s, before);
 	if (write(go[1], "g", 1) != 1)
 		kill(pid, SIGKILL);
@@ -181,9 +189,11 @@ static int traced_run(struct cal *c, char **args, unsigned mask, bool cost,
 	r->out[used] = '\0';
 	close(out[0]);
 	waitpid(pid, &r->status, 0);
+	if (kind == RUN_BARE)
+		return WIFEXITED(r->status) && !WEXITSTATUS(r->status) ? 0 : -ECHILD;
 	if (!s)
 		return -ECHILD;
-	if (cost) {
+	if (kind == RUN_COST) {
 		session_run_time(s, after);
 		for (i = 0; i < NLAYERS; i++)
 			ns[i] = after[i] - before[i];
@@ -214,72 +224,110 @@ static const char *fmt(char *buf, size_t len, double ns)
 	return fmt_ns(buf, len, (uint64_t)llround(ns), false);
 }
 
+/* Why a check was not made: skip, it cannot be made here (said); fail, its run broke. */
+struct unmade {
+	const char *skip, *fail;
+};
+
 /*
- * One check. Counts (tol_ns < 0): observed == expected, or within expected * (1 + tol_frac)
- * on the side tol_frac's sign gives (above it when positive, below when negative).
- * Latencies: |observed - expected| <= tol_frac * expected + tol_ns. skip: the reason it could
- * not be checked here.
+ * One check: observed within [lo, hi] passes. tol: the window as said. A check not made is a
+ * SKIP or a FAIL with its reason (u); either way calibrate does not say PASS.
  */
-static void check(struct cal *c, const char *name, double expected, double observed,
-		  double tol_frac, double tol_ns, const char *skip)
+static void check(struct cal *c, const char *name, bool count, double expected, double observed,
+		  double lo, double hi, const char *tol, const struct unmade *u)
 {
-	bool count = tol_ns < 0, pass;
-	char e[24], o[24], tol[48];
-	const char *res;
+	const char *why = u ? (u->fail ? u->fail : u->skip) : NULL;
+	char e[24], o[24];
+	const char *res, *es, *os;
+	bool pass;
 
 	c->nchecks++;
-	if (skip) {
+	if (why && !u->fail) {
 		res = "SKIP";
 		c->nskip++;
 	} else {
-		pass = count ? (tol_frac >= 0 ? observed >= expected &&
-					 observed <= expected * (1 + tol_frac) :
-					 observed <= expected &&
-					 observed >= expected * (1 + tol_frac)) :
-		       fabs(observed - expected) <= tol_frac * expected + tol_ns;
+		pass = !why && observed >= lo && observed <= hi;	/* false for NaN */
 		res = pass ? "PASS" : "FAIL";
 		c->nfail += !pass;
 	}
 	if (count) {
 		snprintf(e, sizeof(e), "%.0f", expected);
 		snprintf(o, sizeof(o), "%.0f", observed);
-		if (tol_frac > 0)
-			snprintf(tol, sizeof(tol), "+0..%.0f%%", tol_frac * 100);
-		else if (tol_frac < 0)
-			snprintf(tol, sizeof(tol), "-%.0f..0%%", -tol_frac * 100);
-		else
-			snprintf(tol, sizeof(tol), "exact");
+		es = isnan(expected) ? "-" : e;
+		os = isnan(observed) ? "-" : o;
 	} else {
-		char t[24];
-
-		fmt(e, sizeof(e), expected);
-		fmt(o, sizeof(o), observed);
-		snprintf(tol, sizeof(tol), "%.0f%% + %s", tol_frac * 100, fmt(t, sizeof(t), tol_ns));
+		es = fmt(e, sizeof(e), expected);
+		os = fmt(o, sizeof(o), observed);
 	}
 	if (c->json) {
 		jw_obj(&c->jw, NULL);
 		jw_str(&c->jw, "check", name);
 		jw_str(&c->jw, "unit", count ? "count" : "ns");
-		jw_u64(&c->jw, "expected", (uint64_t)llround(expected));
-		if (skip || isnan(observed))
+		if (isnan(expected))
+			jw_null(&c->jw, "expected");
+		else
+			jw_u64(&c->jw, "expected", (uint64_t)llround(expected));
+		if ((why && !u->fail) || isnan(observed))
 			jw_null(&c->jw, "observed");
 		else
 			jw_u64(&c->jw, "observed", (uint64_t)llround(observed));
 		jw_str(&c->jw, "tolerance", tol);
 		jw_str(&c->jw, "result", res);
-		if (skip)
-			jw_str(&c->jw, "why", skip);
+		if (why)
+			jw_str(&c->jw, "why", why);
 		if (c->detail[0])
 			jw_str(&c->jw, "detail", c->detail);
 		jw_end_obj(&c->jw);
 		c->detail[0] = '\0';
 		return;
 	}
-	printf("%-44s %10s %10s  %-14s %s%s%s%s%s\n", name, e, o, tol, res, skip ? ": " : "",
-	       skip ? skip : "", c->detail[0] && strcmp(res, "PASS") ? " - " : "",
+	printf("%-44s %10s %10s  %-14s %s%s%s%s%s\n", name, es, os, tol, res, why ? ": " : "",
+	       why ? why : "", c->detail[0] && strcmp(res, "PASS") ? " - " : "",
 	       c->detail[0] && strcmp(res, "PASS") ? c->detail : "");
 	c->detail[0] = '\0';
 	fflush(stdout);
+}
+
+/*
+ * A count: exactly expected (frac 0), or up to expected * (1 + frac) on frac's side (above it
+ * when positive, below when negative).
+ */
+static void check_count(struct cal *c, const char *name, double expected, double observed,
+			double frac, const struct unmade *u)
+{
+	double lo = frac < 0 ? expected * (1 + frac) : expected;
+	double hi = frac > 0 ? expected * (1 + frac) : expected;
+	char tol[32];
+
+	if (frac > 0)
+		snprintf(tol, sizeof(tol), "+0..%.0f%%", frac * 100);
+	else if (frac < 0)
+		snprintf(tol, sizeof(tol), "-%.0f..0%%", -frac * 100);
+	else
+		snprintf(tol, sizeof(tol), "exact");
+	check(c, name, true, expected, observed, lo, hi, tol, u);
+}
+
+/*
+ * A latency: observed in [expected * (1 - below) - ns, expected * (1 + above) + ns]. Both
+ * sides' percentiles are bucket values (hist.h), so one bucket (1/16) apart on either side is
+ * within the resolution of both, and the callers add it.
+ */
+static void check_lat(struct cal *c, const char *name, double expected, double observed,
+		      double below, double above, double ns, const struct unmade *u)
+{
+	char tol[40], t[24], up[16];
+
+	if (isinf(above))
+		snprintf(up, sizeof(up), "..");
+	else
+		snprintf(up, sizeof(up), "..+%.0f%%", above * 100);
+	if (ns > 0)
+		snprintf(tol, sizeof(tol), "-%.0f%s +%s", below * 100, up, fmt(t, sizeof(t), ns));
+	else
+		snprintf(tol, sizeof(tol), "-%.0f%s", below * 100, up);
+	check(c, name, false, expected, observed, expected * (1 - below) - ns,
+	      expected * (1 + above) + ns, tol, u);
 }
 
 static double p_of(const struct hist *h, uint32_t ppm)
@@ -306,7 +354,24 @@ struct rw_case {
 	const char *count_stage;	/* counts every request */
 	const char *lat_stage;		/* compared with the load's own latency; NULL: none */
 	bool linked;			/* its O_DIRECT requests link to their bios */
+	/*
+	 * lat_stage is an upper bound: io_uring's total ends at the ring's next event, so a
+	 * preemption between the load's reap and its next submission adds to it (seen once in 9
+	 * runs: p99 +23 %). Its p99 is checked from below only; its p50 both ways.
+	 */
+	bool upper_bound;
 };
+
+/* The latency checks' allowance for the load stamping in user space, the tracer in the kernel */
+#define LAT_NS		2000
+/* One bucket of the histograms both percentiles come from (hist.h): their resolution */
+#define LAT_BUCKET	(1.0 / HIST_SUB)
+/*
+ * How far below the load's p99 the tracer's may read: the load is preempted between its clock
+ * and the syscall in a few of its 1,000 reads, which moves its 10th-slowest (seen: -16 % once
+ * in 21 runs here, and -3.5 to -7.6 % otherwise). p50 and p90 hold to a bucket and LAT_NS.
+ */
+#define LAT_P99_BELOW	0.25
 
 #define RW_ATTEMPTS 3
 
@@ -329,15 +394,39 @@ static void retry_said(struct cal *c, const char *engine, int attempt, const str
 	jw_end_obj(&c->jw);
 }
 
-static void rw_checks(struct cal *c, const struct rw_case *k, bool *on_block)
+/* "failed (exit 1)" for a run's wait status */
+static const char *run_failed(const struct run *r, char *buf, size_t len)
+{
+	snprintf(buf, len, "failed (exit %d)", WIFEXITED(r->status) ? WEXITSTATUS(r->status) :
+		 128 + WTERMSIG(r->status));
+	return buf;
+}
+
+/*
+ * Whether the load's reads in c->dir reach a blk-mq disk's block layer: BLOCK_YES when the
+ * directory's filesystem is on one (its device, or a partition of it: then the block and
+ * bio-link checks must hold), else BLOCK_UNKNOWN (btrfs, dm, NFS...) until the psync run shows
+ * block requests of the load (BLOCK_YES) or none (BLOCK_NO: those checks are skipped).
+ */
+enum { BLOCK_NO = -1, BLOCK_UNKNOWN, BLOCK_YES };
+
+static const char *not_on_block(const struct cal *c)
+{
+	return c->on_block == BLOCK_NO ? "no block request of the load was seen: the directory's "
+		"filesystem is not on a blk-mq disk the load's own reads reach (tmpfs, NFS, "
+		"dm-crypt...)" : NULL;
+}
+
+static void rw_checks(struct cal *c, const struct rw_case *k)
 {
 	char *args[] = { "--engine", (char *)k->engine, "--rw", "randread", "--ios", (char *)k->ios,
 			 "--qd", (char *)k->qd, "--size", "16m", NULL };
-	char name[96], why[600];
+	char name[96], why[600], b[32];
 	struct hist h;
 	struct run *r = calloc(1, sizeof(*r));
 	double n = strtod(k->ios, NULL), issued = NAN;
-	const char *skip = NULL;
+	struct unmade u = { 0 }, ub;
+	char who[32];
 	int err, attempt;
 
 	if (!r)
@@ -349,7 +438,7 @@ static void rw_checks(struct cal *c, const struct rw_case *k, bool *on_block)
 	 * RW_ATTEMPTS times in all; the last run is judged as it is.
 	 */
 	for (attempt = 1;; attempt++) {
-		err = traced_run(c, args, k->mask, false, NULL, r);
+		err = traced_run(c, args, k->mask, RUN_TRACED, NULL, r);
 		if (!r->unseen || attempt == RW_ATTEMPTS)
 			break;
 		retry_said(c, k->engine, attempt, r);
@@ -364,32 +453,40 @@ static void rw_checks(struct cal *c, const struct rw_case *k, bool *on_block)
 		jw_str(&c->jw, "detail", r->drops);
 		jw_end_obj(&c->jw);
 	}
-	if (err) {
-		snprintf(why, sizeof(why), "iostrata-load --engine %s failed (exit %d)%s%s",
-			 k->engine, WEXITSTATUS(r->status), *r->why ? "; " : "", r->why);
-		skip = why;
-	} else if (*r->why) {
-		skip = r->why;
+	/* layers that could not start (a feature this kernel lacks) cannot be checked here; a
+	 * load that did not run is a failure of the run */
+	if (*r->why) {
+		u.skip = r->why;
+	} else if (err) {
+		snprintf(why, sizeof(why), "iostrata-load --engine %s %s", k->engine,
+			 run_failed(r, b, sizeof(b)));
+		u.fail = why;
 	}
+	/* the engine, and its depth where it is not 1 (two runs of one engine differ so) */
+	snprintf(who, sizeof(who), "%s%s%s", k->engine, strcmp(k->qd, "1") ? " qd " : "",
+		 strcmp(k->qd, "1") ? k->qd : "");
 	load_num(r->out, "read", NULL, "total_ios", &issued);
-	snprintf(name, sizeof(name), "%s: issued by the load", k->engine);
-	check(c, name, n, issued, 0, -1, skip);
+	snprintf(name, sizeof(name), "%s: issued by the load", who);
+	check_count(c, name, n, issued, 0, &u);
 	merged(&r->recs, k->layer, k->count_stage, k->label, &h);
-	snprintf(name, sizeof(name), "%s: %s %s %s count", k->engine, k->layer, k->count_stage,
+	snprintf(name, sizeof(name), "%s: %s %s %s count", who, k->layer, k->count_stage,
 		 k->label);
-	check(c, name, n, (double)h.count, 0, -1, skip);
+	check_count(c, name, n, (double)h.count, 0, &u);
 	if (k->lat_stage) {
-		/* the tracer's per-request time against the load's own clock: a few us apart
-		 * (the load stamps in user space, the tracer in the kernel) */
+		/* the tracer's per-request time against the load's own clock */
 		merged(&r->recs, k->layer, k->lat_stage, k->label, &h);
-		snprintf(name, sizeof(name), "%s: %s %s p50 vs the load's", k->engine, k->layer,
+		snprintf(name, sizeof(name), "%s: %s %s p50 vs the load's", who, k->layer,
 			 k->lat_stage);
-		check(c, name, load_p(r, "read", "50.000000") * (1 + c->skew), p_of(&h, 500000),
-		      0.10, 20000, skip);
-		snprintf(name, sizeof(name), "%s: %s %s p99 vs the load's", k->engine, k->layer,
+		check_lat(c, name, load_p(r, "read", "50.000000") * (1 + c->skew), p_of(&h, 500000),
+			  LAT_BUCKET, LAT_BUCKET, LAT_NS, &u);
+		snprintf(name, sizeof(name), "%s: %s %s p90 vs the load's", who, k->layer,
 			 k->lat_stage);
-		check(c, name, load_p(r, "read", "99.000000") * (1 + c->skew), p_of(&h, 990000),
-		      0.25, 100000, skip);
+		check_lat(c, name, load_p(r, "read", "90.000000") * (1 + c->skew), p_of(&h, 900000),
+			  LAT_BUCKET, LAT_BUCKET, LAT_NS, &u);
+		snprintf(name, sizeof(name), "%s: %s %s p99 vs the load's", who, k->layer,
+			 k->lat_stage);
+		check_lat(c, name, load_p(r, "read", "99.000000") * (1 + c->skew), p_of(&h, 990000),
+			  LAT_P99_BELOW, k->upper_bound ? INFINITY : LAT_BUCKET, LAT_NS, &u);
 	}
 	if (k->linked) {
 		const char *ls = link_problem();
@@ -404,15 +501,18 @@ static void rw_checks(struct cal *c, const struct rw_case *k, bool *on_block)
 			 " unmeasured), wait %" PRIu64 " (+%" PRIu64 "), device %" PRIu64 " (+%"
 			 PRIu64 ")", (uint64_t)sb.count, (uint64_t)sb.unmeasured, (uint64_t)w.count,
 			 (uint64_t)w.unmeasured, (uint64_t)h.count, (uint64_t)h.unmeasured);
-		snprintf(name, sizeof(name), "%s: %s requests linked to bios", k->engine, k->layer);
-		check(c, name, n, (double)h.count, 0, -1, skip ? skip : *ls ? ls :
-		      !*on_block ? "the directory is not on a block device" : NULL);
+		snprintf(name, sizeof(name), "%s: %s requests linked to bios", who, k->layer);
+		ub = u;
+		if (!ub.skip && !ub.fail)
+			ub.skip = *ls ? ls : not_on_block(c);
+		check_count(c, name, n, (double)h.count, 0, &ub);
 	}
 	if (!strcmp(k->engine, "psync")) {
 		/* the O_DIRECT preads are REQ_SYNC; the load's page faults (readahead of its own
 		 * binary) and the filesystem's metadata reads are not, or are few */
 		merged_flags(&r->recs, "block", "device", "read", "sync", &h);
-		*on_block = h.count > 0;
+		if (c->on_block == BLOCK_UNKNOWN && !err)
+			c->on_block = h.count + h.unmeasured ? BLOCK_YES : BLOCK_NO;
 		{	/* the read requests by flags, said if the check fails */
 			size_t used = 0, j;
 
@@ -437,8 +537,11 @@ static void rw_checks(struct cal *c, const struct rw_case *k, bool *on_block)
 		 * ~12 runs, with many readahead requests from the same process and no drop; most
 		 * likely (not proven) merged into readahead of the load's binary. So at most N.
 		 */
-		check(c, "psync: block read requests", n, (double)(h.count + h.unmeasured), -0.05, -1,
-		      skip ? skip : !*on_block ? "the directory is not on a block device" : NULL);
+		ub = u;
+		if (!ub.skip && !ub.fail)
+			ub.skip = not_on_block(c);
+		check_count(c, "psync: block read requests", n, (double)(h.count + h.unmeasured),
+			    -0.05, &ub);
 	}
 	recs_clear(&r->recs);
 	free(r);
@@ -449,30 +552,35 @@ static void probe_check(struct cal *c, const char *engine, const char *op, const
 {
 	char *args[] = { "--engine", (char *)engine, "--op", (char *)op, "--latency", "5ms",
 			 "--ios", "40", NULL };
-	char name[96], why[600];
+	char name[96], why[600], b[32];
 	struct run *r = calloc(1, sizeof(*r));
-	const char *skip = NULL;
+	struct unmade u = { 0 };
 	struct hist h;
+	int err;
 
 	if (!r)
 		return;
-	if (traced_run(c, args, strcmp(layer, "uring") ? L_AIO : L_URING, false, NULL, r)) {
-		snprintf(why, sizeof(why), "iostrata-load --engine %s --op %s failed (exit %d)%s%s",
-			 engine, op, WEXITSTATUS(r->status), *r->why ? "; " : "", r->why);
-		skip = why;
-	} else if (*r->why) {
-		skip = r->why;
+	err = traced_run(c, args, strcmp(layer, "uring") ? L_AIO : L_URING, RUN_TRACED, NULL, r);
+	if (*r->why) {
+		u.skip = r->why;
+	} else if (err) {
+		snprintf(why, sizeof(why), "iostrata-load --engine %s --op %s %s", engine, op,
+			 run_failed(r, b, sizeof(b)));
+		u.fail = why;
 	}
 	merged(&r->recs, layer, stage, label, &h);
 	snprintf(name, sizeof(name), "%s %s 5 ms: %s %s count", engine, op, layer, stage);
-	check(c, name, 40, (double)h.count, 0, -1, skip);
+	check_count(c, name, 40, (double)h.count, 0, &u);
 	snprintf(name, sizeof(name), "%s %s 5 ms: %s %s p50", engine, op, layer, stage);
-	check(c, name, 5e6 * (1 + c->skew), p_of(&h, 500000), 0.05, 0, skip);
+	check_lat(c, name, 5e6 * (1 + c->skew), p_of(&h, 500000), 0.05, 0.05, 0, &u);
 	recs_clear(&r->recs);
 	free(r);
 }
 
-/* IOPS of one io_uring workload without and with every layer, and the BPF time per I/O. */
+/*
+ * IOPS of one io_uring workload without any layer and with every layer, and the BPF time per
+ * I/O of each. A run that fails is a failed calibration (its figures are unknown, not 0).
+ */
 static void cost(struct cal *c)
 {
 	char *args[] = { "--engine", "io_uring", "--rw", "randread", "--qd", "32", "--runtime",
@@ -480,22 +588,33 @@ static void cost(struct cal *c)
 	struct run *r = calloc(1, sizeof(*r));
 	double iops0 = NAN, iops1 = NAN, ios = NAN;
 	uint64_t ns[NLAYERS] = { 0 }, total = 0;
+	char bare[64] = "", traced[320] = "", b[32];
 	int stats, i;
 
 	if (!r)
 		return;
-	if (!traced_run(c, args, 0, false, NULL, r))
+	if (!traced_run(c, args, 0, RUN_BARE, NULL, r))
 		load_num(r->out, "read", NULL, "iops", &iops0);
+	else
+		snprintf(bare, sizeof(bare), "the untraced run %s", run_failed(r, b, sizeof(b)));
 	recs_clear(&r->recs);
 	stats = bpf_enable_stats(BPF_STATS_RUN_TIME);	/* restored when the fd closes */
-	if (!traced_run(c, args, 0, true, ns, r)) {
+	if (!traced_run(c, args, 0, RUN_COST, ns, r)) {
 		load_num(r->out, "read", NULL, "iops", &iops1);
 		load_num(r->out, "read", NULL, "total_ios", &ios);
+	} else {
+		if (*r->why)
+			snprintf(traced, sizeof(traced), "the traced run could not start the "
+				 "layers: %s", r->why);
+		else
+			snprintf(traced, sizeof(traced), "the traced run %s",
+				 run_failed(r, b, sizeof(b)));
 	}
 	if (stats >= 0)
 		close(stats);
 	recs_clear(&r->recs);
 	free(r);
+	c->nfail += !!*bare + !!*traced;
 	for (i = 0; i < NLAYERS; i++)
 		total += ns[i];
 	if (c->json) {
@@ -510,25 +629,36 @@ static void cost(struct cal *c)
 			jw_u64(&c->jw, "total", (uint64_t)llround((double)total / ios));
 			jw_end_obj(&c->jw);
 		}
-		jw_u64(&c->jw, "iops_untraced", isnan(iops0) ? 0 : (uint64_t)llround(iops0));
-		jw_u64(&c->jw, "iops_traced", isnan(iops1) ? 0 : (uint64_t)llround(iops1));
+		if (isnan(iops0))
+			jw_null(&c->jw, "iops_untraced");
+		else
+			jw_u64(&c->jw, "iops_untraced", (uint64_t)llround(iops0));
+		if (isnan(iops1))
+			jw_null(&c->jw, "iops_traced");
+		else
+			jw_u64(&c->jw, "iops_traced", (uint64_t)llround(iops1));
+		if (*bare || *traced)
+			jw_str(&c->jw, "error", *bare ? bare : traced);
 		jw_end_obj(&c->jw);
 		return;
 	}
 	printf("\ncost (iostrata-load io_uring randread 4k qd32 O_DIRECT, 2 s each)\n");
 	if (stats < 0 || isnan(ios) || ios <= 0) {
 		printf("  BPF run time: unknown (%s)\n", stats < 0 ? "BPF_ENABLE_STATS refused" :
-		       "the traced run failed");
+		       *traced ? traced : "the traced run reported no I/O");
 	} else {
 		printf("  BPF run time per I/O:");
 		for (i = 0; i < NLAYERS; i++)
 			printf(" %s %.0f ns,", layers[i]->name, (double)ns[i] / ios);
 		printf(" total %.0f ns\n", (double)total / ios);
 	}
-	printf("  IOPS: untraced %.0f, traced %.0f", iops0, iops1);
+	if (*bare)
+		printf("  FAIL: %s\n", bare);
+	if (*traced)
+		printf("  FAIL: %s\n", traced);
 	if (!isnan(iops0) && !isnan(iops1) && iops0 > 0)
-		printf(" (%+.1f %%; one run each: these vary by +-15 %% here)", 100 * (iops1 / iops0 - 1));
-	printf("\n");
+		printf("  IOPS: untraced %.0f, traced %.0f (%+.1f %%; one run each: these vary by "
+		       "+-15 %% here)\n", iops0, iops1, 100 * (iops1 / iops0 - 1));
 }
 
 static const char usage[] =
@@ -536,7 +666,9 @@ static const char usage[] =
 "\n"
 "Runs known I/O through every layer with iostrata-load and checks what the tracer\n"
 "reports against it: counts exactly, latencies against the load's own clock and\n"
-"against latencies set in advance; then the tracer's cost. Exit 1 if a check fails.\n"
+"against latencies set in advance; then the tracer's cost. Exit 0 when every check\n"
+"was made and held (PASS), 1 when one failed (FAIL), 3 when some could not be made\n"
+"here and none failed (INCOMPLETE).\n"
 "\n"
 "  --dir=DIR     directory for the temporary files (default $TMPDIR or /var/tmp;\n"
 "                on a block device for the block and bio-link checks)\n"
@@ -553,17 +685,28 @@ int cmd_calibrate(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' }, { 0 },
 	};
 	static const struct rw_case cases[] = {
-		/* engine, ios, qd, layers, layer, label, count stage, latency stage, linked */
+		/*
+		 * engine, ios, qd, layers, layer, label, count stage, latency stage, linked,
+		 * upper bound. Latencies compare at depth 1: at depth 8 the load stamps a batch at once and
+		 * reaps it in turn, and its p99 read up to 25 % above the tracer's here, so a
+		 * tracer 20 % off could pass. Counts and links are checked at depth 8 too.
+		 */
 		{ "psync", "1000", "1", L_BLOCK | L_SYSCALL, "syscall", "pread64", "duration",
-		  "duration", false },
+		  "duration", false, false },
 		/* glibc queues the requests to its threads: the load's latency includes the
 		 * queueing, the syscall's does not, so only the count compares */
-		{ "posixaio", "500", "8", L_SYSCALL, "syscall", "pread64", "duration", NULL, false },
-		{ "libaio", "1000", "8", L_BLOCK | L_AIO, "aio", "pread", "total", "total", true },
+		{ "posixaio", "500", "8", L_SYSCALL, "syscall", "pread64", "duration", NULL, false,
+		  false },
+		{ "libaio", "1000", "1", L_BLOCK | L_AIO, "aio", "pread", "total", "total", false,
+		  false },
+		{ "libaio", "1000", "8", L_BLOCK | L_AIO, "aio", "pread", "total", NULL, true,
+		  false },
 		/* total (submit -> reap) is bounded at the ring's next event: the last CQEs
 		 * before the ring closes have none, so submit_cqe counts */
-		{ "io_uring", "1000", "8", L_BLOCK | L_URING, "uring", "read", "submit_cqe", "total",
-		  true },
+		{ "io_uring", "1000", "1", L_BLOCK | L_URING, "uring", "read", "submit_cqe", "total",
+		  false, true },
+		{ "io_uring", "1000", "8", L_BLOCK | L_URING, "uring", "read", "submit_cqe", NULL,
+		  true, false },
 	};
 	struct cal c = { .dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/var/tmp",
 			 .json = log_json() };
@@ -571,7 +714,8 @@ int cmd_calibrate(int argc, char **argv)
 	bool exiting;
 	char msg[256], *end;
 	struct stat st;
-	bool on_block = true;
+	char disk[64];
+	const char *result;
 	int o;
 	size_t i;
 
@@ -615,20 +759,28 @@ int cmd_calibrate(int argc, char **argv)
 		return 1;
 	}
 	session_signals();
+	/* on a blk-mq disk the block and bio-link checks must hold; elsewhere the psync run says */
+	c.on_block = blkdev_mq_disk(st.st_dev, disk, sizeof(disk)) ? BLOCK_YES : BLOCK_UNKNOWN;
 	if (c.json) {
 		jw_init(&c.jw);
 		jw_obj(&c.jw, NULL);
 		jw_str(&c.jw, "type", "calibrate");
 		jw_str(&c.jw, "load", c.load);
 		jw_str(&c.jw, "dir", c.dir);
+		if (c.on_block == BLOCK_YES)
+			jw_str(&c.jw, "disk", disk);
+		else
+			jw_null(&c.jw, "disk");
 		jw_arr(&c.jw, "checks");
 	} else {
-		printf("iostrata calibrate: %s, files in %s\n\n", c.load, c.dir);
+		printf("iostrata calibrate: %s, files in %s (%s%s)\n\n", c.load, c.dir,
+		       c.on_block == BLOCK_YES ? "on disk " : "not a blk-mq disk's filesystem",
+		       c.on_block == BLOCK_YES ? disk : "");
 		printf("%-44s %10s %10s  %-14s %s\n", "CHECK", "EXPECTED", "OBSERVED", "TOLERANCE",
 		       "RESULT");
 	}
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]) && !session_stopping(); i++)
-		rw_checks(&c, &cases[i], &on_block);
+		rw_checks(&c, &cases[i]);
 	if (!session_stopping())
 		probe_check(&c, "io_uring", "timeout", "uring", "submit_cqe", "timeout");
 	if (!session_stopping())
@@ -638,17 +790,19 @@ int cmd_calibrate(int argc, char **argv)
 	if (!session_stopping())
 		cost(&c);
 	exiting = session_stopping();
+	/* PASS only when every check was made and held: a skipped one proves nothing */
+	result = c.nfail || exiting ? "FAIL" : c.nskip ? "INCOMPLETE" : "PASS";
 	if (c.json) {
 		jw_u64(&c.jw, "checks_run", (uint64_t)c.nchecks);
 		jw_u64(&c.jw, "failed", (uint64_t)c.nfail);
 		jw_u64(&c.jw, "skipped", (uint64_t)c.nskip);
-		jw_str(&c.jw, "result", c.nfail || exiting ? "FAIL" : "PASS");
+		jw_str(&c.jw, "result", result);
 		jw_end_obj(&c.jw);
 		jw_flush_line(&c.jw, stdout);
 		jw_free(&c.jw);
 	} else {
-		printf("\n%s: %d checks, %d failed, %d skipped%s\n", c.nfail || exiting ? "FAIL" :
-		       "PASS", c.nchecks, c.nfail, c.nskip, exiting ? " (interrupted)" : "");
+		printf("\n%s: %d checks, %d failed, %d skipped%s\n", result, c.nchecks, c.nfail,
+		       c.nskip, exiting ? " (interrupted)" : "");
 	}
-	return c.nfail || exiting ? 1 : 0;
+	return c.nfail || exiting ? 1 : c.nskip ? 3 : 0;
 }

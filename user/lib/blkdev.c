@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
@@ -43,6 +44,34 @@ const char *blkdev_name(dev_t dev, char *buf, size_t len)
 	target[n] = '\0';
 	slash = strrchr(target, '/');
 	snprintf(buf, len, "%s", slash ? slash + 1 : target);
+	return buf;
+}
+
+const char *blkdev_mq_disk(dev_t dev, char *buf, size_t len)
+{
+	char p[96], disk[PATH_MAX], *slash;
+	struct stat st;
+	size_t n;
+
+	if (!major(dev))	/* tmpfs, btrfs, overlayfs, NFS: an anonymous device */
+		return NULL;
+	/* a partition's sysfs directory sits in its disk's and has a "partition" file */
+	snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/partition", major(dev), minor(dev));
+	if (access(p, F_OK))
+		snprintf(p, sizeof(p), "/sys/dev/block/%u:%u", major(dev), minor(dev));
+	else
+		snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/..", major(dev), minor(dev));
+	if (!realpath(p, disk))
+		return NULL;
+	n = strlen(disk);
+	if (n + sizeof("/mq") > sizeof(disk))
+		return NULL;
+	memcpy(disk + n, "/mq", sizeof("/mq"));
+	if (stat(disk, &st) || !S_ISDIR(st.st_mode))
+		return NULL;
+	disk[n] = '\0';
+	slash = strrchr(disk, '/');
+	snprintf(buf, len, "%s", slash ? slash + 1 : disk);
 	return buf;
 }
 

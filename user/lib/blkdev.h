@@ -15,6 +15,12 @@
 /* The kernel's name of block device dev ("vda1", from /sys/dev/block/M:m); NULL if none. */
 const char *blkdev_name(dev_t dev, char *buf, size_t len);
 /*
+ * The blk-mq disk block device dev is (a whole disk) or is a partition of ("vda"), NULL when it
+ * is neither (no such device, or a bio-based one: dm, md, zram, whose requests, if any, are
+ * another disk's). calibrate's test of whether a directory's I/O must reach the block layer.
+ */
+const char *blkdev_mq_disk(dev_t dev, char *buf, size_t len);
+/*
  * NAME (a disk or a partition, as in /sys/class/block) or, for a disk, any of its partitions:
  * mounted, an active swap area, held by a device stacked on it (dm, md, bcache) or a loop
  * device over it, or claimed for exclusive use (an O_EXCL open of /dev/NAME fails: a btrfs
