@@ -202,7 +202,7 @@ def sched_ab(out):
         assert d["b"] == "mq-deadline:fifo_batch=1" and d["restored"], d["original"]
         assert [r["side"] for r in d["rounds"]] == ["A", "B", "B", "A"] * 2, d["rounds"]
         assert all(r["requests"] > 0 for r in d["rounds"]), d["rounds"]
-        # the A/A control (A's rounds 1+5 against 4+8) called no more changes than alpha allows
+        # the A/A control (A's rounds 1+8 against 4+5) called no change
         assert d["reliable"] and d["aa"]["compared"] >= 6, (d["aa"], d.get("reason"), d["rounds"])
         cell = {(r["stage"], r["labels"], q["q"]): q
                 for r in d["compare"]["rows"] for q in r["quantiles"]}

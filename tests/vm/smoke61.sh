@@ -167,8 +167,8 @@ L="/iostrata-load --device /dev/sda --force --engine psync --size 16m"
 LOAD="$L --rw randwrite --jobs 8 >/dev/null & $L --rw randread >/dev/null; wait"
 # the scenario, then the tunable alone: mq-deadline's default fifo_batch (16) against 1.
 # --threshold 20: a round's cycle is 2 ms + the CPU's share, and a read under none waits 9 of
-# them; the effects are x0.2 and x1.5. 4 rounds a side: the A/A control's halves (A rounds 1+5 against
-# 4+8) then each span the run's start and end as A and B do, so drift cancels in the control
+# them; the effects are x0.2 and x1.5. 4 rounds a side: the A/A control's halves (A rounds 1+8 against
+# 4+5) then sit at the same mean position as A and B do, so drift cancels in the control
 # too (with 2, it compared the first round with the last: under -icount shift=auto, drift alone
 # called 2 of 10 once in 2 runs). 2-second rounds keep the writes' p99 (TCG's scheduling hiccups) out of the halves.
 # "AA" lines: what the A/A control called.
@@ -177,8 +177,8 @@ for a in none mq-deadline; do
 		--threshold 20 -o /tmp/ab-$a -j -- sh -c "$LOAD"
 	echo "SCHED-AB rc=$?"
 	mkdir -p /tmp/aa-$a/1 /tmp/aa-$a/2
-	cp /tmp/ab-$a/A/round-01.ndjson /tmp/ab-$a/A/round-05.ndjson /tmp/aa-$a/1/
-	cp /tmp/ab-$a/A/round-04.ndjson /tmp/ab-$a/A/round-08.ndjson /tmp/aa-$a/2/
+	cp /tmp/ab-$a/A/round-01.ndjson /tmp/ab-$a/A/round-08.ndjson /tmp/aa-$a/1/
+	cp /tmp/ab-$a/A/round-04.ndjson /tmp/ab-$a/A/round-05.ndjson /tmp/aa-$a/2/
 	/iostrata compare --threshold 20 /tmp/aa-$a/1 /tmp/aa-$a/2 |
 		grep -E "faster|slower" | sed "s/^/AA $a /"
 	sched after

@@ -99,7 +99,8 @@ static const char usage_text[] =
 "  -h, --help            show this help\n"
 "  -V, --version         show the version\n"
 "\n"
-"Exit status: 0, 3 when a --gate regressed, 1 on an error or a signal.\n"
+"Exit status: 0, 3 when a --gate regressed, 4 when a --gate was given but the\n"
+"verdicts are UNRELIABLE, 1 on an error or a signal.\n"
 "\n"
 "Example: is none faster than mq-deadline for 4 KiB random reads on sdb?\n"
 "  iostrata sched-ab -d sdb mq-deadline none -- --device /dev/sdb --force --rw randread\n";
@@ -649,7 +650,18 @@ struct verdicts {
 	int regressed;		/* 3 when a gate regressed, else 0 */
 };
 
-/* Every A round in one set and every B round in another; A's rounds alternately in two more. */
+/*
+ * Which half of the A/A control the nth A round (0-based) is in: 0, 1, 1, 0, 0, 1, 1, 0... A's
+ * rounds in ABBA order are 1, 4, 5, 8...: halves {1, 8} and {4, 5} sit at the same mean
+ * position, so steady drift cancels in the control as in the comparison (alternate rounds,
+ * {1, 5} against {4, 8}, put one half later: benign drift made the control call changes).
+ */
+static int aa_half(int nth)
+{
+	return ((nth + 1) / 2) % 2;
+}
+
+/* Every A round in one set and every B round in another; A's rounds in two more (aa_half). */
 static int compare_rounds(struct sab *a, struct verdicts *v)
 {
 	struct cmp_set *set[4] = { cmp_set_new(), cmp_set_new(), cmp_set_new(), cmp_set_new() };
@@ -666,7 +678,7 @@ static int compare_rounds(struct sab *a, struct verdicts *v)
 
 		round_path(a, i, "ndjson", path, sizeof(path));
 		if (cmp_set_add_file(set[side], path) ||
-		    (!side && cmp_set_add_file(set[2 + nth_a++ % 2], path)))
+		    (!side && cmp_set_add_file(set[2 + aa_half(nth_a++)], path)))
 			goto out;
 	}
 	if (!(v->ab = cmp_run(set[0], set[1], &a->co)))
@@ -684,8 +696,17 @@ out:
 	return err;
 }
 
-static void judge(const struct sab *a, struct verdicts *v)
+/*
+ * Reliable: the control judged at least half as many quantiles as the comparison did (it has
+ * half the rounds a side) and called none changed. compare's intervals are simultaneous at alpha over the table, so a single change
+ * between A and A already says the noise is beyond what they allow for (a rate of alpha over
+ * the quantiles, as before, let a control of 12 quantiles call none and one of 40 call two).
+ */
+static void judge(struct verdicts *v)
 {
+	int ab_compared = 0;
+
+	cmp_changes(v->ab, &ab_compared);
 	if (v->aa)
 		v->aa_changes = cmp_changes(v->aa, &v->aa_compared);
 	if (!v->aa)
@@ -694,15 +715,19 @@ static void judge(const struct sab *a, struct verdicts *v)
 	else if (!v->aa_compared)
 		snprintf(v->reason, sizeof(v->reason), "the A/A control had enough data for no "
 			 "quantile: the machine's noise is unknown; use more or longer rounds");
-	else if (v->aa_changes > a->co.alpha * v->aa_compared)
+	else if (v->aa_changes)
 		snprintf(v->reason, sizeof(v->reason), "A/A called %d of %d quantiles changed: the "
 			 "machine's noise exceeds the threshold; use more rounds or a larger "
 			 "--threshold", v->aa_changes, v->aa_compared);
+	else if (2 * v->aa_compared < ab_compared)
+		snprintf(v->reason, sizeof(v->reason), "the A/A control had enough data for %d "
+			 "quantiles, the comparison judged %d: its silence covers too little; use "
+			 "more or longer rounds", v->aa_compared, ab_compared);
 	else
 		v->reliable = true;
 }
 
-/* "1, 5" for the A rounds of half h (alternate A rounds), 1-based in the whole order. */
+/* "1, 8" for the A rounds of half h (aa_half), 1-based in the whole order. */
 static void half_rounds(const struct sab *a, int h, char *buf, size_t len)
 {
 	size_t used = 0;
@@ -710,9 +735,26 @@ static void half_rounds(const struct sab *a, int h, char *buf, size_t len)
 
 	buf[0] = '\0';
 	for (i = 0; i < 2 * a->rounds && used < len; i++)
-		if (!side_of(i) && nth++ % 2 == h)
+		if (!side_of(i) && aa_half(nth++) == h)
 			used += (size_t)snprintf(buf + used, len - used, "%s%d", used ? ", " : "",
 						 i + 1);
+}
+
+/*
+ * The gates as compare judges them; but on verdicts the control calls unreliable a gate neither
+ * passes nor fails: exit 4, said (a regression there could be noise, a pass could hide one).
+ */
+static int gates_status(const struct sab *a, const struct verdicts *v, struct jw *w)
+{
+	int status = cmp_gates_say(&a->gates, v->ab, w);
+
+	if (!a->gates.n || v->reliable)
+		return status;
+	if (w)
+		jw_bool(w, "gates_decided", false);
+	else
+		printf("gates not decided: the verdicts are UNRELIABLE (exit 4)\n");
+	return 4;
 }
 
 static void print_text(const struct sab *a, struct verdicts *v)
@@ -735,11 +777,10 @@ static void print_text(const struct sab *a, struct verdicts *v)
 	else
 		printf("\nA/A control: not run: %s\n", v->aa_why);
 	if (v->reliable)
-		printf("verdicts: reliable (the A/A control called changes no more often than "
-		       "alpha)\n");
+		printf("verdicts: reliable (the A/A control called no change)\n");
 	else
 		printf("verdicts: UNRELIABLE: %s\n", v->reason);
-	v->regressed = cmp_gates_say(&a->gates, v->ab, NULL);
+	v->regressed = gates_status(a, v, NULL);
 	printf("%s: original restored: %s\n", a->disk, a->orig_text);
 }
 
@@ -776,7 +817,7 @@ static int print_json(const struct sab *a, struct verdicts *v)
 	cmp_write_json(v->ab, &w);
 	jw_end_obj(&w);
 	jw_obj(&w, "aa");
-	jw_str(&w, "split", "alternate A rounds");
+	jw_str(&w, "split", "A rounds 1, 8, 9, 16... against 4, 5, 12, 13...");
 	if (v->aa) {
 		jw_u64(&w, "changes", (uint64_t)v->aa_changes);
 		jw_u64(&w, "compared", (uint64_t)v->aa_compared);
@@ -787,7 +828,7 @@ static int print_json(const struct sab *a, struct verdicts *v)
 	jw_bool(&w, "reliable", v->reliable);
 	if (!v->reliable)
 		jw_str(&w, "reason", v->reason);
-	v->regressed = cmp_gates_say(&a->gates, v->ab, &w);
+	v->regressed = gates_status(a, v, &w);
 	jw_end_obj(&w);
 	err = w.oom ? -1 : jw_flush_line(&w, stdout);
 	jw_free(&w);
@@ -893,7 +934,7 @@ int cmd_sched_ab(int argc, char **argv)
 		cmp_result_free(v.ab);
 		return 1;
 	}
-	judge(&a, &v);
+	judge(&v);
 	/* the gates were checked against what sched-ab traces; a stage with no data is said */
 	if (cmp_gates_check(&a.gates, v.ab)) {
 		cmp_result_free(v.ab);
