@@ -285,6 +285,12 @@ def test_no_space_is_one_line(tmp_path):
     (["--rw", "read:50"], "only rw and randrw"),
     (["--bs", "4q"], "bad --bs '4q'"),
     (["--bs", "1000"], "not a multiple of 512"),
+    # each written block starts with a 40-byte header: a smaller block overran its buffer
+    (["--buffered", "--bs", "8", "--rw", "write"], "too small for writes"),
+    (["--buffered", "--bs", "32", "--rw", "randrw"], "too small for writes"),
+    (["--size", "1e3"], "bad --size '1e3'"),       # strtod's forms are not sizes
+    (["--bs", "0x200"], "bad --bs '0x200'"),
+    (["--engine", "io_uring", "--qd", "65536"], "at most 32768 with io_uring"),
     (["--qd", "0"], "bad --qd '0'"),
     (["--engine", "psync", "--qd", "8"], "psync is synchronous"),
     (["--engine", "libaio", "--sqpoll"], "io_uring options"),

@@ -345,6 +345,12 @@ static int parse_size(const char *opt, const char *s, uint64_t *out)
 	double v;
 	uint64_t mul = 1;
 
+	/* digits with at most one '.': strtod alone would take 1e3, 0x10, inf and " 4k" */
+	if (strspn(s, "0123456789.") != strcspn(s, "kKmMgGtTiIbB") || strchr(s, '.') !=
+	    strrchr(s, '.')) {
+		lerr("bad %s '%s': expected a size such as 4096, 4k or 1m", opt, s);
+		return -1;
+	}
 	errno = 0;
 	v = strtod(s, &end);
 	if (end != s && *end) {
@@ -638,6 +644,10 @@ static int parse_args(int argc, char **argv)
 		return -1;
 	if (lo.spin < 0)	/* probes time the event, not the scheduler's wake-up */
 		lo.spin = lo.op == OP_TIMEOUT || lo.op == OP_POLL;
+	/* the kernel's IORING_MAX_ENTRIES: refused before any buffer is made */
+	if (need(!(lo.engine == ENG_IO_URING && lo.qd > 32768),
+		 "--qd is at most 32768 with io_uring (the kernel's ring limit)"))
+		return -1;
 	if (need(!(lo.spin && lo.engine != ENG_IO_URING && lo.engine != ENG_LIBAIO),
 		 "--spin is an io_uring and libaio option"))
 		return -1;
@@ -648,6 +658,12 @@ static int parse_args(int argc, char **argv)
 	if (lo.op == OP_RW && lo.direct && lo.bs % 512) {
 		lerr("--bs %u is not a multiple of 512, which O_DIRECT needs (or use --buffered)",
 		     lo.bs);
+		return -1;
+	}
+	/* every written block starts with its header: a smaller block would overrun its buffer */
+	if (lo.op == OP_RW && lo.read_pct < 100 && lo.bs < sizeof(struct verify_hdr)) {
+		lerr("--bs %u is too small for writes: each written block starts with a %zu-byte "
+		     "header", lo.bs, sizeof(struct verify_hdr));
 		return -1;
 	}
 	if (size_set && lo.size < lo.bs)
@@ -959,6 +975,8 @@ int main(int argc, char **argv)
 		target_cleanup();
 		return 1;
 	}
+	for (i = 0; i < lo.jobs; i++)	/* a job never set up closes nothing at the end (not stdin) */
+		jobs[i].fd = -1;
 	for (i = 0; i < lo.jobs; i++) {
 		struct job *j = &jobs[i];
 
