@@ -106,7 +106,12 @@ int run_psync(struct job *j)
 	struct io io = { .buf = j->buf_mem };
 	long r;
 
-	while (job_more(j)) {
+	for (;;) {
+		if (!job_more(j)) {
+			if (job_idle(j))	/* --rate: the next is not due yet */
+				continue;
+			break;
+		}
 		job_prep(j, &io);
 		io.t_sub = 0;	/* synchronous: no separate submission */
 		r = io.dir == DIR_READ ? pread(j->fd, io.buf, lo.bs, (off_t)io.off)
@@ -188,8 +193,11 @@ fill:
 				goto out;
 			}
 		}
-		if (!inflight(&s))
+		if (!inflight(&s)) {
+			if (job_idle(j))	/* --rate: the next is not due yet */
+				continue;
 			break;
+		}
 		if (lo.spin) {	/* busy-poll: the completion is seen when it happens */
 			struct timespec zero = { 0, 0 };
 
@@ -197,7 +205,13 @@ fill:
 			if (r == 0)
 				continue;
 		} else {
-			r = io_getevents(ctx, wait_nr(&s), (long)lo.qd, ev, NULL);
+			/* --rate: wait no longer than until the next I/O is due */
+			uint64_t pace = job_pace(j);
+			struct timespec to = { (time_t)(pace / 1000000000ULL),
+					       (long)(pace % 1000000000ULL) };
+
+			r = io_getevents(ctx, pace ? 1 : wait_nr(&s), (long)lo.qd, ev,
+					 pace ? &to : NULL);
 		}
 		t = now_ns();
 		if (r == -EINTR)
@@ -267,8 +281,11 @@ int run_posixaio(struct job *j)
 				slot_put(&s, io);
 			}
 		}
-		if (!inflight(&s))
+		if (!inflight(&s)) {
+			if (job_idle(j))	/* --rate: the next is not due yet */
+				continue;
 			break;
+		}
 		/*
 		 * Reap what has finished (aio_buf marks a request in flight). Only when nothing
 		 * has, sleep in aio_suspend on a few of them: glibc registers a waiter for each
@@ -293,7 +310,13 @@ int run_posixaio(struct job *j)
 			reaped++;
 		}
 		if (!reaped) {
-			if (aio_suspend(wait, (int)n, NULL) && errno != EINTR && errno != EAGAIN)
+			/* --rate: wait no longer than until the next I/O is due (EAGAIN then) */
+			uint64_t pace = job_pace(j);
+			struct timespec to = { (time_t)(pace / 1000000000ULL),
+					       (long)(pace % 1000000000ULL) };
+
+			if (aio_suspend(wait, (int)n, pace ? &to : NULL) && errno != EINTR &&
+			    errno != EAGAIN)
 				job_fail(j, errno, "aio_suspend: %s", strerror(errno));
 			continue;
 		}
@@ -319,7 +342,7 @@ int run_uring(struct job *j)
 	struct slots s;
 	unsigned int head, seen;
 	uint32_t n, i;
-	uint64_t t;
+	uint64_t t, pace;
 	int r, fd = j->fd;
 
 	if (!ts || !iov || !batch || slots_init(&s, j, lo.qd)) {
@@ -416,17 +439,33 @@ fill:
 			if (n == submit_batch(&s) && s.nfree)
 				goto fill;	/* more to submit before waiting */
 		}
-		if (!inflight(&s))
+		if (!inflight(&s)) {
+			if (job_idle(j))	/* --rate: the next is not due yet */
+				continue;
 			break;
+		}
 		r = -EAGAIN;
+		pace = job_pace(j);	/* --rate: wait no longer than until the next is due */
 		if (lo.spin || lo.poll_ns) {	/* busy-poll the CQ ring: no sleep, no wake-up */
 			uint64_t until = lo.spin ? UINT64_MAX : now_ns() + lo.poll_ns;
 
-			while ((r = io_uring_peek_cqe(&ring, &cqe)) == -EAGAIN && now_ns() < until)
+			if (pace && now_ns() + pace < until)
+				until = now_ns() + pace;
+			/* a stop ends the spin: what is in flight is then waited for asleep */
+			while ((r = io_uring_peek_cqe(&ring, &cqe)) == -EAGAIN && now_ns() < until &&
+			       !atomic_load_explicit(&load_stop, memory_order_relaxed))
 				;
+			if (r == -EAGAIN && pace && now_ns() >= until)
+				continue;	/* the next I/O is due */
 		}
-		if (r == -EAGAIN)
+		if (r == -EAGAIN && pace) {
+			struct __kernel_timespec kts = { (long long)(pace / 1000000000ULL),
+							 (long long)(pace % 1000000000ULL) };
+
+			r = io_uring_wait_cqes(&ring, &cqe, 1, &kts, NULL);
+		} else if (r == -EAGAIN) {
 			r = io_uring_wait_cqe_nr(&ring, &cqe, wait_nr(&s));
+		}
 		t = now_ns();
 		if (r == -EINTR || r == -EAGAIN || r == -ETIME)
 			continue;
@@ -523,7 +562,7 @@ int run_threadpool(struct job *j)
 	struct slots s;
 	struct io *io;
 	int w, started = 0;
-	uint64_t t;
+	uint64_t t, pace;
 
 	tp.res = calloc(lo.qd, sizeof(*tp.res));
 	tp.req.cap = tp.done.cap = lo.qd;
@@ -553,9 +592,26 @@ int run_threadpool(struct job *j)
 		}
 		if (!inflight(&s)) {
 			pthread_mutex_unlock(&tp.lock);
+			if (job_idle(j))	/* --rate: the next is not due yet */
+				continue;
 			break;
 		}
-		while (tp.done.head == tp.done.tail)
+		pace = job_pace(j);	/* --rate: wait no longer than until the next is due */
+		if (pace) {
+			struct timespec until;
+
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_sec += (time_t)(pace / 1000000000ULL);
+			until.tv_nsec += (long)(pace % 1000000000ULL);
+			if (until.tv_nsec >= 1000000000L) {
+				until.tv_sec++;
+				until.tv_nsec -= 1000000000L;
+			}
+			while (tp.done.head == tp.done.tail &&
+			       pthread_cond_timedwait(&tp.done.cond, &tp.lock, &until) != ETIMEDOUT)
+				;
+		}
+		while (!pace && tp.done.head == tp.done.tail)
 			pthread_cond_wait(&tp.done.cond, &tp.lock);
 		t = now_ns();
 		while ((io = q_pop(&tp.done))) {

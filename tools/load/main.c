@@ -37,6 +37,8 @@ struct lopts lo = {
 	.spin = -1,
 };
 atomic_bool load_stop;
+/* a signal asked for the stop (the runtime's end sets load_stop alone): a second one leaves */
+static atomic_bool load_signalled;
 
 static const char *const engine_names[ENG_N] = {
 	[ENG_PSYNC] = "psync", [ENG_LIBAIO] = "libaio", [ENG_POSIXAIO] = "posixaio",
@@ -96,30 +98,55 @@ void job_fail(struct job *j, int err, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* The job has ended: an error, a stop, or its --ios issued. */
+static bool job_ended(const struct job *j)
+{
+	return j->err || atomic_load_explicit(&load_stop, memory_order_relaxed) ||
+	       (lo.ios && j->seq >= lo.ios);
+}
+
+uint64_t job_pace(const struct job *j)
+{
+	uint64_t t;
+
+	if (lo.rate <= 0 || job_ended(j))
+		return 0;
+	t = now_ns();
+	return j->next_due_ns > t ? j->next_due_ns - t : 0;
+}
+
+/*
+ * --rate: an I/O is due every 1/rate s; one falling behind is issued at once, and the next is
+ * due 1/rate after it (no burst to catch up). Never sleeps: an engine with I/Os in flight waits
+ * for them at most job_pace() ns (so a completion is reaped when it happens, not after the next
+ * I/O's pacing), and sleeps that long only with nothing in flight.
+ */
 bool job_more(struct job *j)
 {
 	uint64_t t;
 
-	if (j->err || atomic_load_explicit(&load_stop, memory_order_relaxed))
-		return false;
-	if (lo.ios && j->seq >= lo.ios)
+	if (job_ended(j))
 		return false;
 	if (lo.rate > 0) {
 		t = now_ns();
-		if (t < j->next_due_ns) {
-			struct timespec ts = { 0, (long)(j->next_due_ns - t) };
-
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec = ts.tv_nsec / 1000000000L;
-				ts.tv_nsec %= 1000000000L;
-			}
-			nanosleep(&ts, NULL);
-		}
+		if (t < j->next_due_ns)
+			return false;
 		j->next_due_ns += (uint64_t)(1e9 / lo.rate);
 		if (j->next_due_ns < t)	/* fell behind: do not burst to catch up */
 			j->next_due_ns = t;
 	}
-	return !atomic_load_explicit(&load_stop, memory_order_relaxed);
+	return true;
+}
+
+bool job_idle(struct job *j)
+{
+	uint64_t ns = job_pace(j);
+	struct timespec ts = { (time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL) };
+
+	if (!ns)
+		return false;
+	nanosleep(&ts, NULL);	/* a signal cuts it short: the caller looks again */
+	return true;
 }
 
 /* Every written block starts with this header, so a test can prove what was written. */
@@ -906,7 +933,8 @@ static void report_text(const struct totals *t, bool interrupted)
 
 static void on_signal(int sig)
 {
-	if (atomic_exchange(&load_stop, true)) {
+	atomic_store(&load_stop, true);
+	if (atomic_exchange(&load_signalled, true)) {
 		/* a second signal: leave now, but never leave our files behind */
 		target_cleanup();
 		_exit(130);
@@ -1028,7 +1056,7 @@ int main(int argc, char **argv)
 	getrusage(RUSAGE_SELF, &ru1);
 	if (tty)
 		printf("\r%60s\r", "");
-	interrupted = atomic_load(&load_stop) && !(deadline && end >= deadline);
+	interrupted = atomic_load(&load_signalled);
 
 	t.runtime_ns = 0;
 	for (i = 0; i < started; i++) {
