@@ -149,6 +149,10 @@ static int print_lost(const struct interval *iv, void *arg)
 			c.lost += iv->drops[i].n;
 		else if (!strcmp(iv->drops[i].name, "complete_unseen"))
 			a->n.unseen += iv->drops[i].n;
+		else if (iv->drops[i].n) {	/* not followed: said in the interval and in all */
+			snoop_nf_add(&c, iv->drops[i].name, iv->drops[i].n);
+			snoop_nf_add(&a->n, iv->drops[i].name, iv->drops[i].n);
+		}
 	}
 	a->n.lost += c.lost;
 	return sink_written(a->json ? output_snoop_counts_json(iv->ts_ns, false, &c, stdout) :

@@ -147,7 +147,9 @@ int output_snoop_counts_json(uint64_t ts_ns, bool final, const struct snoop_coun
 	struct jw w;
 	int err;
 
-	if (!final && !c->lost)
+	int i;
+
+	if (!final && !c->lost && !c->nnf)
 		return 0;
 	jw_init(&w);
 	jw_obj(&w, NULL);
@@ -158,6 +160,12 @@ int output_snoop_counts_json(uint64_t ts_ns, bool final, const struct snoop_coun
 	jw_u64(&w, "lost", c->lost);
 	if (final)
 		jw_u64(&w, "complete_unseen", c->unseen);
+	if (final || c->nnf) {
+		jw_obj(&w, "not_followed");
+		for (i = 0; i < c->nnf; i++)
+			jw_u64(&w, c->nf[i].name, c->nf[i].n);
+		jw_end_obj(&w);
+	}
 	jw_end_obj(&w);
 	err = jw_flush_line(&w, f);
 	jw_free(&w);

@@ -29,9 +29,23 @@ void output_json_build(const struct interval *iv, struct jw *w);
  * program received (complete_unseen: such a request cannot be printed, slow or not). -1 when
  * not written whole.
  */
+#define SNOOP_NF_MAX 32
 struct snoop_counts {
 	uint64_t printed, lost, unseen;
+	/*
+	 * Every other drop, by name: requests iostrata could not follow (a table full, an entry
+	 * stale after 120 s, a pointer it could not read...). A slow one among them is not shown.
+	 */
+	struct {
+		char name[48];
+		uint64_t n;
+	} nf[SNOOP_NF_MAX];
+	int nnf;
 };
+/* Add n to nf's count for name (a new name past SNOOP_NF_MAX goes to the last). */
+void snoop_nf_add(struct snoop_counts *c, const char *name, uint64_t n);
+/* Sum of the nf counts. */
+uint64_t snoop_nf_sum(const struct snoop_counts *c);
 int output_req_header(FILE *f);
 int output_req_text(const struct req_rec *r, FILE *f);
 int output_req_json(const struct req_rec *r, FILE *f);

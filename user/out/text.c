@@ -288,6 +288,43 @@ int output_req_text(const struct req_rec *r, FILE *f)
 		       fmt_ns(v, sizeof(v), r->total_ns, false), what) < 0 ? -1 : 0;
 }
 
+void snoop_nf_add(struct snoop_counts *c, const char *name, uint64_t n)
+{
+	int i;
+
+	for (i = 0; i < c->nnf; i++)
+		if (!strcmp(c->nf[i].name, name))
+			break;
+	if (i == c->nnf && c->nnf < SNOOP_NF_MAX)
+		snprintf(c->nf[c->nnf++].name, sizeof(c->nf[0].name), "%s", name);
+	else if (i == c->nnf)
+		i = SNOOP_NF_MAX - 1;
+	c->nf[i].n += n;
+}
+
+uint64_t snoop_nf_sum(const struct snoop_counts *c)
+{
+	uint64_t n = 0;
+	int i;
+
+	for (i = 0; i < c->nnf; i++)
+		n += c->nf[i].n;
+	return n;
+}
+
+/* "# N requests not followed (a=1, b=2): ..." when there were any */
+static void nf_text(const struct snoop_counts *c, bool final, FILE *f)
+{
+	int i;
+
+	if (!c->nnf)
+		return;
+	fprintf(f, "# %" PRIu64 " requests not followed%s (", snoop_nf_sum(c), final ? " in all" : "");
+	for (i = 0; i < c->nnf; i++)
+		fprintf(f, "%s%s=%" PRIu64, i ? ", " : "", c->nf[i].name, c->nf[i].n);
+	fprintf(f, "): slow ones among them are not shown\n");
+}
+
 int output_snoop_counts_text(uint64_t ts_ns, bool final, const struct snoop_counts *c, FILE *f)
 {
 	if (final)
@@ -298,6 +335,7 @@ int output_snoop_counts_text(uint64_t ts_ns, bool final, const struct snoop_coun
 			"program (complete_unseen)\n", c->unseen);
 	else if (!final && c->lost)
 		fprintf(f, "# lost %" PRIu64 " requests: no room in the ring buffer\n", c->lost);
+	nf_text(c, final, f);
 	fflush(f);
 	return ferror(f) ? -1 : 0;
 }
