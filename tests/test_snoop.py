@@ -351,3 +351,23 @@ def test_a_full_output_says_why(json_out, no_bpf_leak):
     said = ['{"type":"error","message":"writing the output: No space left on device"}'
             if json_out else "iostrata: error: writing the output: No space left on device"]
     assert r.returncode == 1 and r.stderr.strip().splitlines() == said, r.stderr
+
+
+@pytest.mark.root
+def test_a_flush_has_no_sector_and_no_owner(fast_loopdev, no_bpf_leak):
+    """dd conv=fsync onto a loop device: the kernel's flush request has no data and no
+    submitter. It used to print 'pid 0, cgroup:0, sector 18446744073709551615 bytes 0', a
+    process 0 and a place on the disk that are neither: now no sector, pid 0 with cgroup '-'
+    (text: '-'). The write itself keeps dd's pid and its sector."""
+    dev = os.path.basename(fast_loopdev)
+    tracer = Tracer(["--slower", "0", "-l", "block", "-d", dev, "-j"], command=("snoop",))
+    subprocess.run(["dd", "if=/dev/zero", f"of={fast_loopdev}", "bs=4k", "count=1",
+                    "oflag=direct", "conv=fsync"], check=True, capture_output=True)
+    snoops, _ = snoop_records(tracer.stop())
+    flushes = [r for r in snoops if r.get("op") == "flush"]
+    writes = [r for r in snoops if r.get("op") == "write" and r.get("bytes")]
+    assert flushes, snoops
+    for r in flushes:
+        assert "sector" not in r and r["pid"] == 0 and r["cgroup"] == "-", r
+    assert writes and all(r["pid"] > 0 and r["comm"] == "dd" and r["sector"] == 0
+                          for r in writes), writes

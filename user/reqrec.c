@@ -58,13 +58,17 @@ void req_rec_decode(const struct snoop_rec *raw, struct cgroup_names *cg, uint64
 	else
 		thread_comm(raw->tgid, raw->tid, out->comm, sizeof(out->comm));
 	out->cgroup_id = raw->cgroup;
-	cgroup_name(cg, raw->cgroup, out->cgroup, sizeof(out->cgroup));
+	if (raw->tgid || raw->cgroup)
+		cgroup_name(cg, raw->cgroup, out->cgroup, sizeof(out->cgroup));
+	else	/* no bio of a process: a request the kernel made (a flush), nobody's */
+		snprintf(out->cgroup, sizeof(out->cgroup), "-");
 	if (raw->disk)
 		disk_name(raw->disk, out->disk, sizeof(out->disk));
 	if (layer == LAYER_BLOCK) {
 		op_name(raw->opf & 0xff, out->op, sizeof(out->op));
 		req_flags_str((raw->opf >> 8) & req_flags_mask(), out->flags, sizeof(out->flags));
-		out->has_sector = true;
+		/* a flush has no data and its sector is -1: neither is a place on the disk */
+		out->has_sector = raw->bytes && raw->sector != UINT64_MAX;
 		out->sector = raw->sector;
 		out->bytes = raw->bytes;
 	} else {

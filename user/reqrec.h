@@ -23,7 +23,7 @@ struct req_point {
 struct req_rec {
 	const char *layer;	/* block, uring, aio, syscall */
 	uint64_t ts_ns;		/* Unix time of its last boundary */
-	uint32_t pid, tid;
+	uint32_t pid, tid;	/* 0: no submitter known (a request the kernel made: a flush) */
 	char comm[16];
 	uint64_t cgroup_id;
 	char cgroup[CGROUP_LABEL_LEN];

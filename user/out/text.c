@@ -250,6 +250,7 @@ int output_req_header(FILE *f)
 int output_req_text(const struct req_rec *r, FILE *f)
 {
 	char when[32], v[24], what[256], comm[sizeof(r->comm)], cgroup[sizeof(r->cgroup)];
+	char pid[12], tid[12];
 	time_t t = (time_t)(r->ts_ns / 1000000000ULL);
 	size_t used = 0;
 	struct tm tm;
@@ -280,9 +281,12 @@ int output_req_text(const struct req_rec *r, FILE *f)
 		WHAT("%s%s %s", i ? ", " : "| ", r->stages[i].name,
 		     fmt_ns(v, sizeof(v), r->stages[i].ns, false));
 #undef WHAT
+	/* pid 0: no submitter known (a flush the kernel made): "-", not a process 0 */
+	snprintf(pid, sizeof(pid), r->pid ? "%u" : "-", r->pid);
+	snprintf(tid, sizeof(tid), r->pid ? "%u" : "-", r->tid);
 	/* a write that fails here sets errno now: the caller stops at the first failure */
-	return fprintf(f, "%s.%06u %-7s %7u %7u %-15s %-20s %8s  %s\n", when,
-		       (unsigned)(r->ts_ns % 1000000000ULL / 1000), r->layer, r->pid, r->tid,
+	return fprintf(f, "%s.%06u %-7s %7s %7s %-15s %-20s %8s  %s\n", when,
+		       (unsigned)(r->ts_ns % 1000000000ULL / 1000), r->layer, pid, tid,
 		       utf8_printable(r->comm, comm, sizeof(comm)),
 		       utf8_printable(r->cgroup, cgroup, sizeof(cgroup)),
 		       fmt_ns(v, sizeof(v), r->total_ns, false), what) < 0 ? -1 : 0;
