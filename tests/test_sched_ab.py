@@ -226,6 +226,8 @@ def test_json_and_gate(disk, tmp_path):
      1),
     # a command that cannot run: said before the disk or the directory is touched
     (["--", "no-such-command-iostrata"], "cannot run 'no-such-command-iostrata'", 2),
+    # a directory passes access(X_OK): it used to switch the disk and make DIR first
+    (["--", "/tmp"], "cannot run '/tmp'", 2),
     (["--", "--device", "/dev/no-such-disk", "--force"], "the load exited with status", 1),
 ])
 def test_load_failing_restores(disk, tmp_path, load, needle, status):
@@ -372,6 +374,27 @@ def test_bio_based_disk_is_refused(tmp_path):
         pytest.skip("no zram device here (bio-based, without a scheduler)")
     r = sched_ab(zram[0].name, "mq-deadline", "none", tmp_path / "out", load=["--", "true"])
     assert_one_line_error(r, f"{zram[0].name} is not a blk-mq disk")
+
+
+def test_force_leaves_only_this_runs_rounds(disk, tmp_path):
+    """--force into a DIR that holds a run of more rounds: that run's rounds go, so that
+    DIR/A and DIR/B hold this run's alone (compare DIR/A DIR/B mixed the two runs: rounds 1
+    and 4 of one beside 2 and 3 of the other)."""
+    dev, before = disk
+    out = tmp_path / "out"
+    r = sched_ab(dev, "none", "mq-deadline", out, rounds=2, secs=1)
+    assert r.returncode == 0, r.stderr
+    (out / "A" / "notes.txt").write_text("the user's own\n")
+    r = sched_ab(dev, "kyber", "bfq", out, "--force", rounds=1, secs=1)
+    assert r.returncode == 0, r.stderr
+    assert queue_state(dev) == before
+    files = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+    assert files == ["A/notes.txt", "A/round-01.log", "A/round-01.ndjson", "B/round-02.log",
+                     "B/round-02.ndjson"], files
+    for side, sched in (("A", "kyber"), ("B", "bfq")):
+        meta = json.loads((out / side / next(
+            p.name for p in (out / side).glob("round-*.ndjson"))).read_text().splitlines()[0])
+        assert meta["sched_ab"]["spec"] == sched, meta["sched_ab"]
 
 
 def test_usage_errors(tmp_path):

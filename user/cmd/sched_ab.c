@@ -7,6 +7,7 @@
  * (the A/A control: a change called there is noise). The disk's scheduler, its tunables and
  * every queue attribute a switch resets are put back on every exit path.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -81,7 +82,8 @@ static const char usage_text[] =
 "\n"
 "  -d, --disk=DISK       the disk: blk-mq, and not in use (mounted, swap,\n"
 "                        stacked) unless --allow-mounted\n"
-"      --rounds=N        rounds of each side (default 4, so 8 rounds)\n"
+"      --rounds=N        rounds of each side (default 4, so 8 rounds; even\n"
+"                        numbers balance drift)\n"
 "      --round-secs=SEC  seconds of LOAD a round (default 10); intervals of 1 s,\n"
 "                        or a tenth of a shorter round\n"
 "  -o, --output=DIR      where the rounds go (default: a new directory\n"
@@ -616,6 +618,45 @@ static int make_dir(const char *path, bool existing_ok)
 	return -1;
 }
 
+/* round-NN.ndjson or round-NN.log: a file of a sched-ab round */
+static bool round_file(const char *name)
+{
+	size_t digits;
+
+	if (strncmp(name, "round-", 6))
+		return false;
+	digits = strspn(name + 6, "0123456789");
+	return digits && (!strcmp(name + 6 + digits, ".ndjson") || !strcmp(name + 6 + digits, ".log"));
+}
+
+/*
+ * --force into a DIR that holds an earlier run: its rounds go, all of them, so that DIR/A and
+ * DIR/B hold this run's alone (an earlier run of more rounds left its later rounds beside
+ * these, and compare DIR/A DIR/B mixed the two runs). Only round files are removed.
+ */
+static int clear_rounds(const char *side_dir)
+{
+	char path[PATH_MAX + 300];
+	struct dirent *de;
+	DIR *d = opendir(side_dir);
+	int err = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d)))
+		if (round_file(de->d_name)) {
+			snprintf(path, sizeof(path), "%s/%s", side_dir, de->d_name);
+			if (unlink(path) && errno != ENOENT) {
+				errorf("cannot remove %s (an earlier run's round): %s", path,
+				       strerror(errno));
+				err = -1;
+				break;
+			}
+		}
+	closedir(d);
+	return err;
+}
+
 static int make_dirs(struct sab *a)
 {
 	char sub[PATH_MAX + 8];
@@ -633,7 +674,7 @@ static int make_dirs(struct sab *a)
 		return -1;
 	for (i = 0; i < 2; i++) {
 		snprintf(sub, sizeof(sub), "%s/%c", a->dir, side_name(i));
-		if (make_dir(sub, true))
+		if (make_dir(sub, true) || (a->force && clear_rounds(sub)))
 			return -1;
 	}
 	return 0;
@@ -874,6 +915,11 @@ int cmd_sched_ab(int argc, char **argv)
 	if (r)
 		return r > 0 ? 0 : 2;
 	log_init("iostrata", a.json, a.verbose);
+	/* ABBA balances drift over pairs of rounds: AB alone (or ABBA AB) runs B later */
+	if (a.rounds % 2)
+		warnf("--rounds %ld is odd: B's rounds then run later than A's on average, so drift "
+		      "over the run is not balanced between them (an even number balances it)",
+		      a.rounds);
 	if (!privileged()) {
 		errorf("must be run as root (switching schedulers and loading BPF need it)");
 		return 1;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include "spawn.h"
@@ -150,6 +151,14 @@ const char *child_status(const struct child *c, char *buf, size_t len)
 	return buf;
 }
 
+/* A file that can be run: executable and not a directory (access(X_OK) is true for one). */
+static bool runnable(const char *path)
+{
+	struct stat st;
+
+	return !stat(path, &st) && S_ISREG(st.st_mode) && !access(path, X_OK);
+}
+
 bool path_lookup(const char *name, char *out, size_t len)
 {
 	char *env, *dir, *save = NULL;
@@ -157,14 +166,14 @@ bool path_lookup(const char *name, char *out, size_t len)
 
 	if (strchr(name, '/')) {
 		snprintf(out, len, "%s", name);
-		return !access(name, X_OK);
+		return runnable(name);
 	}
 	env = getenv("PATH");
 	if (!env || !(env = strdup(env)))
 		return false;
 	for (dir = strtok_r(env, ":", &save); dir && !found; dir = strtok_r(NULL, ":", &save)) {
 		snprintf(out, len, "%s/%s", *dir ? dir : ".", name);
-		found = !access(out, X_OK);
+		found = runnable(out);
 	}
 	free(env);
 	return found;
