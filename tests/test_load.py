@@ -260,6 +260,39 @@ def test_device_with_a_filesystem_is_refused_and_a_blank_one_works(loopdev):
                                check=False), "refusing", "ext2/3/4 signature")
 
 
+def _md10_at(size):
+    return (((size >> 9) - 16) & ~7) * 512
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("name,where,magic", [
+    ("md RAID (1.2)", lambda size: 4096, b"\xfc\x4e\x2b\xa9"),
+    ("md RAID (1.1)", lambda size: 0, b"\xfc\x4e\x2b\xa9"),
+    ("md RAID (1.0)", _md10_at, b"\xfc\x4e\x2b\xa9"),
+    ("md RAID (0.90)", lambda size: (size & ~0xffff) - 0x10000, (0xa92b4efc).to_bytes(4, "little")),
+    ("ZFS", lambda size: 128 * 1024 + 3 * 1024, b"\x0c\xb1\xba\x00"),
+    ("ZFS", lambda size: size - 100 * 1024, b"\x0c\xb1\xba\x00"),
+    ("LVM2", lambda size: 512, b"LABELONE"),
+    ("Ceph BlueStore", lambda size: 0, b"bluestore block device\n"),
+], ids=["md1.2", "md1.1", "md1.0", "md0.90", "zfs-front", "zfs-back", "lvm", "bluestore"])
+def test_device_with_another_signature_is_refused(loopdev, name, where, magic):
+    """Signatures beyond filesystems: RAID members (md keeps 0.90 and 1.0 superblocks at the
+    device's end), ZFS labels (two at the end), LVM labels in any of the first four sectors,
+    BlueStore. An md 1.2 member used to be written over with --force."""
+    size = int(subprocess.run(["blockdev", "--getsize64", loopdev], check=True,
+                              capture_output=True, text=True).stdout)
+    with open(loopdev, "r+b") as f:
+        f.write(bytes(256 * 1024))
+        f.seek(size - 128 * 1024)
+        f.write(bytes(128 * 1024))
+        f.seek(where(size))
+        f.write(magic)
+        os.fsync(f.fileno())
+    line = assert_one_line_error(load("--device", loopdev, "--force", "--rw", "randwrite",
+                                      "--ios", 5, check=False), "refusing")
+    assert f"a {name} signature" in line, line
+
+
 @pytest.mark.root
 def test_no_space_is_one_line(tmp_path):
     mnt = tmp_path / "small"

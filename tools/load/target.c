@@ -127,8 +127,23 @@ static int create_file(const char *p, bool temp)
 	return 0;
 }
 
-/* Known on-disk signatures in the first 68 KiB. */
-static const char *signature(int fd)
+/* An md RAID superblock's magic, 0xa92b4efc, as v1.x stores it (little-endian) */
+#define MD_MAGIC	"\xfc\x4e\x2b\xa9"
+/* ZFS's uberblock magic, 0x00bab10c, little-endian (a big-endian pool has it reversed) */
+#define ZFS_MAGIC	"\x0c\xb1\xba\x00"
+#define ZFS_MAGIC_BE	"\x00\xba\xb1\x0c"
+
+static bool at(const char *buf, ssize_t n, off_t off, const char *magic, size_t len)
+{
+	return off >= 0 && off + (off_t)len <= n && !memcmp(buf + off, magic, len);
+}
+
+/*
+ * Known on-disk signatures: in the first 256 KiB, and in the last 128 KiB of a device of
+ * `bytes` (md RAID 0.90 and 1.0 superblocks sit at the end, and ZFS keeps two of its four
+ * labels there).
+ */
+static const char *signature(int fd, uint64_t bytes)
 {
 	static const struct {
 		const char *name;
@@ -142,24 +157,56 @@ static const char *signature(int fd)
 		{ "swap", 4086, "SWAPSPACE2", 10 },
 		{ "swap", 4086, "SWAP-SPACE", 10 },
 		{ "LVM2", 536, "LVM2 001", 8 },
+		{ "LVM2", 0, "LABELONE", 8 },
+		{ "LVM2", 512, "LABELONE", 8 },
+		{ "LVM2", 1024, "LABELONE", 8 },
+		{ "LVM2", 1536, "LABELONE", 8 },
 		{ "GPT", 512, "EFI PART", 8 },
 		{ "MBR/DOS partition table", 510, "\x55\xaa", 2 },
 		{ "LUKS", 0, "LUKS\xba\xbe", 6 },
+		{ "LUKS2", 0, "SKUL\xba\xbe", 6 },
 		{ "vfat", 54, "FAT", 3 },
 		{ "vfat", 82, "FAT32", 5 },
 		{ "iso9660", 32769, "CD001", 5 },
 		{ "squashfs", 0, "hsqs", 4 },
 		{ "f2fs", 1024, "\x10\x20\xf5\xf2", 4 },
 		{ "bcache", 4120, "\xc6\x85\x73\xf6\x4e\x1a\x45\xca", 8 },
+		{ "md RAID (1.1)", 0, MD_MAGIC, 4 },
+		{ "md RAID (1.2)", 4096, MD_MAGIC, 4 },
+		{ "Ceph BlueStore", 0, "bluestore block device", 22 },
 	};
-	static char buf[70 * 1024];
-	ssize_t n = pread(fd, buf, sizeof(buf), 0);
+	static char buf[256 * 1024], tail[128 * 1024];
+	ssize_t n = pread(fd, buf, sizeof(buf), 0), m = 0;
+	off_t tail_at = 0, o;
 	size_t i;
 
 	for (i = 0; n > 0 && i < sizeof(sigs) / sizeof(sigs[0]); i++)
-		if (sigs[i].off + (off_t)sigs[i].len <= n &&
-		    !memcmp(buf + sigs[i].off, sigs[i].magic, sigs[i].len))
+		if (at(buf, n, sigs[i].off, sigs[i].magic, sigs[i].len))
 			return sigs[i].name;
+	/* ZFS label 0: its uberblocks, one per 1 KiB (or larger) slot, from 128 KiB */
+	for (o = 128 * 1024; n > 0 && o < n; o += 1024)
+		if (at(buf, n, o, ZFS_MAGIC, 4) || at(buf, n, o, ZFS_MAGIC_BE, 4))
+			return "ZFS";
+	if (bytes >= sizeof(buf) + sizeof(tail)) {
+		tail_at = (off_t)(bytes - sizeof(tail));
+		m = pread(fd, tail, sizeof(tail), tail_at);
+	}
+	if (m == (ssize_t)sizeof(tail)) {
+		/* md 0.90: 64 KiB-aligned, 64 KiB from the end, in the host's byte order */
+		uint32_t md = 0xa92b4efc;
+		off_t v090 = (off_t)((bytes & ~(uint64_t)0xffff) - 0x10000) - tail_at;
+		/* md 1.0: 8 KiB from the end, 4 KiB-aligned */
+		off_t v10 = (off_t)(((bytes >> 9) - 16) & ~(uint64_t)7) * 512 - tail_at;
+
+		if (at(tail, m, v090, (const char *)&md, 4))
+			return "md RAID (0.90)";
+		if (at(tail, m, v10, MD_MAGIC, 4))
+			return "md RAID (1.0)";
+		/* ZFS labels 2 and 3: the last 512 KiB; their uberblocks from 128 KiB in each */
+		for (o = 0; o < m; o += 1024)
+			if (at(tail, m, o, ZFS_MAGIC, 4) || at(tail, m, o, ZFS_MAGIC_BE, 4))
+				return "ZFS";
+	}
 	return NULL;
 }
 
@@ -195,9 +242,9 @@ static int open_device(void)
 		lerr("cannot open %s: %s", lo.device, strerror(errno));
 		return -1;
 	}
-	sig = signature(fd);
 	if (ioctl(fd, BLKGETSIZE64, &bytes))
 		bytes = 0;
+	sig = signature(fd, bytes);
 	close(fd);
 	if (sig) {
 		lerr("refusing %s: it holds a %s signature (wipe it first if it is really unused)",
