@@ -185,6 +185,7 @@ static __always_inline void snoop_aio(const struct ioreq *e, const struct io_eve
 		r->flags |= REQ_FL_FAILED;
 	if (!bpf_probe_read_user(&fd, sizeof(fd), &user->aio_fildes) && (f = fd_file(fd)))
 		snoop_file(r, f);
+	snoop_comm(r);
 	snoop_submit(r);
 }
 

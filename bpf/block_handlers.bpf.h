@@ -242,6 +242,8 @@ static __always_inline void H(snoop_block)(struct request *rq, const struct who 
 	r->opf = KR(rq, cmd_flags);
 	r->sector = KR(rq, __sector);
 	r->bytes = KR(rq, __data_len);
+	if (r->tgid)
+		snoop_comm(r);
 	snoop_submit(r);
 }
 

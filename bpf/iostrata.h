@@ -292,7 +292,8 @@ struct snoop_rec {
 	__u16 flags;		/* uring/aio: REQ_FL_* */
 	__u8 layer;		/* enum snoop_layer */
 	__u8 pad[3];
-	char comm[16];		/* syscall: the thread's name (others: "", read from /proc) */
+	char comm[16];		/* syscall: the thread's name; others: the process's as noted
+				 * when the record was made ("" if none was: then looked up) */
 };
 
 #define SNOOP_RB_DEFAULT	(4u << 20)	/* bytes of ring buffer: 30,840 records (128 B + 8 B header) */

@@ -142,9 +142,11 @@ static __always_inline struct snoop_rec *req_snoop(const struct ioreq *e, __u8 l
 }
 
 /*
- * -P and snoop: each submitting process's name, noted once, so it is known after the process
- * exits. A per-CPU note of the last process noted spares the hash lookup on every request of
- * a steady load.
+ * -P and snoop: each submitting process's name, kept so that it is known after the process
+ * exits. A per-CPU note of the last process seen (its tgid and its mm) spares the work on
+ * every request of a steady load; a new tgid or a new mm (an exec, or the pid reused) reads the
+ * name again and replaces a stale one (a process that exec'd dd after python3 was named
+ * python3 for good).
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -153,32 +155,55 @@ struct {
 	__type(value, char[16]);
 } req_comm SEC(".maps");
 
+struct comm_seen {
+	__u64 mm;
+	__u32 tgid;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, struct comm_seen);
 } comm_last SEC(".maps");
 
 static __always_inline void req_note_comm(__u32 tgid)
 {
-	__u32 zero = 0, *last;
+	struct task_struct *t;
+	struct comm_seen *last;
+	__u32 zero = 0;
+	__u64 mm, *had;
+	char comm[16] = {};
 
 	if (!per_process && !snoop)
 		return;
+	t = (void *)bpf_get_current_task();
+	mm = (__u64)BPF_CORE_READ(t, mm);
 	last = bpf_map_lookup_elem(&comm_last, &zero);
-	if (last && *last == tgid)
+	if (last && last->tgid == tgid && last->mm == mm)
 		return;
-	if (last)
-		*last = tgid;
-	if (!bpf_map_lookup_elem(&req_comm, &tgid)) {
-		struct task_struct *t = (void *)bpf_get_current_task();
-		char comm[16];
-
-		/* the process's name: the submitter may be its io-wq or SQPOLL thread */
-		BPF_CORE_READ_STR_INTO(&comm, t, group_leader, comm);
-		bpf_map_update_elem(&req_comm, &tgid, comm, BPF_NOEXIST);
+	if (last) {
+		last->tgid = tgid;
+		last->mm = mm;
 	}
+	/* the process's name: the submitter may be its io-wq or SQPOLL thread */
+	BPF_CORE_READ_STR_INTO(&comm, t, group_leader, comm);
+	had = bpf_map_lookup_elem(&req_comm, &tgid);
+	if (!had || had[0] != ((__u64 *)comm)[0] || had[1] != ((__u64 *)comm)[1])
+		bpf_map_update_elem(&req_comm, &tgid, comm, BPF_ANY);
+}
+
+/*
+ * A slow request's record takes its submitter's name now, as it is noted at this moment: read
+ * when the record was decoded, a name noted since (an exec, the pid reused) took its place.
+ */
+static __always_inline void snoop_comm(struct snoop_rec *r)
+{
+	__u32 tgid = r->tgid;	/* the key on the stack: every kernel takes that */
+	char *name = bpf_map_lookup_elem(&req_comm, &tgid);
+
+	if (name)
+		__builtin_memcpy(r->comm, name, sizeof(r->comm));
 }
 
 /*

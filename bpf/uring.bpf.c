@@ -358,6 +358,7 @@ static __always_inline void snoop_uring(const struct ioreq *e, const struct comp
 	f = BPF_CORE_READ(req, file);
 	if (f)
 		snoop_file(r, f);
+	snoop_comm(r);
 	snoop_submit(r);
 }
 

@@ -371,3 +371,25 @@ def test_a_flush_has_no_sector_and_no_owner(fast_loopdev, no_bpf_leak):
         assert "sector" not in r and r["pid"] == 0 and r["cgroup"] == "-", r
     assert writes and all(r["pid"] > 0 and r["comm"] == "dd" and r["sector"] == 0
                           for r in writes), writes
+
+
+@pytest.mark.root
+def test_a_process_that_execs_is_named_anew(fast_loopdev, no_bpf_leak):
+    """python3 reads the disk, then execs dd in the same process: dd's reads are dd's. The
+    name was noted once per process and never again, so every later request of an exec'd
+    process (a shell script exec'ing its server) carried the wrapper's name."""
+    dev = os.path.basename(fast_loopdev)
+    tracer = Tracer(["--slower", "0", "-l", "block", "-d", dev, "-j"], command=("snoop",))
+    script = ("import os, mmap\n"
+              "fd = os.open(%r, os.O_RDONLY | os.O_DIRECT)\n"
+              "buf = mmap.mmap(-1, 4096)\n"
+              "os.preadv(fd, [buf], 0)\n"
+              "os.execv('/bin/dd', ['dd', 'if=%s', 'of=/dev/null', 'bs=4k', 'count=3',"
+              " 'skip=100', 'iflag=direct', 'status=none'])\n") % (fast_loopdev, fast_loopdev)
+    p = subprocess.run(["python3", "-c", script], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    snoops, _ = snoop_records(tracer.stop())
+    reads = [r for r in snoops if r.get("op") == "read" and r.get("bytes")]
+    first = [r["comm"] for r in reads if r["sector"] == 0]
+    dd = [r["comm"] for r in reads if r["sector"] >= 800]
+    assert first == ["python3"] and dd == ["dd"] * 3, reads
