@@ -266,7 +266,7 @@ def test_tracing_failing_restores(disk, tmp_path):
     assert list((tmp_path / "out").rglob("round-*")) == []
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT])
 def test_signal_in_a_round_restores(disk, tmp_path, sig):
     dev, before = disk
     out = tmp_path / "out"

@@ -61,6 +61,8 @@ void session_signals(void)
 	sigaction(SIGTERM, &sa, NULL);
 	/* a closed terminal: stop as on Ctrl-C, so that what the session mounted is unmounted */
 	sigaction(SIGHUP, &sa, NULL);
+	/* Ctrl-\ too: its default, a core dump, would leave sched-ab's scheduler switched */
+	sigaction(SIGQUIT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
 

@@ -17,7 +17,7 @@
 #include "trace_opts.h"
 
 const char trace_opts_help_what[] =
-"  -d, --disk=DISK       only this disk (vda, /dev/nvme0n1)\n"
+"  -d, --disk=DISK       only this disk (vda, /dev/nvme0n1): the block layer\n"
 "  -p, --pid=PID         only I/O queued by this process\n"
 "  -c, --cgroup=PATH     only I/O queued from this cgroup v2 or below it\n"
 "  -l, --layers=LIST     block,uring,aio,syscall (stages below; default: every\n"

@@ -86,6 +86,7 @@ sigset_t outfile_hold(void)
 	sigaddset(&stop, SIGINT);
 	sigaddset(&stop, SIGTERM);
 	sigaddset(&stop, SIGHUP);
+	sigaddset(&stop, SIGQUIT);
 	sigprocmask(SIG_BLOCK, &stop, &was);
 	return was;
 }
