@@ -198,7 +198,9 @@ fill:
 				continue;
 			break;
 		}
-		if (lo.spin) {	/* busy-poll: the completion is seen when it happens */
+		if (lo.spin && !atomic_load_explicit(&load_stop, memory_order_relaxed)) {
+			/* busy-poll: the completion is seen when it happens; after a stop, what is in
+			 * flight is waited for asleep */
 			struct timespec zero = { 0, 0 };
 
 			r = io_getevents(ctx, 0, (long)lo.qd, ev, &zero);
@@ -342,7 +344,7 @@ int run_uring(struct job *j)
 	struct slots s;
 	unsigned int head, seen;
 	uint32_t n, i;
-	uint64_t t, pace;
+	uint64_t t, pace, due;
 	int r, fd = j->fd;
 
 	if (!ts || !iov || !batch || slots_init(&s, j, lo.qd)) {
@@ -446,21 +448,24 @@ fill:
 		}
 		r = -EAGAIN;
 		pace = job_pace(j);	/* --rate: wait no longer than until the next is due */
+		due = pace ? now_ns() + pace : 0;
 		if (lo.spin || lo.poll_ns) {	/* busy-poll the CQ ring: no sleep, no wake-up */
 			uint64_t until = lo.spin ? UINT64_MAX : now_ns() + lo.poll_ns;
 
-			if (pace && now_ns() + pace < until)
-				until = now_ns() + pace;
+			if (due && due < until)
+				until = due;
 			/* a stop ends the spin: what is in flight is then waited for asleep */
 			while ((r = io_uring_peek_cqe(&ring, &cqe)) == -EAGAIN && now_ns() < until &&
 			       !atomic_load_explicit(&load_stop, memory_order_relaxed))
 				;
-			if (r == -EAGAIN && pace && now_ns() >= until)
+			if (r == -EAGAIN && due && now_ns() >= due)
 				continue;	/* the next I/O is due */
 		}
-		if (r == -EAGAIN && pace) {
-			struct __kernel_timespec kts = { (long long)(pace / 1000000000ULL),
-							 (long long)(pace % 1000000000ULL) };
+		t = now_ns();
+		if (r == -EAGAIN && due) {	/* asleep until a completion or the next is due */
+			uint64_t left = due > t ? due - t : 1;
+			struct __kernel_timespec kts = { (long long)(left / 1000000000ULL),
+							 (long long)(left % 1000000000ULL) };
 
 			r = io_uring_wait_cqes(&ring, &cqe, 1, &kts, NULL);
 		} else if (r == -EAGAIN) {

@@ -108,7 +108,8 @@ uint64_t now_ns(void);
 /* Job helpers (main.c): every engine prepares and completes I/Os through these. */
 bool job_more(struct job *j);			/* is another I/O to be prepared now? */
 uint64_t job_pace(const struct job *j);		/* --rate: ns until the next is due, else 0 */
-/* Nothing in flight and the next I/O not due yet (--rate): sleep until it is, true. */
+/* Nothing in flight under --rate and the job not over: sleep until the next I/O is due (if it
+ * is not already), true; false when the job is over. */
 bool job_idle(struct job *j);
 void job_prep(struct job *j, struct io *io);	/* pick dir/offset, stamp the buffer, t_prep */
 void job_done(struct job *j, struct io *io, long res, uint64_t t_done);

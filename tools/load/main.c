@@ -140,12 +140,17 @@ bool job_more(struct job *j)
 
 bool job_idle(struct job *j)
 {
-	uint64_t ns = job_pace(j);
-	struct timespec ts = { (time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL) };
+	uint64_t ns;
+	struct timespec ts;
 
-	if (!ns)
+	/* not "the next is due now": job_more's clock and this one's differ, and the job goes on */
+	if (lo.rate <= 0 || job_ended(j))
 		return false;
-	nanosleep(&ts, NULL);	/* a signal cuts it short: the caller looks again */
+	ns = job_pace(j);
+	ts.tv_sec = (time_t)(ns / 1000000000ULL);
+	ts.tv_nsec = (long)(ns % 1000000000ULL);
+	if (ns)
+		nanosleep(&ts, NULL);	/* a signal cuts it short: the caller looks again */
 	return true;
 }
 

@@ -129,9 +129,9 @@ static int create_file(const char *p, bool temp)
 
 /* An md RAID superblock's magic, 0xa92b4efc, as v1.x stores it (little-endian) */
 #define MD_MAGIC	"\xfc\x4e\x2b\xa9"
-/* ZFS's uberblock magic, 0x00bab10c, little-endian (a big-endian pool has it reversed) */
-#define ZFS_MAGIC	"\x0c\xb1\xba\x00"
-#define ZFS_MAGIC_BE	"\x00\xba\xb1\x0c"
+/* ZFS's uberblock magic, the u64 0x00bab10c, as a little- and a big-endian pool store it */
+#define ZFS_MAGIC	"\x0c\xb1\xba\x00\x00\x00\x00\x00"
+#define ZFS_MAGIC_BE	"\x00\x00\x00\x00\x00\xba\xb1\x0c"
 
 static bool at(const char *buf, ssize_t n, off_t off, const char *magic, size_t len)
 {
@@ -139,9 +139,9 @@ static bool at(const char *buf, ssize_t n, off_t off, const char *magic, size_t 
 }
 
 /*
- * Known on-disk signatures: in the first 256 KiB, and in the last 128 KiB of a device of
+ * Known on-disk signatures: in the first 256 KiB, and in the last 384 KiB of a device of
  * `bytes` (md RAID 0.90 and 1.0 superblocks sit at the end, and ZFS keeps two of its four
- * labels there).
+ * labels there, the last ending where the size rounded down to 256 KiB does).
  */
 static const char *signature(int fd, uint64_t bytes)
 {
@@ -175,7 +175,7 @@ static const char *signature(int fd, uint64_t bytes)
 		{ "md RAID (1.2)", 4096, MD_MAGIC, 4 },
 		{ "Ceph BlueStore", 0, "bluestore block device", 22 },
 	};
-	static char buf[256 * 1024], tail[128 * 1024];
+	static char buf[256 * 1024], tail[384 * 1024];
 	ssize_t n = pread(fd, buf, sizeof(buf), 0), m = 0;
 	off_t tail_at = 0, o;
 	size_t i;
@@ -185,7 +185,7 @@ static const char *signature(int fd, uint64_t bytes)
 			return sigs[i].name;
 	/* ZFS label 0: its uberblocks, one per 1 KiB (or larger) slot, from 128 KiB */
 	for (o = 128 * 1024; n > 0 && o < n; o += 1024)
-		if (at(buf, n, o, ZFS_MAGIC, 4) || at(buf, n, o, ZFS_MAGIC_BE, 4))
+		if (at(buf, n, o, ZFS_MAGIC, 8) || at(buf, n, o, ZFS_MAGIC_BE, 8))
 			return "ZFS";
 	if (bytes >= sizeof(buf) + sizeof(tail)) {
 		tail_at = (off_t)(bytes - sizeof(tail));
@@ -202,9 +202,12 @@ static const char *signature(int fd, uint64_t bytes)
 			return "md RAID (0.90)";
 		if (at(tail, m, v10, MD_MAGIC, 4))
 			return "md RAID (1.0)";
-		/* ZFS labels 2 and 3: the last 512 KiB; their uberblocks from 128 KiB in each */
-		for (o = 0; o < m; o += 1024)
-			if (at(tail, m, o, ZFS_MAGIC, 4) || at(tail, m, o, ZFS_MAGIC_BE, 4))
+		/* ZFS label 3: the last 256 KiB before the size rounded down to 256 KiB; its
+		 * uberblocks in its second half */
+		off_t l3 = (off_t)((bytes & ~(uint64_t)0x3ffff) - 0x20000) - tail_at;
+
+		for (o = l3 > 0 ? l3 : 0; o + 8 <= m && o < l3 + 0x20000; o += 1024)
+			if (at(tail, m, o, ZFS_MAGIC, 8) || at(tail, m, o, ZFS_MAGIC_BE, 8))
 				return "ZFS";
 	}
 	return NULL;
