@@ -54,6 +54,13 @@ def test_a_wrong_expectation_fails(no_bpf_leak):
                  "timeout 5 ms", "poll 5 ms"):
         assert what in names, what
     assert len(lat) == 8, lat
+    # the window is 1/16 + 1 us: 20 % shows wherever the latency is above 8 us (the load's
+    # reads on a disk here: 30-150 us; a page-cached or NVMe read could be below, said)
+    small = [(c["check"], c["expected"]) for c in lat if c["expected"] / 1.2 <= 10_000]
+    for s in small:
+        print("too fast to tell 20 % from the stamping gap:", *s)
+    lat = [c for c in lat if c["expected"] / 1.2 > 10_000]
+    assert len(lat) >= 2, lat       # the 5 ms probes, at least
     passed = [(c["check"], c["expected"], c["observed"], c["tolerance"]) for c in lat
               if c["result"] != "FAIL"]
     assert not passed, passed
