@@ -217,6 +217,8 @@ def test_json_and_gate(disk, tmp_path):
     assert (gate["layer"], gate["stage"], gate["q"]) == ("block", "total", "p99")
     # a gate on unreliable verdicts neither passes nor fails: exit 4
     assert ("gates_decided" in doc) == (not doc["reliable"]), doc
+    if not doc["reliable"]:
+        assert gate["judged"] is False and gate["regressed"] is False, gate
     assert r.returncode == (4 if not doc["reliable"] else 3 if gate["regressed"] else 0), \
         r.stderr
 
@@ -374,6 +376,19 @@ def test_bio_based_disk_is_refused(tmp_path):
         pytest.skip("no zram device here (bio-based, without a scheduler)")
     r = sched_ab(zram[0].name, "mq-deadline", "none", tmp_path / "out", load=["--", "true"])
     assert_one_line_error(r, f"{zram[0].name} is not a blk-mq disk")
+
+
+def test_gate_on_unreliable_verdicts_is_not_decided(disk, tmp_path):
+    """One round a side: no A/A control, so the verdicts are UNRELIABLE, and a gate neither
+    passes nor fails: exit 4, each gate said 'not decided' (it used to exit 3 or 0 on them)."""
+    dev, before = disk
+    r = sched_ab(dev, "none", "mq-deadline", tmp_path / "out", "--gate", "block:wait:p50",
+                 rounds=1, secs=1)
+    assert queue_state(dev) == before
+    assert r.returncode == 4, (r.returncode, r.stdout[-800:], r.stderr)
+    assert "verdicts: UNRELIABLE: the A/A control could not be run" in r.stdout, r.stdout
+    assert "gate block:wait:p50: not decided (the verdicts are UNRELIABLE)" in r.stdout, r.stdout
+    assert "passed" not in r.stdout.split("verdicts:")[1] and "REGRESSED" not in r.stdout
 
 
 def test_force_leaves_only_this_runs_rounds(disk, tmp_path):

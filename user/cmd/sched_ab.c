@@ -89,7 +89,7 @@ static const char usage_text[] =
 "  -o, --output=DIR      where the rounds go (default: a new directory\n"
 "                        ./sched-ab-YYYYmmdd-HHMMSS); DIR/A and DIR/B are what\n"
 "                        `iostrata compare DIR/A DIR/B` reads later\n"
-"      --force           overwrite recordings already in DIR\n"
+"      --force           reuse DIR: an earlier run's round files there go first\n"
 "      --allow-mounted   switch the scheduler of a disk in use: your call\n"
 "      --threshold=PCT   the smallest change called, in percent (default 5)\n"
 "      --seed=N          of the bootstrap resampling (default 1)\n"
@@ -787,14 +787,34 @@ static void half_rounds(const struct sab *a, int h, char *buf, size_t len)
  */
 static int gates_status(const struct sab *a, const struct verdicts *v, struct jw *w)
 {
-	int status = cmp_gates_say(&a->gates, v->ab, w);
+	int i;
 
 	if (!a->gates.n || v->reliable)
-		return status;
+		return cmp_gates_say(&a->gates, v->ab, w);
 	if (w)
+		jw_arr(w, "gates");
+	for (i = 0; i < a->gates.n; i++) {
+		const struct cmp_gate *x = &a->gates.g[i];
+
+		if (!w) {
+			printf("gate %s:%s:%s: not decided (the verdicts are UNRELIABLE)\n",
+			       x->layer, x->stage, cmp_q_name[x->q]);
+			continue;
+		}
+		jw_obj(w, NULL);	/* neither regressed nor judged: see gates_decided */
+		jw_str(w, "layer", x->layer);
+		jw_str(w, "stage", x->stage);
+		jw_str(w, "q", cmp_q_name[x->q]);
+		jw_bool(w, "regressed", false);
+		jw_bool(w, "judged", false);
+		jw_end_obj(w);
+	}
+	if (w) {
+		jw_end_arr(w);
 		jw_bool(w, "gates_decided", false);
-	else
-		printf("gates not decided: the verdicts are UNRELIABLE (exit 4)\n");
+	} else {
+		printf("gates not decided: exit 4\n");
+	}
 	return 4;
 }
 
