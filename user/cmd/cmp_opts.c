@@ -79,7 +79,8 @@ int cmp_gates_check(const struct cmp_gates *g, const struct cmp_result *r)
 
 /* A gate whose quantile had not enough data in every label set passes, and says it could not
  * judge. */
-int cmp_gates_say(const struct cmp_gates *g, const struct cmp_result *r, struct jw *w)
+int cmp_gates_say(const struct cmp_gates *g, const struct cmp_result *r, bool decided,
+		  struct jw *w)
 {
 	bool found, slower, judged;
 	int status = 0, i;
@@ -89,10 +90,9 @@ int cmp_gates_say(const struct cmp_gates *g, const struct cmp_result *r, struct 
 	for (i = 0; i < g->n; i++) {
 		const struct cmp_gate *x = &g->g[i];
 
-		slower = cmp_regressed(r, x->layer, x->stage, x->q, &found);
-		judged = cmp_stage_compared(r, x->layer, x->stage, x->q) > 0;
-		if (slower)
-			status = 3;
+		slower = decided && cmp_regressed(r, x->layer, x->stage, x->q, &found);
+		judged = decided && cmp_stage_compared(r, x->layer, x->stage, x->q) > 0;
+		status = !decided ? 4 : slower ? 3 : status;
 		if (w) {
 			jw_obj(w, NULL);
 			jw_str(w, "layer", x->layer);
@@ -103,6 +103,7 @@ int cmp_gates_say(const struct cmp_gates *g, const struct cmp_result *r, struct 
 			jw_end_obj(w);
 		} else {
 			printf("gate %s:%s:%s: %s\n", x->layer, x->stage, cmp_q_name[x->q],
+			       !decided ? "not decided (the verdicts are UNRELIABLE)" :
 			       slower ? "REGRESSED (slower beyond the limit)" :
 			       judged ? "passed" : "passed without a verdict (not enough data)");
 		}

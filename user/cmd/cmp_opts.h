@@ -33,7 +33,12 @@ struct cmp_gates {
 int cmp_opt(struct cmp_opts *o, struct cmp_gates *g, int opt, const char *arg);
 /* Does every gate name a layer and stage compared? 0, or -1 said. */
 int cmp_gates_check(const struct cmp_gates *g, const struct cmp_result *r);
-/* The gates' outcome, printed (or into w under -j): 3 when one is slower, else 0. */
-int cmp_gates_say(const struct cmp_gates *g, const struct cmp_result *r, struct jw *w);
+/*
+ * The gates' outcome, printed (or into w under -j): 3 when one is slower, else 0. With
+ * decided false (verdicts the caller found unreliable) each gate is "not decided", neither
+ * regressed nor judged, and the status is 4 when there is a gate.
+ */
+int cmp_gates_say(const struct cmp_gates *g, const struct cmp_result *r, bool decided,
+		  struct jw *w);
 
 #endif

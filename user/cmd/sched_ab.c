@@ -787,35 +787,13 @@ static void half_rounds(const struct sab *a, int h, char *buf, size_t len)
  */
 static int gates_status(const struct sab *a, const struct verdicts *v, struct jw *w)
 {
-	int i;
+	int status = cmp_gates_say(&a->gates, v->ab, v->reliable, w);
 
-	if (!a->gates.n || v->reliable)
-		return cmp_gates_say(&a->gates, v->ab, w);
-	if (w)
-		jw_arr(w, "gates");
-	for (i = 0; i < a->gates.n; i++) {
-		const struct cmp_gate *x = &a->gates.g[i];
-
-		if (!w) {
-			printf("gate %s:%s:%s: not decided (the verdicts are UNRELIABLE)\n",
-			       x->layer, x->stage, cmp_q_name[x->q]);
-			continue;
-		}
-		jw_obj(w, NULL);	/* neither regressed nor judged: see gates_decided */
-		jw_str(w, "layer", x->layer);
-		jw_str(w, "stage", x->stage);
-		jw_str(w, "q", cmp_q_name[x->q]);
-		jw_bool(w, "regressed", false);
-		jw_bool(w, "judged", false);
-		jw_end_obj(w);
-	}
-	if (w) {
-		jw_end_arr(w);
+	if (status == 4 && w)
 		jw_bool(w, "gates_decided", false);
-	} else {
+	else if (status == 4)
 		printf("gates not decided: exit 4\n");
-	}
-	return 4;
+	return status;
 }
 
 static void print_text(const struct sab *a, struct verdicts *v)
