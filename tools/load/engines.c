@@ -90,8 +90,7 @@ static uint32_t wait_nr(const struct slots *s)
 /* Until t: sleep while far from it, then spin, so the deadline is not missed by a wake-up. */
 static void sleep_until(uint64_t t)
 {
-	uint64_t early = t > 200000 ? t - 200000 : 0;
-	struct timespec ts = { (time_t)(early / 1000000000ULL), (long)(early % 1000000000ULL) };
+	struct timespec ts = ts_of_ns(t > 200000 ? t - 200000 : 0);
 
 	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 		;
@@ -209,8 +208,7 @@ fill:
 		} else {
 			/* --rate: wait no longer than until the next I/O is due */
 			uint64_t pace = job_pace(j);
-			struct timespec to = { (time_t)(pace / 1000000000ULL),
-					       (long)(pace % 1000000000ULL) };
+			struct timespec to = ts_of_ns(pace);
 
 			r = io_getevents(ctx, pace ? 1 : wait_nr(&s), (long)lo.qd, ev,
 					 pace ? &to : NULL);
@@ -314,8 +312,7 @@ int run_posixaio(struct job *j)
 		if (!reaped) {
 			/* --rate: wait no longer than until the next I/O is due (EAGAIN then) */
 			uint64_t pace = job_pace(j);
-			struct timespec to = { (time_t)(pace / 1000000000ULL),
-					       (long)(pace % 1000000000ULL) };
+			struct timespec to = ts_of_ns(pace);
 
 			if (aio_suspend(wait, (int)n, pace ? &to : NULL) && errno != EINTR &&
 			    errno != EAGAIN)
@@ -603,15 +600,13 @@ int run_threadpool(struct job *j)
 		}
 		pace = job_pace(j);	/* --rate: wait no longer than until the next is due */
 		if (pace) {
+			/* the condition variable's clock is CLOCK_REALTIME: an absolute time on it */
 			struct timespec until;
 
 			clock_gettime(CLOCK_REALTIME, &until);
-			until.tv_sec += (time_t)(pace / 1000000000ULL);
-			until.tv_nsec += (long)(pace % 1000000000ULL);
-			if (until.tv_nsec >= 1000000000L) {
-				until.tv_sec++;
-				until.tv_nsec -= 1000000000L;
-			}
+			until = ts_of_ns((uint64_t)until.tv_sec * 1000000000ULL +
+					 (uint64_t)until.tv_nsec + pace);
+
 			while (tp.done.head == tp.done.tail &&
 			       pthread_cond_timedwait(&tp.done.cond, &tp.lock, &until) != ETIMEDOUT)
 				;

@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <time.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/resource.h>
@@ -104,6 +105,14 @@ struct io {
 /* One line on stderr ("iostrata-load: error: ..." or JSON with --json). */
 void lerr(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 uint64_t now_ns(void);
+
+/* ns as a struct timespec (a relative timeout, or an absolute time on a clock) */
+static inline struct timespec ts_of_ns(uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL) };
+
+	return ts;
+}
 
 /* Job helpers (main.c): every engine prepares and completes I/Os through these. */
 bool job_more(struct job *j);			/* is another I/O to be prepared now? */

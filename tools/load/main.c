@@ -147,8 +147,7 @@ bool job_idle(struct job *j)
 	if (lo.rate <= 0 || job_ended(j))
 		return false;
 	ns = job_pace(j);
-	ts.tv_sec = (time_t)(ns / 1000000000ULL);
-	ts.tv_nsec = (long)(ns % 1000000000ULL);
+	ts = ts_of_ns(ns);
 	if (ns)
 		nanosleep(&ts, NULL);	/* a signal cuts it short: the caller looks again */
 	return true;
