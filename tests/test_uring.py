@@ -342,3 +342,39 @@ def test_every_cqe_reap_is_timed_or_unmeasured(qd, no_bpf_leak):
             assert seen == 100, (op, stage, total(st, stage, op), st)
         # the reap of at least the last CQE cannot be bounded: said, not dropped
         assert total(st, "cqe_reap", op, field="unmeasured") >= 1, (op, st)
+
+
+@pytest.mark.parametrize("extra", [["--qd", "4"], ["--qd", "32", "--complete-batch", "8"],
+                                   ["--qd", "8", "--submit-batch", "1", "--spin"]],
+                         ids=["qd4", "qd32-cb8", "qd8-sb1-spin"])
+def test_load_submits_again_what_the_kernel_held_back(extra, no_bpf_leak):
+    """A submit the kernel refuses (-EAGAIN: no memory for a request) leaves its SQEs in the ring
+    for the next one. The load used to take them as submitted and then wait for their CQEs, with
+    nothing at the kernel: it hung, deaf to SIGTERM. --hold-submits 3 refuses every third
+    submit: the load ends, and the tracer counts exactly the I/Os it reports, each submitted
+    once."""
+    n = 300
+    tracer = Tracer(["-l", "uring", "-P", "-O", "-j", "0.2"])
+    with tempfile.TemporaryDirectory(dir="/var/tmp") as d:
+        out = subprocess.run([str(LOAD), "--engine", "io_uring", "--rw", "randread", "--ios",
+                              str(n), "--hold-submits", "3", *extra, "--size", "1m", "--file",
+                              f"{d}/f", "--json"], check=True, capture_output=True, text=True,
+                             timeout=120)    # a hang guard, not a time asserted
+    doc = json.loads(out.stdout)
+    time.sleep(0.5)
+    recs = records(tracer.stop())
+    assert doc["total"]["read"]["total_ios"] == n and doc["total"]["read"]["errors"] == 0, doc
+    assert not drops_of(recs), drops_of(recs)
+    st = uring_stages(recs)
+    assert total(st, "submit_cqe", "read") == n, st
+    assert total(st, "submit_cqe", "read", field="unmeasured") == 0, st
+    for stage in ("cqe_reap", "total"):
+        assert total(st, stage, "read") + total(st, stage, "read", field="unmeasured") == n, st
+
+
+def test_hold_submits_needs_io_uring_and_two():
+    for args, what in ((["--engine", "libaio", "--hold-submits", "3"], "io_uring"),
+                       (["--engine", "io_uring", "--hold-submits", "1"], "--hold-submits")):
+        r = subprocess.run([str(LOAD), *args, "--ios", "1"], capture_output=True, text=True)
+        assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1, r
+        assert what in r.stderr, r.stderr

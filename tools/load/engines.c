@@ -329,6 +329,20 @@ int run_posixaio(struct job *j)
 
 /* ---- io_uring (liburing): read/write, fixed buffers/files, SQPOLL; NOP and TIMEOUT probes ---- */
 
+/* How long to wait before submitting again what the kernel would not take (-EAGAIN) */
+#define SUBMIT_RETRY_NS	100000ULL
+
+/*
+ * io_uring_submit, or, every --hold-submits'th call (testing), what the kernel answers when it
+ * cannot allocate a request: -EAGAIN, every SQE left in the ring for the next call.
+ */
+static int submit_some(struct io_uring *ring, uint64_t *calls)
+{
+	if (lo.hold_submits && ++*calls % lo.hold_submits == 0)
+		return -EAGAIN;
+	return io_uring_submit(ring);
+}
+
 int run_uring(struct job *j)
 {
 	struct io_uring_params p = { 0 };
@@ -340,8 +354,8 @@ int run_uring(struct job *j)
 	bool ring_ok = false;
 	struct slots s;
 	unsigned int head, seen;
-	uint32_t n, i;
-	uint64_t t, pace, due;
+	uint32_t n, i, took, pend = 0;
+	uint64_t t, pace, due, submits = 0;
 	int r, fd = j->fd;
 
 	if (!ts || !iov || !batch || slots_init(&s, j, lo.qd)) {
@@ -389,7 +403,7 @@ int run_uring(struct job *j)
 	}
 	for (;;) {
 fill:
-		n = 0;
+		n = pend;	/* SQEs the kernel did not take yet come first */
 		while (n < submit_batch(&s) && s.nfree && job_more(j)) {
 			struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
 			struct io *io;
@@ -427,16 +441,32 @@ fill:
 			batch[n++] = io;
 		}
 		if (n) {
-			r = io_uring_submit(&ring);
+			r = submit_some(&ring, &submits);
 			t = now_ns();
 			if (r < 0 && r != -EINTR && r != -EAGAIN) {
 				job_fail(j, -r, "io_uring_enter: %s", strerror(-r));
 				break;
 			}
-			for (i = 0; i < n; i++)
+			/*
+			 * The kernel may take fewer than were flushed to the SQ ring (-EAGAIN: it could
+			 * not allocate a request), the rest staying there for the next submit: only
+			 * what it took has been submitted, and the rest keep their place in batch.
+			 */
+			took = r > 0 ? ((uint32_t)r < n ? (uint32_t)r : n) : 0;
+			for (i = 0; i < took; i++)
 				batch[i]->t_sub = t;
-			if (n == submit_batch(&s) && s.nfree)
+			pend = n - took;
+			memmove(batch, batch + took, pend * sizeof(*batch));
+			if (!pend && n == submit_batch(&s) && s.nfree)
 				goto fill;	/* more to submit before waiting */
+			if (pend && inflight(&s) == pend) {
+				/* nothing of ours at the kernel, so no completion to wait for: try the
+				 * submit again shortly (a stop ends the job with them unsubmitted) */
+				if (atomic_load(&load_stop))
+					break;
+				sleep_until(now_ns() + SUBMIT_RETRY_NS);
+				continue;
+			}
 		}
 		if (!inflight(&s)) {
 			if (job_idle(j))	/* --rate: the next is not due yet */
@@ -466,7 +496,8 @@ fill:
 
 			r = io_uring_wait_cqes(&ring, &cqe, 1, &kts, NULL);
 		} else if (r == -EAGAIN) {
-			r = io_uring_wait_cqe_nr(&ring, &cqe, wait_nr(&s));
+			/* with SQEs held back, the kernel has fewer than wait_nr counts */
+			r = io_uring_wait_cqe_nr(&ring, &cqe, pend ? 1 : wait_nr(&s));
 		}
 		t = now_ns();
 		if (r == -EINTR || r == -EAGAIN || r == -ETIME)
@@ -489,7 +520,7 @@ fill:
 		io_uring_cq_advance(&ring, seen);
 		if (j->err) {
 			/* let what is in flight finish before the ring goes */
-			while (inflight(&s) && !io_uring_wait_cqe(&ring, &cqe)) {
+			while (inflight(&s) > pend && !io_uring_wait_cqe(&ring, &cqe)) {
 				slot_put(&s, io_uring_cqe_get_data(cqe));
 				io_uring_cqe_seen(&ring, cqe);
 			}

@@ -56,6 +56,7 @@ struct lopts {
 	bool fixed_files;
 	uint32_t submit_batch;	/* SQEs/iocbs per submit call; 0 = as many as free */
 	uint32_t complete_batch;	/* completions to wait for; 0 = 1 */
+	uint32_t hold_submits;	/* testing: every Nth submit is refused as -EAGAIN; 0 = none */
 	/* threadpool */
 	int workers;
 };

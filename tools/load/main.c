@@ -314,6 +314,8 @@ static const char usage[] =
 "  --spin, --no-spin    busy-poll for completions instead of sleeping (io_uring,\n"
 "                       libaio; default on for the timeout and poll probes)\n"
 "  --poll-time=TIME     io_uring: busy-poll up to TIME before sleeping\n"
+"  --hold-submits=N     testing: every Nth submit gets -EAGAIN, the SQEs kept\n"
+"                       for the next (as from a kernel short of memory)\n"
 "threadpool:\n"
 "  --workers=N          threads doing the pread/pwrite (default 4)\n"
 "known-latency probes (no disk I/O):\n"
@@ -328,7 +330,7 @@ enum {
 	O_ENGINE = 256, O_RW, O_BS, O_QD, O_JOBS, O_SIZE, O_RUNTIME, O_IOS, O_RATE, O_DIRECT,
 	O_BUFFERED, O_FSYNC, O_FILE, O_DEVICE, O_FORCE, O_KEEP, O_SEED, O_CPUS, O_JSON, O_SQPOLL,
 	O_SQPOLL_CPU, O_FIXED_BUFS, O_FIXED_FILES, O_SUBMIT_BATCH, O_COMPLETE_BATCH, O_WORKERS,
-	O_OP, O_LATENCY, O_SPIN, O_NO_SPIN, O_IOPOLL, O_POLL_TIME,
+	O_OP, O_LATENCY, O_SPIN, O_NO_SPIN, O_IOPOLL, O_POLL_TIME, O_HOLD_SUBMITS,
 };
 
 static const struct option long_opts[] = {
@@ -358,6 +360,7 @@ static const struct option long_opts[] = {
 	{ "fixed-files", no_argument, NULL, O_FIXED_FILES },
 	{ "submit-batch", required_argument, NULL, O_SUBMIT_BATCH },
 	{ "complete-batch", required_argument, NULL, O_COMPLETE_BATCH },
+	{ "hold-submits", required_argument, NULL, O_HOLD_SUBMITS },
 	{ "workers", required_argument, NULL, O_WORKERS },
 	{ "op", required_argument, NULL, O_OP },
 	{ "latency", required_argument, NULL, O_LATENCY },
@@ -617,6 +620,12 @@ static int parse_args(int argc, char **argv)
 				return -1;
 			lo.complete_batch = (uint32_t)v;
 			break;
+		case O_HOLD_SUBMITS:
+			if (parse_num("--hold-submits", optarg, 2, UINT32_MAX, &v))
+				return -1;
+			lo.hold_submits = (uint32_t)v;
+			eng_uring_opts = true;
+			break;
 		case O_WORKERS:
 			if (parse_num("--workers", optarg, 1, 1024, &v))
 				return -1;
@@ -652,7 +661,8 @@ static int parse_args(int argc, char **argv)
 	/* combinations */
 	if (need(!(lo.sqpoll_cpu >= 0 && !lo.sqpoll), "--sqpoll-cpu needs --sqpoll") ||
 	    need(!eng_uring_opts || lo.engine == ENG_IO_URING,
-		 "--sqpoll, --iopoll, --fixed-bufs and --fixed-files are io_uring options") ||
+		 "--sqpoll, --iopoll, --fixed-bufs, --fixed-files and --hold-submits are "
+		 "io_uring options") ||
 	    need(!(lo.iopoll && (!lo.direct || lo.op != OP_RW)),
 		 "--iopoll polls O_DIRECT reads and writes: it needs --direct and no --op") ||
 	    need(!lo.poll_ns || lo.engine == ENG_IO_URING, "--poll-time is an io_uring option") ||
