@@ -57,8 +57,8 @@ def load(*args, check=True, env=None):
     return r
 
 
-def load_json(*args):
-    r = load(*args, "--json")
+def load_json(*args, env=None):
+    r = load(*args, "--json", env=env)
     doc = json.loads(r.stdout)
     jsonschema.validate(doc, SCHEMA)
     return doc
@@ -306,10 +306,30 @@ def test_no_space_is_one_line(tmp_path):
         assert_one_line_error(load("--file", mnt / "f", "--size", "1000k", "--buffered",
                                    "--ios", 1, check=False), "does not fit")
         assert list(mnt.iterdir()) == []
+        # the default temporary file, kept (--keep): refused the same way, nothing left
+        env = {**os.environ, "TMPDIR": str(mnt)}
+        assert_one_line_error(load("--size", "8m", "--buffered", "--ios", 1, "--keep",
+                                   check=False, env=env), "does not fit")
+        assert list(mnt.iterdir()) == []
         r = load("--file", mnt / "f", "--size", "512k", "--buffered", "--ios", 1, check=False)
         assert r.returncode == 0, r.stderr
     finally:
         subprocess.run(["umount", str(mnt)], check=True)
+
+
+def test_keep_keeps_the_default_temporary_file(tmp_path):
+    """Without --file the load works on an unlinked temporary file in TMPDIR, gone whatever ends
+    the load; --keep used to be ignored there. Now the file stays, laid out, under the name the
+    load prints."""
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    load("--size", "256k", "--ios", 10, env=env)
+    assert list(tmp_path.iterdir()) == []
+    doc = load_json("--size", "256k", "--ios", 10, "--keep", env=env)
+    kept = list(tmp_path.iterdir())
+    assert [str(f) for f in kept] == [doc["global options"]["filename"]], (kept, doc)
+    assert kept[0].stat().st_size == 256 * 1024
+    text = load("--size", "256k", "--ios", 10, "--keep", env=env).stdout
+    assert len(list(tmp_path.iterdir())) == 2 and "(temporary)" not in text, text
 
 
 @pytest.mark.parametrize("args,needle", [

@@ -301,7 +301,7 @@ static const char usage[] =
 "                       existing one is only read unless --force\n"
 "  --device=PATH        a block device (needs --force; never a mounted one)\n"
 "  --force              allow writing an existing file or a device\n"
-"  --keep               keep a file iostrata-load created\n"
+"  --keep               keep a file iostrata-load created (the temporary one too)\n"
 "  --seed=N             offsets and read/write mix (default fixed)\n"
 "  --cpus=LIST          pin job i to the i-th CPU of LIST (e.g. 0,2-3)\n"
 "  --json               one JSON document (fio's field names) on stdout\n"

@@ -41,6 +41,14 @@ void target_cleanup(void)
 	created[0] = '\0';
 }
 
+/* The file we were making, removed: it never was what was asked for. */
+static void unmake(void)
+{
+	if (created[0])
+		unlink(created);
+	created[0] = '\0';
+}
+
 /* Fill the file so reads hit allocated blocks, as fio lays out its files. */
 static int lay_out(int fd, uint64_t size)
 {
@@ -97,7 +105,7 @@ static int create_file(const char *p, bool temp)
 		     "5 %% of the filesystem is kept free", (unsigned long long)lo.size, p,
 		     (double)vfs.f_bavail * (double)vfs.f_frsize / 1048576.0);
 		close(fd);
-		target_cleanup();
+		unmake();
 		return -1;
 	}
 	err = lay_out(fd, lo.size);
@@ -108,11 +116,11 @@ static int create_file(const char *p, bool temp)
 		else
 			lerr("cannot lay out %llu bytes in %s: %s", (unsigned long long)lo.size,
 			     created, strerror(-err));
-		target_cleanup();
+		unmake();	/* half laid out: never kept, --keep or not */
 		return -1;
 	}
 	snprintf(shown, sizeof(shown), "%s", created);
-	if (temp) {
+	if (temp && !lo.keep) {
 		/* an unlinked temporary file cannot outlive us, whatever kills us */
 		unlink(created);
 		created[0] = '\0';
