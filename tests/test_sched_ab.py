@@ -418,6 +418,9 @@ def test_usage_errors(tmp_path):
         (["-d", "loop0", "none", "--", "true"], "expected two scheduler specs"),
         (["none", "bfq", "--", "true"], "no disk"),
         (["-d", "loop0", "none", "bfq", "--rounds", "0", "--", "true"], "bad --rounds '0'"),
+        # intervals of 100 us, below what the tracer takes: it used to run, and exit 0
+        (["-d", "loop0", "none", "bfq", "--round-secs", "0.001", "--", "true"],
+         "a round is at least 1 s"),
         (["-d", "loop0", "none", "bfq", "--gate", "block:total", "--", "true"], "bad --gate"),
         (["-d", "loop0", "none", "bfq", "--gate", "nope:total:p99", "--", "true"],
          "sched-ab traces the block layer"),

@@ -35,6 +35,7 @@
 #include "trace_opts.h"
 
 #define MAX_ROUNDS	100	/* per side */
+#define MIN_ROUND_S	1.0	/* seconds: intervals of a tenth of it, 0.1 s and up */
 #define DRAIN_WAIT_S	10	/* for the queue to empty before a round */
 #define STOP_GRACE_MS	2000	/* between SIGTERM and SIGKILL to the load */
 
@@ -84,8 +85,8 @@ static const char usage_text[] =
 "                        stacked) unless --allow-mounted\n"
 "      --rounds=N        rounds of each side (default 4, so 8 rounds; even\n"
 "                        numbers balance drift)\n"
-"      --round-secs=SEC  seconds of LOAD a round (default 10); intervals of 1 s,\n"
-"                        or a tenth of a shorter round\n"
+"      --round-secs=SEC  seconds of LOAD a round (default 10, at least 1);\n"
+"                        intervals of 1 s, or a tenth of a shorter round\n"
 "  -o, --output=DIR      where the rounds go (default: a new directory\n"
 "                        ./sched-ab-YYYYmmdd-HHMMSS); DIR/A and DIR/B are what\n"
 "                        `iostrata compare DIR/A DIR/B` reads later\n"
@@ -194,6 +195,13 @@ static int parse_args(int argc, char **argv, struct sab *a)
 		case OPT_ROUND_SECS:
 			if (parse_seconds("--round-secs", optarg, &a->round_s))
 				return -1;
+			/* its intervals (a tenth of it) must be ones the tracer can take, and its
+			 * requests enough to say anything: below a second, neither holds */
+			if (a->round_s < MIN_ROUND_S) {
+				errorf("bad --round-secs '%s': a round is at least %g s", optarg,
+				       MIN_ROUND_S);
+				return -1;
+			}
 			break;
 		case 'h':
 			usage(stdout);
