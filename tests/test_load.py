@@ -2,6 +2,7 @@
 
 Most of these need no root. Files live under a directory on a disk filesystem (O_DIRECT needs
 one; /tmp may be tmpfs)."""
+import errno
 import hashlib
 import json
 import os
@@ -258,6 +259,37 @@ def test_device_with_a_filesystem_is_refused_and_a_blank_one_works(loopdev):
     subprocess.run(["mkfs.ext4", "-q", "-F", loopdev], check=True, capture_output=True)
     assert_one_line_error(load("--device", loopdev, "--force", "--rw", "randwrite", "--ios", 5,
                                check=False), "refusing", "ext2/3/4 signature")
+
+
+@pytest.mark.root
+def test_a_writing_load_holds_its_device_exclusively(loopdev):
+    """Checked free, the device could still be mounted (or taken by md or LVM) while the load
+    writes over it. A writing load now holds it with O_EXCL until it exits: an exclusive open
+    (what mount does) is refused meanwhile. A reading load holds nothing."""
+    subprocess.run(["dd", "if=/dev/zero", f"of={loopdev}", "bs=1M", "count=1", "oflag=direct"],
+                   check=True, capture_output=True)
+
+    def exclusive_open_while(rw):
+        p = subprocess.Popen([str(LOAD), "--device", loopdev, "--force", "--rw", rw, "--size",
+                              "4m", "--ios", "400", "--rate", "200", "--qd", "1"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            while p.poll() is None:     # wait for the load to have opened the device
+                if any(os.path.realpath(f"/proc/{p.pid}/fd/{fd}") == loopdev
+                       for fd in os.listdir(f"/proc/{p.pid}/fd")):
+                    break
+                time.sleep(0.01)
+            try:
+                os.close(os.open(loopdev, os.O_RDONLY | os.O_EXCL))
+                return None
+            except OSError as e:
+                return e.errno
+        finally:
+            assert p.wait(timeout=60) == 0, p.stderr.read()
+
+    assert exclusive_open_while("randwrite") == errno.EBUSY
+    assert exclusive_open_while("randread") is None
+    os.close(os.open(loopdev, os.O_RDONLY | os.O_EXCL))    # and let go at exit
 
 
 def _md10_at(size):

@@ -22,6 +22,7 @@ static char path[PATH_MAX];	/* what jobs open */
 static char shown[PATH_MAX];	/* what we print */
 static char created[PATH_MAX];	/* a file we made and must remove ("" when none) */
 static int keep_fd = -1;	/* holds an unlinked temporary file open */
+static int hold_fd = -1;	/* holds a device a load writes for exclusive use */
 static bool writable;
 
 static bool writes(void)
@@ -248,7 +249,17 @@ static int open_device(void)
 		lerr("refusing %s: %s", lo.device, why);
 		return -1;
 	}
-	fd = open(lo.device, O_RDONLY);
+	/*
+	 * A load that writes holds the device exclusively (O_EXCL) until it exits: no filesystem
+	 * can be mounted from it, nor md or LVM take it, between the checks above and the last
+	 * write. Its jobs' own opens are not exclusive, so they are not refused.
+	 */
+	fd = open(lo.device, O_RDONLY | O_CLOEXEC | (writes() ? O_EXCL : 0));
+	if (fd < 0 && errno == EBUSY) {
+		lerr("refusing %s: it is in use: the kernel holds it for exclusive use (mounted or "
+		     "claimed since it was checked)", lo.device);
+		return -1;
+	}
 	if (fd < 0) {
 		lerr("cannot open %s: %s", lo.device, strerror(errno));
 		return -1;
@@ -256,7 +267,10 @@ static int open_device(void)
 	if (ioctl(fd, BLKGETSIZE64, &bytes))
 		bytes = 0;
 	sig = signature(fd, bytes);
-	close(fd);
+	if (writes() && !sig)
+		hold_fd = fd;	/* closed by exit */
+	else
+		close(fd);
 	if (sig) {
 		lerr("refusing %s: it holds a %s signature (wipe it first if it is really unused)",
 		     lo.device, sig);
