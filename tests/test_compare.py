@@ -225,7 +225,8 @@ def test_sets_rows_and_seeds(tmp_path):
     lognormal_rec(db / "1.ndjson", 12, seed=3)
     lognormal_rec(db / "2.ndjson", 12, seed=4, stage="wait")
     doc = compare_json(da, db)
-    assert doc["a"] == {"files": 2, "intervals": 20} and doc["b"] == {"files": 2, "intervals": 24}
+    assert doc["a"] == {"files": 2, "intervals": 20, "drops": 0} and \
+        doc["b"] == {"files": 2, "intervals": 24, "drops": 0}
     assert [(r["layer"], r["stage"]) for r in doc["rows"]] == [("block", "device")]
     assert doc["only_b"] == [{"layer": "block", "stage": "wait", "labels": "all"}]
     # the device row is in 12 of B's 24 intervals: the others count as intervals without it
@@ -252,6 +253,47 @@ def test_gate(tmp_path):
     r = compare(a, b, "--gate", "uring:submit_cqe:p50")
     assert_one_line_error(r, "--gate uring:submit_cqe:p50", "no such layer and stage")
     assert r.returncode == 1
+
+
+def test_drops_leave_the_gates_undecided(tmp_path):
+    """A side whose tracer lost events (drops) misses them from its histograms: compare read
+    no drop counter, and called such a B faster with its gate passed, exit 0. Now the drops are
+    shown in every output, the verdicts are said not to be sure, and a gate is not decided
+    (exit 4). Unmeasured events are shown beside each row's count."""
+    a = lognormal_rec(tmp_path / "a.ndjson", 30, 1.0, seed=1)
+    b = lognormal_rec(tmp_path / "b.ndjson", 30, 0.70, seed=3)
+    lossy = tmp_path / "lossy.ndjson"
+    lines = [json.loads(x) for x in b.read_text().splitlines()]
+    for x in lines:
+        if x["type"] == "interval":
+            x["drops"] = {"inflight_full": 1000, "ring_full": 0}
+            x["hists"][0]["unmeasured"] = 3
+    lossy.write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+    doc = compare_json(a, b, "--gate", "block:device:p50")
+    assert doc["decided"] and doc["a"]["drops"] == doc["b"]["drops"] == 0
+    assert doc["gates"][0]["judged"] and "gates_decided" not in doc
+    assert doc["rows"][0]["a"]["unmeasured"] == doc["rows"][0]["b"]["unmeasured"] == 0
+
+    doc = compare_json(a, lossy, "--gate", "block:device:p50", status=4)
+    assert not doc["decided"] and doc["b"]["drops"] == 30 * 1000 and doc["a"]["drops"] == 0
+    assert doc["gates"] == [{"layer": "block", "stage": "device", "q": "p50",
+                             "regressed": False, "judged": False}]
+    assert doc["gates_decided"] is False
+    assert doc["rows"][0]["b"]["unmeasured"] == 30 * 3, doc["rows"][0]
+    assert doc["rows"][0]["b"]["count"] == 30 * 400
+
+    r = compare(a, lossy, "--gate", "block:device:p50")
+    assert r.returncode == 4, r
+    assert "DROPS: the tracer lost events it saw (A 0, B 30000)" in r.stdout, r.stdout
+    assert "gate block:device:p50: not decided" in r.stdout and "gates not decided: exit 4" \
+        in r.stdout, r.stdout
+    assert "unmeasured: block device all: A 0 of 12000, B 90 of 12090" in r.stdout, r.stdout
+    page = tmp_path / "p.html"
+    assert compare(a, lossy, "--html", page).returncode == 0
+    assert 'id="drops"' in page.read_text() and "(A 0, B 30000)" in page.read_text()
+    assert compare(a, b, "--html", tmp_path / "q.html").returncode == 0
+    assert 'id="drops"' not in (tmp_path / "q.html").read_text()
 
 
 # ---- bad input and usage ----

@@ -110,5 +110,9 @@ int cmp_gates_say(const struct cmp_gates *g, const struct cmp_result *r, bool de
 	}
 	if (w)
 		jw_end_arr(w);
+	if (status == 4 && w)
+		jw_bool(w, "gates_decided", false);
+	else if (status == 4)
+		printf("gates not decided: exit 4\n");
 	return status;
 }

@@ -36,7 +36,8 @@ int cmp_gates_check(const struct cmp_gates *g, const struct cmp_result *r);
 /*
  * The gates' outcome, printed (or into w under -j): 3 when one is slower, else 0. With
  * decided false (verdicts the caller found unreliable) each gate is "not decided", neither
- * regressed nor judged, and the status is 4 when there is a gate.
+ * regressed nor judged, and the status is 4 when there is a gate: then "gates not decided:
+ * exit 4" is printed too (under -j, "gates_decided": false).
  */
 int cmp_gates_say(const struct cmp_gates *g, const struct cmp_result *r, bool decided,
 		  struct jw *w);

@@ -215,7 +215,7 @@ static int run_compare(const struct compare_args *a)
 		jw_str(&w, "a_path", a->a);
 		jw_str(&w, "b_path", a->b);
 		cmp_write_json(r, &w);
-		status = cmp_gates_say(&a->g, r, true, &w);
+		status = cmp_gates_say(&a->g, r, cmp_decided(r), &w);
 		jw_end_obj(&w);
 		if (w.oom)
 			errorf("out of memory");
@@ -228,7 +228,7 @@ static int run_compare(const struct compare_args *a)
 		cmp_print_text(r, stdout);
 		if (a->verbose)
 			cmp_print_why(r, stdout);
-		status = cmp_gates_say(&a->g, r, true, NULL);
+		status = cmp_gates_say(&a->g, r, cmp_decided(r), NULL);
 		if (fflush(stdout) || ferror(stdout)) {
 			errorf("writing the output: %s", strerror(errno));
 			status = 1;

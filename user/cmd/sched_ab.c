@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
@@ -746,10 +747,11 @@ out:
 }
 
 /*
- * Reliable: the control judged at least half as many quantiles as the comparison did (it has
- * half the rounds a side) and called none changed. compare's intervals are simultaneous at alpha over the table, so a single change
- * between A and A already says the noise is beyond what they allow for (a rate of alpha over
- * the quantiles, as before, let a control of 12 quantiles call none and one of 40 call two).
+ * Reliable: no round lost events (drops), and the control judged at least half as many
+ * quantiles as the comparison did (it has half the rounds a side) and called none changed.
+ * compare's intervals are simultaneous at alpha over the table, so a single change between A
+ * and A already says the noise is beyond what they allow for (a rate of alpha over the
+ * quantiles, as before, let a control of 12 quantiles call none and one of 40 call two).
  */
 static void judge(struct verdicts *v)
 {
@@ -758,7 +760,11 @@ static void judge(struct verdicts *v)
 	cmp_changes(v->ab, &ab_compared);
 	if (v->aa)
 		v->aa_changes = cmp_changes(v->aa, &v->aa_compared);
-	if (!v->aa)
+	if (!cmp_decided(v->ab))
+		snprintf(v->reason, sizeof(v->reason), "the tracer lost events it saw (drops: A "
+			 "%" PRIu64 ", B %" PRIu64 "): the histograms miss them", v->ab->a_drops,
+			 v->ab->b_drops);
+	else if (!v->aa)
 		snprintf(v->reason, sizeof(v->reason), "the A/A control could not be run (%s): "
 			 "the machine's noise is unknown", v->aa_why);
 	else if (!v->aa_compared)
@@ -795,13 +801,7 @@ static void half_rounds(const struct sab *a, int h, char *buf, size_t len)
  */
 static int gates_status(const struct sab *a, const struct verdicts *v, struct jw *w)
 {
-	int status = cmp_gates_say(&a->gates, v->ab, v->reliable, w);
-
-	if (status == 4 && w)
-		jw_bool(w, "gates_decided", false);
-	else if (status == 4)
-		printf("gates not decided: exit 4\n");
-	return status;
+	return cmp_gates_say(&a->gates, v->ab, v->reliable, w);
 }
 
 static void print_text(const struct sab *a, struct verdicts *v)

@@ -37,6 +37,7 @@ struct srow {
 	uint16_t *slot;
 	uint64_t *cnt;
 	size_t npairs, pcap;
+	uint64_t unmeasured;	/* the row's events whose value could not be known */
 };
 
 struct cmp_set {
@@ -45,6 +46,7 @@ struct cmp_set {
 	size_t *table;		/* open addressing: row index + 1, 0 empty */
 	size_t tcap;
 	uint32_t nintervals, nfiles;
+	uint64_t drops;		/* events the tracer saw and could not record, every interval */
 	const char *scheme;	/* the bucket scheme the meta records declare; NULL: none seen */
 	const char *scheme_file;
 	struct strpool pool;
@@ -256,7 +258,10 @@ int cmp_set_add_interval(struct cmp_set *s, const struct interval *iv)
 			errorf("out of memory reading intervals");
 			return -1;
 		}
+		s->rows[k].unmeasured += r->h.unmeasured;
 	}
+	for (i = 0; i < (size_t)iv->ndrops; i++)
+		s->drops += iv->drops[i].n;
 	s->nintervals++;
 	return 0;
 }
@@ -965,8 +970,10 @@ static int run_row(const struct cmp_set *a, const struct srow *ra, const struct 
 	side_weigh(&B, NULL);
 	out->a.count = (uint64_t)A.total;
 	out->a.intervals = A.ndrawn;
+	out->a.unmeasured = ra->unmeasured;
 	out->b.count = (uint64_t)B.total;
 	out->b.intervals = B.ndrawn;
+	out->b.unmeasured = rb->unmeasured;
 	row_hist(ra, &out->a.h);
 	row_hist(rb, &out->b.h);
 	err = 0;
@@ -1012,6 +1019,8 @@ struct cmp_result *cmp_run(const struct cmp_set *a, const struct cmp_set *b,
 	res->b_intervals = b->nintervals;
 	res->a_files = a->nfiles;
 	res->b_files = b->nfiles;
+	res->a_drops = a->drops;
+	res->b_drops = b->drops;
 	for (i = 0; i < a->nrows; i++) {
 		j = row_find(b, a->rows[i].key);
 		if (j < 0) {

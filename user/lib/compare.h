@@ -62,6 +62,7 @@ const char *cmp_verdict_name(enum cmp_verdict v);	/* "not enough data", "no chan
 /* One side of a row. */
 struct cmp_side {
 	uint64_t count;		/* samples */
+	uint64_t unmeasured;	/* events of the row whose value could not be known */
 	uint32_t intervals;	/* intervals holding samples of the row */
 	double q[CMP_NQ];	/* ns; NAN when the side has no samples */
 	struct hist h;		/* every interval of the side merged (for the CDFs) */
@@ -94,6 +95,9 @@ struct cmp_result {
 	int family;		/* cells whose intervals are simultaneous (enough data) */
 	double widen;		/* how much simultaneity widened each interval (1: alone) */
 	uint32_t a_intervals, b_intervals, a_files, b_files;
+	/* events each side's tracer saw and could not record (drops): its histograms miss them,
+	 * so a verdict on them is not sure and no gate is decided (cmp_decided) */
+	uint64_t a_drops, b_drops;
 	struct cmp_row *rows;	/* by layer, stage order, label set */
 	size_t nrows;
 	struct cmp_lone *lone;
@@ -107,6 +111,11 @@ struct cmp_result {
  */
 struct cmp_result *cmp_run(const struct cmp_set *a, const struct cmp_set *b,
 			   const struct cmp_opts *o);
+/* Neither side lost events: its gates can be decided. */
+static inline bool cmp_decided(const struct cmp_result *r)
+{
+	return !r->a_drops && !r->b_drops;
+}
 /* Cells (row x quantile) called faster or slower; *ncompared: cells with a verdict at all. */
 int cmp_changes(const struct cmp_result *r, int *ncompared);
 /* Is layer:stage slower at quantile qi in any label set? *found: the stage was compared. */

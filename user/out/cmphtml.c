@@ -94,6 +94,12 @@ static void header(const struct cmp_result *r, const char *a, const char *b, str
 	esc(s, b);
 	sbuf_printf(s, "</code> (%u intervals, %u file%s)</p>", r->b_intervals, r->b_files,
 		    r->b_files == 1 ? "" : "s");
+	if (!cmp_decided(r))
+		sbuf_printf(s, "<div class=\"drops\" id=\"drops\" role=\"alert\"><strong>Events "
+			    "were dropped</strong>: the tracer saw them and could not record them "
+			    "(A %" PRIu64 ", B %" PRIu64 "), so the histograms miss them. No verdict "
+			    "below is sure, and no gate passes or fails. See <code>--inflight</code> "
+			    "in iostrata(8).</div>\n", r->a_drops, r->b_drops);
 	sbuf_printf(s, "<p class=\"help\">Ratios B/A of each quantile, with %.0f%% intervals from "
 		    "a bootstrap over whole intervals (%d resamples, seed %llu), simultaneous "
 		    "over the %d quantiles compared (each widened %.2f&times;). A change is called "

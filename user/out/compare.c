@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* compare's text and JSON: one aligned table per layer, or the members of one JSON object. */
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -99,6 +100,10 @@ void cmp_print_text(const struct cmp_result *r, FILE *f)
 		r->a_intervals == 1 ? "" : "s", r->a_files, r->a_files == 1 ? "" : "s",
 		r->b_intervals, r->b_intervals == 1 ? "" : "s", r->b_files,
 		r->b_files == 1 ? "" : "s");
+	if (!cmp_decided(r))
+		fprintf(f, "DROPS: the tracer lost events it saw (A %" PRIu64 ", B %" PRIu64 "): "
+			"the histograms miss them, so no verdict below is sure and no gate is "
+			"decided\n", r->a_drops, r->b_drops);
 	fprintf(f, "a change is called when B/A's %.0f%% interval (simultaneous over %d quantiles, "
 		"widened %.2fx)\nlies wholly outside 1 +/- %.2f%%: the larger of twice the bucket "
 		"error and --threshold %.2f%%\n", 100 * (1 - r->o.alpha), r->family, r->widen,
@@ -116,6 +121,15 @@ void cmp_print_text(const struct cmp_result *r, FILE *f)
 	}
 	lone_lines(r, 'A', f);
 	lone_lines(r, 'B', f);
+	for (i = 0; i < r->nrows; i++) {	/* counted, value unknown: beside what was timed */
+		const struct cmp_row *w = &r->rows[i];
+
+		if (w->a.unmeasured || w->b.unmeasured)
+			fprintf(f, "unmeasured: %s %s %s: A %" PRIu64 " of %" PRIu64 ", B %" PRIu64
+				" of %" PRIu64 " (iostrata(8) says why)\n", w->layer, w->stage,
+				w->labels, w->a.unmeasured, w->a.unmeasured + w->a.count,
+				w->b.unmeasured, w->b.unmeasured + w->b.count);
+	}
 	fprintf(f, "\n%d of %d compared quantiles changed (%d slower, %d faster); %d without enough "
 		"data (-v says why)\n", changes, compared, slower, faster,
 		(int)(r->nrows * CMP_NQ) - compared);
@@ -140,6 +154,7 @@ static void side_json(struct jw *w, const char *key, const struct cmp_side *s)
 
 	jw_obj(w, key);
 	jw_u64(w, "count", s->count);
+	jw_u64(w, "unmeasured", s->unmeasured);
 	jw_u64(w, "intervals", s->intervals);
 	for (k = 0; k < CMP_NQ; k++)
 		jw_f64(w, cmp_q_name[k], s->q[k]);
@@ -171,11 +186,14 @@ void cmp_write_json(const struct cmp_result *r, struct jw *w)
 	jw_obj(w, "a");
 	jw_u64(w, "files", r->a_files);
 	jw_u64(w, "intervals", r->a_intervals);
+	jw_u64(w, "drops", r->a_drops);
 	jw_end_obj(w);
 	jw_obj(w, "b");
 	jw_u64(w, "files", r->b_files);
 	jw_u64(w, "intervals", r->b_intervals);
+	jw_u64(w, "drops", r->b_drops);
 	jw_end_obj(w);
+	jw_bool(w, "decided", cmp_decided(r));
 	jw_obj(w, "method");
 	jw_str(w, "resampling", "interval block bootstrap");
 	jw_u64(w, "resamples", (uint64_t)r->o.resamples);
