@@ -175,6 +175,78 @@ def test_no_drops_no_banner(tmp_path):
     assert 'id="drops"' not in (tmp_path / "r.html").read_text()
 
 
+def small_rec(path, intervals, n=20):
+    """A recording of block/device histograms: intervals is a list of (hists' labels list,
+    drops dict) per 1 s interval, each histogram n samples of 1 us."""
+    start = 1_700_000_000 * 10**9
+    lines = [{"type": "meta", "format": 1, "host": "h", "version": "test", "start_ns": start,
+              "argv": ["record"]}]
+    for t, (labels, drops) in enumerate(intervals):
+        lines.append({"type": "interval", "ts": start + (t + 1) * 10**9, "interval_ns": 10**9,
+                      "hists": [{"layer": "block", "stage": "device", "count": n,
+                                 "sum_ns": 1000 * n, "min_ns": 1000, "max_ns": 1000,
+                                 "unmeasured": 0, "buckets": [[992, 1024, n]], "labels": lb}
+                                for lb in labels], "drops": drops, "events": {}})
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return path
+
+
+def test_drops_beyond_the_named_ones_are_in_the_banner(tmp_path):
+    """The banner's total was the sum of the first 48 drop names met, zeros among them (a
+    recording names every counter): a drop under a 49th name had a red mark and no banner."""
+    rec = small_rec(tmp_path / "r.ndjson", [
+        ([{}], {f"zero_{i}": 0 for i in range(48)}),
+        ([{}], {"inflight_full": 7, **{f"a_{i}": 1 for i in range(40)}}),
+        ([{}], {f"b_{i}": 1 for i in range(40)})])     # 81 names with drops, 48 have room
+    report(rec, "-o", tmp_path / "r.html", check=True)
+    html = (tmp_path / "r.html").read_text()
+    assert "<strong>87 events were dropped</strong>" in html, html[:3000]
+    assert "inflight_full&nbsp;7" in html and "other&nbsp;33" in html
+    assert "zero_" not in html and "(in 2 of 3 intervals" in html
+
+
+def test_panel_ids_are_unique_after_renaming(tmp_path):
+    """Ids are slugs of the labels; a clash was renamed once ("all" + "-2"), never checked
+    again: a label set slugging to that new name ("all-2") gave two panels one id, one SVG
+    file for both, and a page with duplicate ids."""
+    rec = small_rec(tmp_path / "r.ndjson", [([{"comm": "all-2"}, {}], {})] * 4)
+    r = report(rec, "-o", tmp_path / "r.html", "--svg", tmp_path / "svg", check=True)
+    html = (tmp_path / "r.html").read_text()
+    ids = re.findall(r' id="([^"]+)"', html)
+    assert len(ids) == len(set(ids)), sorted(i for i in ids if ids.count(i) > 1)
+    n = int(re.search(r"(\d+) SVG files", r.stdout).group(1))
+    assert len(list((tmp_path / "svg").glob("*.svg"))) == n == 3, r.stdout
+
+
+def test_a_failed_page_replaces_no_svg(tmp_path):
+    """--force over an earlier --svg directory, with a page that cannot be written (no such
+    directory): the SVGs used to be put in place first, so the failed run had replaced them.
+    Now the page is written before any SVG is touched."""
+    rec = small_rec(tmp_path / "a.ndjson", [([{}], {})] * 4)
+    report(rec, "-o", tmp_path / "r.html", "--svg", tmp_path / "svg", check=True)
+    before = {f.name: f.read_bytes() for f in (tmp_path / "svg").iterdir()}
+    other = small_rec(tmp_path / "b.ndjson", [([{}], {})] * 9, n=50)
+    r = report(other, "-o", tmp_path / "nodir" / "r.html", "--svg", tmp_path / "svg", "--force")
+    assert_one_line_error(r, "cannot create")
+    assert r.returncode == 1
+    assert {f.name: f.read_bytes() for f in (tmp_path / "svg").iterdir()} == before
+
+
+def test_a_steady_load_has_no_stripes(tmp_path):
+    """180 intervals in 120 columns put 1 and 2 intervals in turn in a column: a steady load
+    showed as stripes. Columns now hold as many intervals each (90 columns of 2)."""
+    rec = small_rec(tmp_path / "r.ndjson", [([{}], {})] * 180, n=100)
+    report(rec, "-o", tmp_path / "r.html", "--svg", tmp_path / "svg", check=True)
+    (svg,) = (tmp_path / "svg").glob("*.svg")
+    root = ET.parse(svg).getroot()
+    cols = {}
+    for e in root.iter(SVG_NS + "rect"):
+        if e.get("data-n"):
+            cols[e.get("x")] = cols.get(e.get("x"), 0) + int(e.get("data-n"))
+    assert set(cols.values()) == {200}, sorted(set(cols.values()))
+    assert len(cols) == 90
+
+
 # ---------------------------------------------------------------------------------------------
 # damaged and foreign input
 

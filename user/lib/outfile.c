@@ -107,13 +107,16 @@ int outfile_write(const char *path, bool force, const void *buf, size_t len)
 	return err;
 }
 
-static int write_file(const char *path, bool force, const void *buf, size_t len)
+/*
+ * buf, whole, in a fresh file beside path (its name in tmp, PATH_MAX + 8 bytes), not yet in
+ * place. 0, or -1 with one line said and nothing left behind.
+ */
+int outfile_stage(const char *path, const void *buf, size_t len, char *tmp)
 {
-	char tmp[PATH_MAX + 8];
 	mode_t mask;
 	int fd, err;
 
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= sizeof(tmp)) {
+	if ((size_t)snprintf(tmp, PATH_MAX + 8, "%s.XXXXXX", path) >= PATH_MAX + 8) {
 		errorf("cannot create %s: %s", path, strerror(ENAMETOOLONG));
 		return -1;
 	}
@@ -127,7 +130,18 @@ static int write_file(const char *path, bool force, const void *buf, size_t len)
 	err = fchmod(fd, 0666 & ~mask) || fd_write_all(fd, buf, len);
 	if (close(fd))
 		err = 1;
-	if (err || put_in_place(tmp, path, force)) {
+	if (err) {
+		errorf("writing %s: %s", path, strerror(errno ? errno : EIO));
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+/* A staged file put at path (over an existing one only with force), or removed on failure. */
+int outfile_commit(const char *tmp, const char *path, bool force)
+{
+	if (put_in_place(tmp, path, force)) {
 		if (errno == EEXIST)
 			errorf("%s exists%s: choose another name", path,
 			       force ? " and is not a regular file" : ", made while writing it");
@@ -137,4 +151,11 @@ static int write_file(const char *path, bool force, const void *buf, size_t len)
 		return -1;
 	}
 	return 0;
+}
+
+static int write_file(const char *path, bool force, const void *buf, size_t len)
+{
+	char tmp[PATH_MAX + 8];
+
+	return outfile_stage(path, buf, len, tmp) || outfile_commit(tmp, path, force) ? -1 : 0;
 }

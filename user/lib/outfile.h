@@ -18,6 +18,12 @@ int outfile_allowed(const char *path, bool force, char *const *inputs, int n);
  * over an existing file only with force. 0, or -1 with one line said and nothing left behind. */
 int outfile_write(const char *path, bool force, const void *buf, size_t len);
 
+/* outfile_write in two steps, for a set of files put in place only once all are written:
+ * buf in a fresh file beside path, its name in tmp (PATH_MAX + 8 bytes); then that file put at
+ * path. Each 0, or -1 with one line said and the fresh file removed. */
+int outfile_stage(const char *path, const void *buf, size_t len, char *tmp);
+int outfile_commit(const char *tmp, const char *path, bool force);
+
 /*
  * SIGINT, SIGTERM and SIGHUP held off (pending, not lost) until outfile_release(): around a
  * set of files that must all be written or all undone, so that a Ctrl-C lands before or after

@@ -114,8 +114,8 @@ static void drops_banner(const struct report *r, struct sbuf *b)
 	size_t i;
 	int j, n = 0;
 
-	for (j = 0; j < r->ndrops; j++)
-		total += r->drops[j].n;
+	for (i = 0; i < r->nivs; i++)	/* every drop, named or not (the marks' own counts) */
+		total += r->ivs[i].drops;
 	if (total) {
 		sbuf_printf(b, "<div class=\"drops\" id=\"drops\" role=\"alert\"><strong>%" PRIu64
 			  " events were dropped</strong>: the tracer saw them and could not record "
@@ -127,6 +127,9 @@ static void drops_banner(const struct report *r, struct sbuf *b)
 			esc(b, r->drops[j].name);	/* names come from the file: escaped */
 			sbuf_printf(b, "&nbsp;%" PRIu64, r->drops[j].n);
 		}
+		if (r->drops_other)
+			sbuf_printf(b, "%sother&nbsp;%" PRIu64, n++ ? ", " : "By reason: ",
+				    r->drops_other);
 		for (i = 0, n = 0; i < r->nivs; i++)
 			n += r->ivs[i].drops != 0;
 		sbuf_printf(b, " (in %d of %zu intervals; red marks under the heatmaps show when). "

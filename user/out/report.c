@@ -101,13 +101,14 @@ void report_add_note(struct report *r, const char *note)
 /* FNV-1a over the layer, stage and labels. */
 static uint64_t key_hash(const struct rec *k, bool with_stage)
 {
-	const char *parts[8] = { k->layer, with_stage ? k->stage : "", k->disk, k->op, k->flags,
-				 k->syscall, k->opcode, k->comm };
+	/* every label same_key compares: one left out puts its series in one probe chain */
+	const char *parts[] = { k->layer, with_stage ? k->stage : "", k->disk, k->op, k->flags,
+				k->syscall, k->opcode, k->comm, k->cgroup };
 	uint64_t h = 1469598103934665603ULL;
 	const unsigned char *p;
-	int i;
+	size_t i;
 
-	for (i = 0; i < 8; i++) {
+	for (i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
 		for (p = (const unsigned char *)parts[i]; *p; p++)
 			h = (h ^ *p) * 1099511628211ULL;
 		h = (h ^ 0x1f) * 1099511628211ULL;
@@ -296,9 +297,11 @@ int report_add_interval(struct report *r, const struct interval *iv)
 	for (j = 0; j < iv->ndrops; j++) {
 		const char *name = strpool_intern(&r->pool, iv->drops[j].name);
 
+		if (!iv->drops[j].n)	/* a recording names every counter, most of them 0 */
+			continue;
 		ii->drops += iv->drops[j].n;
-		if (name)
-			counters_add(r->drops, &r->ndrops, name, iv->drops[j].n);
+		if (!name || counters_add(r->drops, &r->ndrops, name, iv->drops[j].n))
+			r->drops_other += iv->drops[j].n;	/* still shown, as "other" */
 	}
 	for (j = 0; j < iv->nevents; j++) {
 		const char *name = strpool_intern(&r->pool, iv->events[j].name);
@@ -581,11 +584,22 @@ static int panel_take(struct panel *p, struct series *s)
  * Per layer and stage: one big panel of every label set merged (the label set's own when the
  * layer has one), then the top label sets' small panels. Ids made unique.
  */
+/* Panel a's id is an earlier panel's. */
+static bool id_taken(const struct panel *p, int a)
+{
+	int b;
+
+	for (b = 0; b < a; b++)
+		if (!strcmp(p[a].id, p[b].id))
+			return true;
+	return false;
+}
+
 static int build_panels(struct report *r, struct panel **out, int *nout)
 {
 	struct series **v = malloc((r->nseries + 1) * sizeof(*v));
 	struct panel *panels = NULL, *p;
-	int n = 0, lsets, a, b, top = r->o.top;
+	int n = 0, lsets, a, top = r->o.top;
 	size_t i, j, k;
 
 	if (!v)
@@ -619,15 +633,15 @@ static int build_panels(struct report *r, struct panel **out, int *nout)
 			}
 		}
 	}
-	/* ids: the label text may repeat after slugging */
-	for (a = 0; a < n; a++)
-		for (b = 0; b < a; b++)
-			if (!strcmp(panels[a].id, panels[b].id)) {
-				size_t l = strlen(panels[a].id);
+	/* ids: the label text may repeat after slugging, and so may a renamed one ("x" + "-2"
+	 * being another panel's "x-2"): renamed until no earlier panel has it */
+	for (a = 0; a < n; a++) {
+		size_t l = strlen(panels[a].id);
+		int tries;
 
-				snprintf(panels[a].id + (l > 180 ? 180 : l), 20, "-%d", a);
-				break;
-			}
+		for (tries = 0; id_taken(panels, a); tries++)
+			snprintf(panels[a].id + (l > 180 ? 180 : l), 20, "-%d", a + tries * n);
+	}
 	free(v);
 	*out = panels;
 	*nout = n;
@@ -648,6 +662,17 @@ oom:
  */
 static const struct { int big_rpo, small_rpo; } levels[] = { { 16, 4 }, { 8, 4 }, { 4, 2 } };
 
+/* The most columns, at most cols, over which ivs intervals divide as evenly as they can. */
+static int even_cols(int ivs, int cols)
+{
+	int k;
+
+	if (ivs <= cols)
+		return cols;
+	k = (ivs + cols - 1) / cols;	/* intervals a column */
+	return (ivs + k - 1) / k;
+}
+
 static size_t bin_pass(const struct report *r, struct panel *p, int n, int level, double scale)
 {
 	int i, cols, ivs = (int)(r->nivs < 100000 ? r->nivs : 100000);
@@ -659,6 +684,9 @@ static size_t bin_pass(const struct report *r, struct panel *p, int n, int level
 			cols = MIN_COLS;
 		if (cols > ivs)
 			cols = ivs > 0 ? ivs : 1;
+		/* as many intervals in every column: 180 in 120 columns put 1 and 2 in turn, and
+		 * a steady load showed as stripes; 90 columns of 2 each */
+		cols = even_cols(ivs, cols);
 		p[i].rpo_cap = p[i].small ? levels[level].small_rpo : levels[level].big_rpo;
 		if (panel_bin(r, &p[i], cols))
 			return SIZE_MAX;
@@ -778,7 +806,7 @@ int report_write(struct report *r)
 	struct sbuf *svgs = NULL, page = { 0 };
 	struct svg_undo undo = { 0 };
 	int n = 0, i, err = -1;
-	char from[64], to[64];
+	char from[64], to[64], staged[PATH_MAX + 8];
 	sigset_t held;
 
 	if (rank_labelsets(r) || build_panels(r, &panels, &n) || bin_all(r, panels, n)) {
@@ -795,9 +823,22 @@ int report_write(struct report *r)
 	html_page(r, panels, n, svgs, &page);
 	/* the SVGs and the page are written whole, or what was written is undone: an interrupt
 	 * waits for either end */
+	if (page.oom) {
+		errorf("out of memory rendering %s", r->o.html);
+		goto out;
+	}
+	/* the page is staged first: where it cannot be written (no such directory, no room), no
+	 * SVG is replaced either */
 	held = outfile_hold();
-	if ((r->o.svg_dir && write_svgs(r, panels, n, &undo)) ||
-	    report_write_file(r->o.html, r->o.force, &page)) {
+	if (outfile_stage(r->o.html, page.p, page.len, staged)) {
+		outfile_release(&held);
+		goto out;
+	}
+	if (r->o.svg_dir && write_svgs(r, panels, n, &undo))
+		unlink(staged);
+	else if (!outfile_commit(staged, r->o.html, r->o.force))	/* its file gone if not */
+		staged[0] = '\0';
+	if (staged[0]) {
 		svg_undo(r, panels, &undo);
 		outfile_release(&held);
 		goto out;

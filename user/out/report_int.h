@@ -69,6 +69,7 @@ struct report {
 	size_t nnotes;
 	struct counter drops[MAX_COUNTERS], events[MAX_COUNTERS];
 	int ndrops, nevents;
+	uint64_t drops_other;	/* drops under names beyond MAX_COUNTERS (recordings merged) */
 	struct strpool pool;	/* names kept: layers, stages, counters */
 	uint64_t t0, t1;	/* the recording's span: first interval's start, last's end */
 };
