@@ -271,8 +271,32 @@ static void test_fold(void)
 	free(h);
 }
 
+/* A value never prints as 1000 of a unit: it is 1 of the next. */
+static void test_units(void)
+{
+	static const struct { uint64_t ns; const char *s; } v[] = {
+		{ 999, "999ns" }, { 1000, "1.00us" }, { 9994, "9.99us" }, { 999499, "999us" },
+		{ 999500, "1.00ms" }, { 999700, "1.00ms" }, { 1000000, "1.00ms" },
+		{ 999499999, "999ms" }, { 999700000, "1.00s" },
+	};
+	static const struct { double ns; const char *s; } w[] = {
+		{ 999.4, "999ns" }, { 999.7, "999.7ns" }, { 999.97, "1.000us" },
+		{ 999960.0, "1.000ms" }, { 12345.0, "12.35us" },
+	};
+	char b[32];
+	size_t i;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+		CHECK(!strcmp(fmt_ns(b, sizeof(b), v[i].ns, false), v[i].s), "fmt_ns %llu: %s, "
+		      "not %s", (unsigned long long)v[i].ns, b, v[i].s);
+	for (i = 0; i < sizeof(w) / sizeof(w[0]); i++)
+		CHECK(!strcmp(fmt_ns4(b, sizeof(b), w[i].ns), w[i].s), "fmt_ns4 %g: %s, not %s",
+		      w[i].ns, b, w[i].s);
+}
+
 int main(void)
 {
+	test_units();
 	test_buckets();
 	test_percentiles();
 	test_mend();

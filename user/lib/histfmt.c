@@ -188,9 +188,9 @@ char *fmt_ns(char *buf, size_t len, uint64_t ns, bool in_ms)
 		snprintf(buf, len, "%.3fms", v / 1e6);
 	else if (ns < 1000)
 		snprintf(buf, len, "%lluns", (unsigned long long)ns);
-	else if (ns < 1000000)
+	else if (ns < 999500)	/* what would round to "1000us" is "1.00ms" */
 		snprintf(buf, len, "%.*fus", v < 1e4 ? 2 : v < 1e5 ? 1 : 0, v / 1e3);
-	else if (ns < 1000000000)
+	else if (ns < 999500000)
 		snprintf(buf, len, "%.*fms", v < 1e7 ? 2 : v < 1e8 ? 1 : 0, v / 1e6);
 	else
 		snprintf(buf, len, "%.2fs", v / 1e9);
@@ -202,7 +202,7 @@ char *fmt_ns4(char *buf, size_t len, double ns)
 	static const char *const unit[] = { "ns", "us", "ms", "s" };
 	int u = 0;
 
-	if (ns < 1000) {
+	if (ns < 999.5) {	/* what would round to "1000ns" is "1.000us" */
 		snprintf(buf, len, "%.0fns", ns);
 		return buf;
 	}
