@@ -503,6 +503,31 @@ def test_dashboard_shape():
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+def test_device_class_rule_names_every_kind_of_disk(tmp_path):
+    """The rules' device class is the disk's name without its number. The regex allowed one
+    letter after the stem: sdaa (the 27th SCSI disk) became class "sda", vdaa "vda", and the
+    folded device "other" "othe". promtool evaluates the rule on a series per disk name."""
+    classes = {"sda": "sd", "sdaa": "sd", "sdzz": "sd", "vdb": "vd", "vdaa": "vd",
+               "xvda": "xvd", "xvdab": "xvd", "hdc": "hd", "nvme0n1": "nvme",
+               "nvme12n3": "nvme", "dm-3": "dm", "mmcblk0": "mmcblk", "loop7": "loop",
+               "md127": "md", "zram0": "zram", "nbd15": "nbd", "other": "other"}
+    series = [{"series": f'iostrata_latency_seconds_bucket{{layer="block",device="{d}",'
+                         f'stage="device",op="{d}",le="0.001"}}', "values": "0+60x10"}
+              for d in classes]
+    expected = [{"labels": f'device_class:iostrata_latency_seconds_bucket:rate5m'
+                           f'{{device_class="{c}",stage="device",op="{d}",le="0.001"}}',
+                 "value": 1} for d, c in classes.items()]
+    test = {"rule_files": [str(RULES)], "evaluation_interval": "1m",
+            "tests": [{"interval": "1m", "input_series": series,
+                       "promql_expr_test": [{"expr": "device_class:iostrata_latency_seconds_"
+                                                     "bucket:rate5m", "eval_time": "10m",
+                                             "exp_samples": expected}]}]}
+    (tmp_path / "t.yml").write_text(json.dumps(test))     # JSON is YAML
+    r = subprocess.run(["promtool", "test", "rules", str(tmp_path / "t.yml")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
 # ---------------------------------------------------------------------------------------------
 # acceptance 3: abuse
 
