@@ -43,6 +43,7 @@ struct prom {
 	struct series *s;		/* append only: a series never goes away */
 	size_t ns, cap;
 	size_t regular;			/* series not folded ("other") */
+	size_t host_only;		/* folded series keeping their host labels (fold) */
 	uint32_t *table;		/* open addressing: index + 1 into s, 0 empty */
 	size_t tcap;
 	struct named drops[MAX_COUNTERS], events[MAX_COUNTERS];
@@ -161,13 +162,18 @@ static void key_of(const struct prom *p, const struct rec *r, struct series *k)
 		utf8_printable(r->cgroup, k->cgroup, sizeof(k->cgroup));
 }
 
-/* Over the cap: the same layer and stage, every other label it has "other". */
-static void fold(struct series *k)
+/*
+ * Over the cap: the labels that grow with the workload (process, cgroup, opcode) "other"; the
+ * host's own (device, op, syscall) kept, so that a disk attached later, or one whose label
+ * sets came after a crowd of short-lived processes, is still seen under its name. With
+ * host_too (over the cap again), every label "other": the same layer and stage only.
+ */
+static void fold(struct series *k, bool host_too)
 {
-	char *v[] = { k->device, k->op, k->syscall, k->opcode, k->comm, k->cgroup };
+	char *v[] = { k->opcode, k->comm, k->cgroup, k->device, k->op, k->syscall };
 	size_t i;
 
-	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+	for (i = 0; i < (host_too ? 6u : 3u); i++)
 		if (*v[i])
 			strcpy(v[i], "other");
 }
@@ -304,14 +310,22 @@ static long series_for(struct prom *p, const struct rec *r, struct fold_set *f)
 	if (p->regular >= p->o.max_series) {
 		if (fold_new(f, &k))
 			p->folded++;
-		fold(&k);
+		fold(&k, false);
 		slot = lookup(p, &k);
 		if (*slot)
 			return (long)*slot - 1;
+		if (p->host_only >= p->o.max_series) {
+			fold(&k, true);
+			slot = lookup(p, &k);
+			if (*slot)
+				return (long)*slot - 1;
+		} else {
+			p->host_only++;
+		}
 	} else {
 		p->regular++;
 	}
-	/* beyond the cap only the "other" series are made: at most one per layer and stage */
+	/* beyond twice the cap only the all-"other" series are made: one per layer and stage */
 	return add_series(p, &k, slot) ? (long)p->ns - 1 : -1;
 }
 
