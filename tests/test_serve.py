@@ -286,6 +286,30 @@ def test_non_root_is_refused():
 
 
 @pytest.mark.root
+def test_capabilities_without_setuid_are_refused_before_attaching(no_bpf_leak):
+    """Started as a user with CAP_BPF and CAP_PERFMON alone (a service with User= and
+    AmbientCapabilities=), serve loaded and attached everything, then failed to become --user
+    (the bounding set needs CAP_SETPCAP, setgroups CAP_SETGID). Said before anything loads now;
+    with those capabilities given too, it starts."""
+    def serve_as_nobody(caps, *args):
+        return subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}",
+                               "--clear-groups", f"--inh-caps={caps}", f"--ambient-caps={caps}",
+                               str(IOSTRATA), "serve", "-v", "--listen",
+                               f"127.0.0.1:{free_port()}", *args],
+                              capture_output=True, text=True, timeout=60,
+                              stdin=subprocess.DEVNULL)
+
+    r = serve_as_nobody("+bpf,+perfmon", "--duration", "1")
+    assert r.returncode == 1, r
+    line = assert_one_line_error(r, "cannot become --user nobody once attached",
+                                 "CAP_SETPCAP, CAP_SETGID")
+    assert "CAP_SETUID" not in line     # already uid nobody: no uid change
+    r = serve_as_nobody("+bpf,+perfmon,+setpcap,+setgid", "--duration", "1", "-l", "uring")
+    assert r.returncode == 0, r.stderr
+    assert "running as uid" in r.stderr, r.stderr
+
+
+@pytest.mark.root
 def test_port_in_use_is_said_before_anything_loads(no_bpf_leak):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

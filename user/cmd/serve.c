@@ -398,6 +398,7 @@ int cmd_serve(int argc, char **argv)
 	struct serve sv = { .lock = PTHREAD_MUTEX_INITIALIZER };
 	struct session *s = NULL;
 	struct sbuf idx = { 0 };
+	char need[64];
 	uid_t uid;
 	gid_t gid;
 	pthread_t th;
@@ -410,6 +411,12 @@ int cmd_serve(int argc, char **argv)
 	log_init("iostrata", log_json(), a.t.verbose);
 	if (!privileged()) {
 		errorf("must be run as root (loading BPF needs CAP_BPF and CAP_PERFMON)");
+		return 1;
+	}
+	/* becoming --user after attaching needs these: said now, not once everything is up */
+	if (uid && *privs_missing(uid, gid, need, sizeof(need))) {
+		errorf("cannot become --user %s once attached: this process lacks %s (run it as "
+		       "root, or give it those capabilities too)", a.user, need);
 		return 1;
 	}
 	sv.bpo = a.prom.buckets_per_octave;

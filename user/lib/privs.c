@@ -142,6 +142,31 @@ int drop_privileges_keeping(uid_t uid, gid_t gid, int keep)
 	return 0;
 }
 
+const char *privs_missing(uid_t uid, gid_t gid, char *buf, size_t len)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2] = { 0 };
+	static const struct { int cap; const char *name; } need[] = {
+		{ CAP_SETPCAP, "CAP_SETPCAP" },	/* the bounding set, emptied */
+		{ CAP_SETGID, "CAP_SETGID" },	/* setgroups(0), setresgid */
+		{ CAP_SETUID, "CAP_SETUID" },	/* setresuid */
+	};
+	size_t i, used = 0;
+
+	buf[0] = '\0';
+	if (syscall(SYS_capget, &h, d))
+		memset(d, 0, sizeof(d));
+	for (i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
+		if (need[i].cap == CAP_SETUID && uid == getuid() && uid == geteuid())
+			continue;
+		if (!(d[0].effective & (1u << need[i].cap)) && used < len)
+			used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
+						 need[i].name);
+	}
+	(void)gid;
+	return buf;
+}
+
 int drop_privileges(uid_t uid, gid_t gid)
 {
 	return drop_privileges_keeping(uid, gid, -1);

@@ -24,6 +24,12 @@ int drop_privileges(uid_t uid, gid_t gid);
  * process without CAP_BPF (kernel.unprivileged_bpf_disabled before Linux 5.19).
  */
 int drop_privileges_keeping(uid_t uid, gid_t gid, int keep);
+/*
+ * What drop_privileges() needs to become uid/gid from here and this process lacks (effective):
+ * "CAP_SETUID, CAP_SETPCAP" in buf, "" when nothing. To be asked before the work worth
+ * dropping privileges after (attaching), so that the lack is said before, not after it.
+ */
+const char *privs_missing(uid_t uid, gid_t gid, char *buf, size_t len);
 /* Empty the calling thread's capabilities (a thread that needs none, where another keeps one). */
 int thread_caps_clear(void);
 
