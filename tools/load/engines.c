@@ -355,6 +355,7 @@ int run_uring(struct job *j)
 	struct slots s;
 	unsigned int head, seen;
 	uint32_t n, i, took, pend = 0;
+	bool sq_full;
 	uint64_t t, pace, due, submits = 0;
 	int r, fd = j->fd;
 
@@ -404,12 +405,15 @@ int run_uring(struct job *j)
 	for (;;) {
 fill:
 		n = pend;	/* SQEs the kernel did not take yet come first */
+		sq_full = false;
 		while (n < submit_batch(&s) && s.nfree && job_more(j)) {
 			struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
 			struct io *io;
 
-			if (!sqe)	/* the SQ ring is full until the next submit */
+			if (!sqe) {	/* the SQ ring is full until the next submit */
+				sq_full = true;
 				break;
+			}
 			io = slot_get(&s);
 			job_prep(j, io);
 			switch (lo.op) {
@@ -453,6 +457,10 @@ fill:
 			 * what it took has been submitted, and the rest keep their place in batch.
 			 */
 			took = r > 0 ? ((uint32_t)r < n ? (uint32_t)r : n) : 0;
+			/* SQPOLL: r counts what the poller had not consumed yet; every SQE flushed to
+			 * the ring is its to take, and some may be done already */
+			if (lo.sqpoll && r >= 0)
+				took = n;
 			for (i = 0; i < took; i++)
 				batch[i]->t_sub = t;
 			pend = n - took;
@@ -467,6 +475,17 @@ fill:
 				sleep_until(now_ns() + SUBMIT_RETRY_NS);
 				continue;
 			}
+		}
+		if (!inflight(&s) && sq_full) {
+			/* SQPOLL: completions can be reaped before the poller moves the SQ head past
+			 * their SQEs, so the ring looks full with nothing in flight: wait for room,
+			 * not take the job for done */
+			r = io_uring_sqring_wait(&ring);
+			if (r < 0 && r != -EINTR && r != -EAGAIN) {
+				job_fail(j, -r, "waiting for room in the SQ ring: %s", strerror(-r));
+				break;
+			}
+			continue;
 		}
 		if (!inflight(&s)) {
 			if (job_idle(j))	/* --rate: the next is not due yet */
