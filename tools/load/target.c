@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,18 +36,13 @@ const char *target_describe(void)
 	return shown;
 }
 
+/* A file we made is kept (--keep) only once laid out whole: never a half-made one. */
+static volatile sig_atomic_t laid_out;
+
 void target_cleanup(void)
 {
-	if (created[0] && !lo.keep)
+	if (created[0] && (!lo.keep || !laid_out))
 		unlink(created);	/* async-signal-safe */
-	created[0] = '\0';
-}
-
-/* The file we were making, removed: it never was what was asked for. */
-static void unmake(void)
-{
-	if (created[0])
-		unlink(created);
 	created[0] = '\0';
 }
 
@@ -106,7 +102,7 @@ static int create_file(const char *p, bool temp)
 		     "5 %% of the filesystem is kept free", (unsigned long long)lo.size, p,
 		     (double)vfs.f_bavail * (double)vfs.f_frsize / 1048576.0);
 		close(fd);
-		unmake();
+		target_cleanup();
 		return -1;
 	}
 	err = lay_out(fd, lo.size);
@@ -117,9 +113,10 @@ static int create_file(const char *p, bool temp)
 		else
 			lerr("cannot lay out %llu bytes in %s: %s", (unsigned long long)lo.size,
 			     created, strerror(-err));
-		unmake();	/* half laid out: never kept, --keep or not */
+		target_cleanup();	/* half laid out: never kept, --keep or not */
 		return -1;
 	}
+	laid_out = 1;
 	snprintf(shown, sizeof(shown), "%s", created);
 	if (temp && !lo.keep) {
 		/* an unlinked temporary file cannot outlive us, whatever kills us */
