@@ -295,6 +295,16 @@ def test_drops_leave_the_gates_undecided(tmp_path):
     assert compare(a, b, "--html", tmp_path / "q.html").returncode == 0
     assert 'id="drops"' not in (tmp_path / "q.html").read_text()
 
+    # a CQE whose ring had no slot loses nothing the counts do not show (its reap is counted
+    # as unmeasured): uring_ring_full alone leaves the gates decided
+    ring = tmp_path / "ring.ndjson"
+    for x in lines:
+        if x["type"] == "interval":
+            x["drops"] = {"uring_ring_full": 5, "inflight_full": 0}
+    ring.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    doc = compare_json(a, ring, "--gate", "block:device:p50")
+    assert doc["decided"] and doc["b"]["drops"] == 0 and doc["gates"][0]["judged"], doc
+
 
 # ---- bad input and usage ----
 

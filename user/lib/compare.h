@@ -95,8 +95,9 @@ struct cmp_result {
 	int family;		/* cells whose intervals are simultaneous (enough data) */
 	double widen;		/* how much simultaneity widened each interval (1: alone) */
 	uint32_t a_intervals, b_intervals, a_files, b_files;
-	/* events each side's tracer saw and could not record (drops): its histograms miss them,
-	 * so a verdict on them is not sure and no gate is decided (cmp_decided) */
+	/* events each side's tracer saw and could not record (drops, but uring_ring_full, whose
+	 * reaps are counted as unmeasured): its histograms miss them, so a verdict on them is not
+	 * sure and no gate is decided (cmp_decided) */
 	uint64_t a_drops, b_drops;
 	struct cmp_row *rows;	/* by layer, stage order, label set */
 	size_t nrows;
