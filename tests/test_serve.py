@@ -844,6 +844,22 @@ def test_series_cap_folds_into_other(servers, no_bpf_leak):
     srv.stop()
 
 
+@pytest.mark.root
+def test_series_cap_without_workload_labels_folds_everything(servers, no_bpf_leak):
+    """Without -P, -O or -C a label set has no process, cgroup or opcode label to fold first:
+    over the cap it goes straight to the all-"other" series (folding nothing made a second
+    regular series past the cap)."""
+    srv = servers("-l", "syscall", "--max-series", "1")
+    load("--engine", "psync", "--ios", "200")
+    subprocess.run(["sh", "-c", "cat /etc/passwd /etc/group > /dev/null"], check=True)
+    count, s = srv.settled("iostrata_series_dropped_total")
+    hists = [dict(k) for k in histograms(s)]
+    assert len([k for k in hists if k["syscall"] != "other"]) == 1, hists
+    assert {"layer": "syscall", "stage": "duration", "syscall": "other"} in hists, hists
+    assert count > 0 and len(hists) == 2, hists
+    srv.stop()
+
+
 def named_preads(name, n):
     """n pread64 calls by a process that named itself `name` (bytes: prctl takes any)."""
     subprocess.run([sys.executable, "-c", f"""

@@ -99,8 +99,9 @@ struct prom *prom_new(const struct prom_opts *o)
 		return NULL;
 	p->o = *o;
 	make_buckets(p);
-	/* a load factor of at most one half, the "other" series included */
-	for (p->tcap = 64; p->tcap < 2 * ((size_t)o->max_series + 64); p->tcap *= 2)
+	/* a load factor of at most one half: max_series regular series, as many folded ones
+	 * keeping their host labels, and the all-"other" ones (one per layer and stage) */
+	for (p->tcap = 64; p->tcap < 2 * (2 * (size_t)o->max_series + 64); p->tcap *= 2)
 		;
 	p->table = calloc(p->tcap, sizeof(*p->table));
 	if (!p->table) {
@@ -168,14 +169,18 @@ static void key_of(const struct prom *p, const struct rec *r, struct series *k)
  * sets came after a crowd of short-lived processes, is still seen under its name. With
  * host_too (over the cap again), every label "other": the same layer and stage only.
  */
-static void fold(struct series *k, bool host_too)
+static bool fold(struct series *k, bool host_too)
 {
 	char *v[] = { k->opcode, k->comm, k->cgroup, k->device, k->op, k->syscall };
+	bool changed = false;
 	size_t i;
 
 	for (i = 0; i < (host_too ? 6u : 3u); i++)
-		if (*v[i])
+		if (*v[i] && strcmp(v[i], "other")) {
 			strcpy(v[i], "other");
+			changed = true;
+		}
+	return changed;
 }
 
 static int key_cmp(const struct series *a, const struct series *b)
@@ -310,18 +315,21 @@ static long series_for(struct prom *p, const struct rec *r, struct fold_set *f)
 	if (p->regular >= p->o.max_series) {
 		if (fold_new(f, &k))
 			p->folded++;
-		fold(&k, false);
-		slot = lookup(p, &k);
-		if (*slot)
-			return (long)*slot - 1;
-		if (p->host_only >= p->o.max_series) {
-			fold(&k, true);
+		/* its workload labels folded, while there is room for such series; with none to
+		 * fold (none asked for), the key would be a regular one: everything folds */
+		if (fold(&k, false)) {
 			slot = lookup(p, &k);
 			if (*slot)
 				return (long)*slot - 1;
-		} else {
-			p->host_only++;
+			if (p->host_only < p->o.max_series) {
+				p->host_only++;
+				return add_series(p, &k, slot) ? (long)p->ns - 1 : -1;
+			}
 		}
+		fold(&k, true);
+		slot = lookup(p, &k);
+		if (*slot)
+			return (long)*slot - 1;
 	} else {
 		p->regular++;
 	}
