@@ -232,19 +232,25 @@ def test_a_failed_page_replaces_no_svg(tmp_path):
     assert {f.name: f.read_bytes() for f in (tmp_path / "svg").iterdir()} == before
 
 
-def test_a_steady_load_has_no_stripes(tmp_path):
-    """180 intervals in 120 columns put 1 and 2 intervals in turn in a column: a steady load
-    showed as stripes. Columns now hold as many intervals each (90 columns of 2)."""
-    rec = small_rec(tmp_path / "r.ndjson", [([{}], {})] * 180, n=100)
+@pytest.mark.parametrize("nivs", [121, 180, 241])
+def test_a_steady_load_has_no_stripes(tmp_path, nivs):
+    """180 intervals in 120 columns put 1 and 2 intervals in turn in a column, and a cell's
+    colour was its count: a steady load showed as stripes. Colours are now counts scaled to a
+    column of as many intervals as the fullest (tooltips and data-n keep the count), at the
+    full 120 columns."""
+    rec = small_rec(tmp_path / "r.ndjson", [([{}], {})] * nivs, n=100)
     report(rec, "-o", tmp_path / "r.html", "--svg", tmp_path / "svg", check=True)
     (svg,) = (tmp_path / "svg").glob("*.svg")
     root = ET.parse(svg).getroot()
-    cols = {}
-    for e in root.iter(SVG_NS + "rect"):
-        if e.get("data-n"):
-            cols[e.get("x")] = cols.get(e.get("x"), 0) + int(e.get("data-n"))
-    assert set(cols.values()) == {200}, sorted(set(cols.values()))
-    assert len(cols) == 90
+    cells = [(e.get("x"), int(e.get("data-n")), e.get("fill"))
+             for e in root.iter(SVG_NS + "rect") if e.get("data-n")]
+    per = -(-nivs // 120)
+    assert len({x for x, _, _ in cells}) == 120, len(cells)
+    assert {n for _, n, _ in cells} <= {100 * k for k in range(per - 1, per + 1)}, cells
+    assert sum(n for _, n, _ in cells) == 100 * nivs
+    assert len({f for _, _, f in cells}) == 1, sorted({f for _, _, f in cells})
+    text = ET.tostring(root, encoding="unicode")
+    assert "per column of as many intervals" in text
 
 
 # ---------------------------------------------------------------------------------------------

@@ -348,7 +348,10 @@ void panel_unbin(struct panel *p)
 	free(p->colh);
 	free(p->rowlo);
 	free(p->rowhi);
+	free(p->colivs);
 	p->grid = p->colsum = p->colmax = p->rowlo = p->rowhi = NULL;
+	p->colivs = NULL;
+	p->colivs_max = 0;
 	p->colh = NULL;
 	p->cells = 0;
 }
@@ -401,11 +404,12 @@ int panel_bin(const struct report *r, struct panel *p, int cols)
 	p->colsum = calloc((size_t)cols, sizeof(*p->colsum));
 	p->colmax = calloc((size_t)cols, sizeof(*p->colmax));
 	p->colh = calloc((size_t)cols, sizeof(*p->colh));
+	p->colivs = calloc((size_t)cols, sizeof(*p->colivs));
 	p->rowlo = calloc((size_t)p->nrows, sizeof(*p->rowlo));
 	p->rowhi = calloc((size_t)p->nrows, sizeof(*p->rowhi));
 	col_of = malloc((r->nivs ? r->nivs : 1) * sizeof(*col_of));
-	if (!p->grid || !p->colsum || !p->colmax || !p->colh || !p->rowlo || !p->rowhi ||
-	    !col_of) {
+	if (!p->grid || !p->colsum || !p->colmax || !p->colh || !p->colivs || !p->rowlo ||
+	    !p->rowhi || !col_of) {
 		free(col_of);
 		panel_unbin(p);
 		return -1;
@@ -419,8 +423,11 @@ int panel_bin(const struct report *r, struct panel *p, int cols)
 		if (!p->rowhi[k])
 			p->rowhi[k] = slot >= HIST_OVERFLOW ? UINT64_MAX : hist_hi(slot);
 	}
-	for (i = 0; i < r->nivs; i++)
+	for (i = 0; i < r->nivs; i++) {
 		col_of[i] = report_column(r, i, cols);
+		if (++p->colivs[col_of[i]] > p->colivs_max)
+			p->colivs_max = p->colivs[col_of[i]];
+	}
 	for (s = 0; s < p->nser; s++) {
 		const struct series *se = p->ser[s];
 
@@ -662,17 +669,6 @@ oom:
  */
 static const struct { int big_rpo, small_rpo; } levels[] = { { 16, 4 }, { 8, 4 }, { 4, 2 } };
 
-/* The most columns, at most cols, over which ivs intervals divide as evenly as they can. */
-static int even_cols(int ivs, int cols)
-{
-	int k;
-
-	if (ivs <= cols)
-		return cols;
-	k = (ivs + cols - 1) / cols;	/* intervals a column */
-	return (ivs + k - 1) / k;
-}
-
 static size_t bin_pass(const struct report *r, struct panel *p, int n, int level, double scale)
 {
 	int i, cols, ivs = (int)(r->nivs < 100000 ? r->nivs : 100000);
@@ -684,9 +680,6 @@ static size_t bin_pass(const struct report *r, struct panel *p, int n, int level
 			cols = MIN_COLS;
 		if (cols > ivs)
 			cols = ivs > 0 ? ivs : 1;
-		/* as many intervals in every column: 180 in 120 columns put 1 and 2 in turn, and
-		 * a steady load showed as stripes; 90 columns of 2 each */
-		cols = even_cols(ivs, cols);
 		p[i].rpo_cap = p[i].small ? levels[level].small_rpo : levels[level].big_rpo;
 		if (panel_bin(r, &p[i], cols))
 			return SIZE_MAX;

@@ -90,6 +90,10 @@ struct panel {
 	int cols, rpo, key0, nrows;
 	uint64_t *grid;		/* cols x nrows, row 0 at the bottom */
 	uint64_t *colsum, *colmax;
+	/* the recording's intervals in each column, and the most in any: 180 intervals in 120
+	 * columns put 1 and 2 in turn, so cells are coloured by their count scaled to a column of
+	 * colivs_max (a steady load is one colour, not stripes); tooltips keep the count */
+	uint32_t *colivs, colivs_max;
 	struct hist *colh;	/* fine buckets per column: its percentiles */
 	uint64_t *rowlo, *rowhi;	/* row bounds in ns; rowhi UINT64_MAX: open-ended */
 	size_t cells;		/* non-empty */

@@ -90,6 +90,16 @@ static double scale_t(bool sqrt_scale, uint64_t n, uint64_t max)
 	return sqrt_scale ? sqrt((double)n / (double)max) : log1p((double)n) / log1p((double)max);
 }
 
+/* A count of column c as if the column held as many intervals as the fullest one. */
+static uint64_t col_scaled(const struct panel *p, int c, uint64_t n)
+{
+	uint32_t k = p->colivs[c];
+
+	if (!k || k == p->colivs_max)
+		return n;
+	return (uint64_t)llround((double)n * p->colivs_max / k);
+}
+
 static unsigned int cell_colour(bool sqrt_scale, uint64_t n, uint64_t max)
 {
 	/* from t = 0.12: the darkest purple would be too close to a dark page */
@@ -309,6 +319,17 @@ static void pct_line(const struct panel *p, const struct geom *g, uint32_t ppm,
 	sbuf_puts(b, "\"/>");
 }
 
+/* Columns holding different numbers of intervals: colours are counts scaled (col_scaled). */
+static bool uneven_cols(const struct panel *p)
+{
+	int c;
+
+	for (c = 0; c < p->cols; c++)
+		if (p->colivs[c] && p->colivs[c] != p->colivs_max)
+			return true;
+	return false;
+}
+
 static void legend(const struct report *r, const struct panel *p, const struct geom *g,
 		   uint64_t max, struct sbuf *b)
 {
@@ -344,8 +365,9 @@ static void legend(const struct report *r, const struct panel *p, const struct g
 		  x + 134, y + 10);
 	if (!p->small)
 		sbuf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">colour: %s of the "
-			  "count; %d rows per octave</text>", g->x1, y + 10,
-			  r->o.sqrt_scale ? "sqrt" : "log", p->rpo);
+			  "count%s; %d rows per octave</text>", g->x1, y + 10,
+			  r->o.sqrt_scale ? "sqrt" : "log", uneven_cols(p) ?
+			  " (per column of as many intervals)" : "", p->rpo);
 	sbuf_puts(b, "</g>");
 }
 
@@ -380,9 +402,12 @@ void svg_heatmap(const struct report *r, const struct panel *p, bool standalone,
 	bool cut;
 
 	geometry(p, &g);
-	for (i = 0; i < (size_t)p->cols * (size_t)p->nrows; i++)
-		if (p->grid[i] > max)
-			max = p->grid[i];
+	for (c = 0; c < p->cols; c++)
+		for (k = 0; k < p->nrows; k++) {
+			n = col_scaled(p, c, p->grid[(size_t)c * (size_t)p->nrows + (size_t)k]);
+			if (n > max)
+				max = n;
+		}
 	if (standalone)
 		sbuf_puts(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
 	snprintf(what, sizeof(what), "%s %s [%s]", p->layer, p->stage, p->labels);
@@ -454,7 +479,7 @@ void svg_heatmap(const struct report *r, const struct panel *p, bool standalone,
 				continue;
 			sbuf_printf(b, "<rect x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\" "
 				  "fill=\"#%06x\" data-lo=\"%" PRIu64 "\" data-hi=\"", x, ys[k], w, h,
-				  cell_colour(r->o.sqrt_scale, n, max), p->rowlo[k]);
+				  cell_colour(r->o.sqrt_scale, col_scaled(p, c, n), max), p->rowlo[k]);
 			if (p->rowhi[k] == UINT64_MAX)
 				sbuf_puts(b, "inf");
 			else
