@@ -19,6 +19,7 @@
 #include "json.h"
 #include "layer.h"
 #include "log.h"
+#include "privs.h"
 #include "session.h"
 #include "trace_opts.h"
 
@@ -259,15 +260,11 @@ static int features_print(const struct layer_report *reps, const char *const *na
 /* Root, or the capabilities loading and attaching tracing programs takes. */
 bool privileged(void)
 {
-	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
-	struct __user_cap_data_struct d[2] = { 0 };
 	uint64_t eff;
 
 	if (geteuid() == 0)
 		return true;
-	if (syscall(SYS_capget, &h, d))
-		return false;
-	eff = ((uint64_t)d[1].effective << 32) | d[0].effective;
+	eff = caps_effective();
 	return (eff & (1ULL << CAP_SYS_ADMIN)) ||
 	       ((eff & (1ULL << 39 /* CAP_BPF */)) && (eff & (1ULL << 38 /* CAP_PERFMON */)));
 }

@@ -795,15 +795,6 @@ static void half_rounds(const struct sab *a, int h, char *buf, size_t len)
 						 i + 1);
 }
 
-/*
- * The gates as compare judges them; but on verdicts the control calls unreliable a gate neither
- * passes nor fails: exit 4, said (a regression there could be noise, a pass could hide one).
- */
-static int gates_status(const struct sab *a, const struct verdicts *v, struct jw *w)
-{
-	return cmp_gates_say(&a->gates, v->ab, v->reliable, w);
-}
-
 static void print_text(const struct sab *a, struct verdicts *v)
 {
 	char h0[256], h1[256];
@@ -827,7 +818,8 @@ static void print_text(const struct sab *a, struct verdicts *v)
 		printf("verdicts: reliable (the A/A control called no change)\n");
 	else
 		printf("verdicts: UNRELIABLE: %s\n", v->reason);
-	v->regressed = gates_status(a, v, NULL);
+	/* on verdicts the control calls unreliable a gate neither passes nor fails: exit 4 */
+	v->regressed = cmp_gates_say(&a->gates, v->ab, v->reliable, NULL);
 	printf("%s: original restored: %s\n", a->disk, a->orig_text);
 }
 
@@ -875,7 +867,7 @@ static int print_json(const struct sab *a, struct verdicts *v)
 	jw_bool(&w, "reliable", v->reliable);
 	if (!v->reliable)
 		jw_str(&w, "reason", v->reason);
-	v->regressed = gates_status(a, v, &w);
+	v->regressed = cmp_gates_say(&a->gates, v->ab, v->reliable, &w);
 	jw_end_obj(&w);
 	err = w.oom ? -1 : jw_flush_line(&w, stdout);
 	jw_free(&w);

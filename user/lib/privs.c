@@ -142,10 +142,19 @@ int drop_privileges_keeping(uid_t uid, gid_t gid, int keep)
 	return 0;
 }
 
-const char *privs_missing(uid_t uid, gid_t gid, char *buf, size_t len)
+uint64_t caps_effective(void)
 {
 	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	struct __user_cap_data_struct d[2] = { 0 };
+
+	if (syscall(SYS_capget, &h, d))
+		return 0;
+	return ((uint64_t)d[1].effective << 32) | d[0].effective;
+}
+
+const char *privs_missing(uid_t uid, gid_t gid, char *buf, size_t len)
+{
+	uint64_t eff = caps_effective();
 	static const struct { int cap; const char *name; } need[] = {
 		{ CAP_SETPCAP, "CAP_SETPCAP" },	/* the bounding set, emptied */
 		{ CAP_SETGID, "CAP_SETGID" },	/* setgroups(0), setresgid */
@@ -154,12 +163,10 @@ const char *privs_missing(uid_t uid, gid_t gid, char *buf, size_t len)
 	size_t i, used = 0;
 
 	buf[0] = '\0';
-	if (syscall(SYS_capget, &h, d))
-		memset(d, 0, sizeof(d));
 	for (i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
 		if (need[i].cap == CAP_SETUID && uid == getuid() && uid == geteuid())
 			continue;
-		if (!(d[0].effective & (1u << need[i].cap)) && used < len)
+		if (!(eff & (1ULL << need[i].cap)) && used < len)
 			used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
 						 need[i].name);
 	}

@@ -3,6 +3,8 @@
 #ifndef IOSTRATA_PRIVS_H
 #define IOSTRATA_PRIVS_H
 
+#include <stdint.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 /* The uid and gid of NAME (from /etc/passwd: no NSS in a static binary) or of a number (its
@@ -24,6 +26,8 @@ int drop_privileges(uid_t uid, gid_t gid);
  * process without CAP_BPF (kernel.unprivileged_bpf_disabled before Linux 5.19).
  */
 int drop_privileges_keeping(uid_t uid, gid_t gid, int keep);
+/* This process's effective capabilities, bit n for capability n (0 when unknown). */
+uint64_t caps_effective(void);
 /*
  * What drop_privileges() needs to become uid/gid from here and this process lacks (effective):
  * "CAP_SETUID, CAP_SETPCAP" in buf, "" when nothing. To be asked before the work worth
