@@ -191,6 +191,23 @@ def small_rec(path, intervals, n=20):
     return path
 
 
+def test_what_the_meta_record_lacks_is_not_made_up(tmp_path):
+    """A meta record without cpus or start_ns: the header said "0 CPUs" and the Recording
+    section "started 1970-01-01". Neither is said now."""
+    rec = small_rec(tmp_path / "r.ndjson", [([{}], {})] * 3)
+    lines = [json.loads(l) for l in rec.read_text().splitlines()]
+    del lines[0]["start_ns"]
+    rec.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    report(rec, "-o", tmp_path / "r.html", check=True)
+    html = (tmp_path / "r.html").read_text()
+    assert "0 CPUs" not in html and "1970" not in html, html[:2000]
+    assert "<dt>started</dt><dd>not recorded</dd>" in html
+    lines[0]["cpus"] = 8
+    rec.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    report(rec, "-o", tmp_path / "s.html", check=True)
+    assert "8 CPUs" in (tmp_path / "s.html").read_text()
+
+
 def test_drops_beyond_the_named_ones_are_in_the_banner(tmp_path):
     """The banner's total was the sum of the first 48 drop names met, zeros among them (a
     recording names every counter): a drop under a 49th name had a red mark and no banner."""

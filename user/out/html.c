@@ -88,7 +88,9 @@ static void header(const struct report *r, struct sbuf *b)
 		esc(b, f->meta.host);
 		sbuf_puts(b, "</strong> &middot; Linux ");
 		esc(b, f->meta.kernel);
-		sbuf_printf(b, " &middot; %ld CPUs &middot; ", f->meta.cpus);
+		if (f->meta.cpus > 0)	/* a meta record without it: nothing said, not 0 */
+			sbuf_printf(b, " &middot; %ld CPUs", f->meta.cpus);
+		sbuf_puts(b, " &middot; ");
 	}
 	if (r->nivs) {
 		fmt_date(from, sizeof(from), r->t0);
@@ -428,12 +430,17 @@ static void recording(const struct report *r, struct sbuf *b)
 		esc(b, f->file);
 		sbuf_puts(b, "</dd>");
 		if (f->has_meta) {
-			fmt_date(when, sizeof(when), f->meta.start_ns);
+			if (f->meta.start_ns)
+				fmt_date(when, sizeof(when), f->meta.start_ns);
+			else	/* not in the meta record: not the epoch */
+				snprintf(when, sizeof(when), "not recorded");
 			sbuf_puts(b, "<dt>host</dt><dd>");
 			esc(b, f->meta.host);
 			sbuf_puts(b, "</dd><dt>kernel</dt><dd>");
 			esc(b, f->meta.kernel);
-			sbuf_printf(b, "</dd><dt>CPUs</dt><dd>%ld</dd><dt>iostrata</dt><dd>", f->meta.cpus);
+			if (f->meta.cpus > 0)
+				sbuf_printf(b, "</dd><dt>CPUs</dt><dd>%ld", f->meta.cpus);
+			sbuf_puts(b, "</dd><dt>iostrata</dt><dd>");
 			esc(b, f->meta.version);
 			sbuf_printf(b, " (format %d)</dd><dt>started</dt><dd>%s</dd><dt>command</dt><dd>",
 				  f->meta.format, when);
