@@ -293,6 +293,23 @@ def finish_dio(p):
     assert p.returncode == 0 and "done" in out, "the test's own I/O did not complete"
 
 
+@pytest.fixture
+def small_tmpfs(tmp_path):
+    """A tmpfs of `size` mounted on a directory of its own, unmounted afterwards."""
+    mounted = []
+
+    def mount(size):
+        d = tmp_path / f"tmpfs-{len(mounted)}"
+        d.mkdir()
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(d)],
+                       check=True)
+        mounted.append(d)
+        return d
+    yield mount
+    for d in mounted:
+        subprocess.run(["umount", str(d)], check=False)
+
+
 SLOWFS = ROOT / "bin" / "slowfs"
 
 

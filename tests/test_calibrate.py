@@ -69,23 +69,6 @@ def test_a_wrong_expectation_fails(no_bpf_leak):
     assert doc["result"] == "FAIL"
 
 
-@pytest.fixture
-def small_tmpfs(tmp_path):
-    """A tmpfs of `size` mounted on a directory of its own, unmounted afterwards."""
-    mounted = []
-
-    def mount(size):
-        d = tmp_path / f"tmpfs-{len(mounted)}"
-        d.mkdir()
-        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(d)],
-                       check=True)
-        mounted.append(d)
-        return d
-    yield mount
-    for d in mounted:
-        subprocess.run(["umount", str(d)], check=False)
-
-
 def test_not_on_a_disk_is_incomplete_not_pass(small_tmpfs, no_bpf_leak):
     """Files on tmpfs: the block and bio-link checks cannot be made, each said as SKIP with
     its reason; the rest pass. That is INCOMPLETE with exit 3, never PASS."""

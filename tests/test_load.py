@@ -340,27 +340,22 @@ def test_device_with_another_signature_is_refused(loopdev, name, where, magic):
 
 
 @pytest.mark.root
-def test_no_space_is_one_line(tmp_path):
-    mnt = tmp_path / "small"
-    mnt.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], check=True)
-    try:
-        # refused before a byte is written (5 % of a filesystem stays free), nothing left
-        assert_one_line_error(load("--file", mnt / "f", "--size", "8m", "--buffered",
-                                   "--ios", 1, check=False), "does not fit", "MiB free")
-        assert list(mnt.iterdir()) == []
-        assert_one_line_error(load("--file", mnt / "f", "--size", "1000k", "--buffered",
-                                   "--ios", 1, check=False), "does not fit")
-        assert list(mnt.iterdir()) == []
-        # the default temporary file, kept (--keep): refused the same way, nothing left
-        env = {**os.environ, "TMPDIR": str(mnt)}
-        assert_one_line_error(load("--size", "8m", "--buffered", "--ios", 1, "--keep",
-                                   check=False, env=env), "does not fit")
-        assert list(mnt.iterdir()) == []
-        r = load("--file", mnt / "f", "--size", "512k", "--buffered", "--ios", 1, check=False)
-        assert r.returncode == 0, r.stderr
-    finally:
-        subprocess.run(["umount", str(mnt)], check=True)
+def test_no_space_is_one_line(small_tmpfs):
+    mnt = small_tmpfs("1m")
+    # refused before a byte is written (5 % of a filesystem stays free), nothing left
+    assert_one_line_error(load("--file", mnt / "f", "--size", "8m", "--buffered",
+                               "--ios", 1, check=False), "does not fit", "MiB free")
+    assert list(mnt.iterdir()) == []
+    assert_one_line_error(load("--file", mnt / "f", "--size", "1000k", "--buffered",
+                               "--ios", 1, check=False), "does not fit")
+    assert list(mnt.iterdir()) == []
+    # the default temporary file, kept (--keep): refused the same way, nothing left
+    env = {**os.environ, "TMPDIR": str(mnt)}
+    assert_one_line_error(load("--size", "8m", "--buffered", "--ios", 1, "--keep",
+                               check=False, env=env), "does not fit")
+    assert list(mnt.iterdir()) == []
+    r = load("--file", mnt / "f", "--size", "512k", "--buffered", "--ios", 1, check=False)
+    assert r.returncode == 0, r.stderr
 
 
 @pytest.mark.parametrize("extra", [["--qd", "1"], ["--qd", "8", "--submit-batch", "4"],
