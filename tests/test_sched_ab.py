@@ -215,11 +215,15 @@ def test_json_and_gate(disk, tmp_path):
                                and doc["aa"]["compared"] > 0), (doc["aa"], judged, doc.get("reason"))
     (gate,) = doc["gates"]
     assert (gate["layer"], gate["stage"], gate["q"]) == ("block", "total", "p99")
-    # a gate on unreliable verdicts neither passes nor fails: exit 4
-    assert ("gates_decided" in doc) == (not doc["reliable"]), doc
-    if not doc["reliable"]:
+    # a gate on unreliable verdicts, or on one the events lost could change, neither passes
+    # nor fails: exit 4
+    assert gate["decided"] == (doc["reliable"] and not any(
+        c.get("lost") for row in doc["compare"]["rows"] if row["stage"] == "total"
+        for c in row["quantiles"] if c["q"] == "p99")), doc
+    assert ("gates_decided" in doc) == (not gate["decided"]), doc
+    if not gate["decided"]:
         assert gate["judged"] is False and gate["regressed"] is False, gate
-    assert r.returncode == (4 if not doc["reliable"] else 3 if gate["regressed"] else 0), \
+    assert r.returncode == (4 if not gate["decided"] else 3 if gate["regressed"] else 0), \
         r.stderr
 
 

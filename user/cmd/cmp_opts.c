@@ -77,12 +77,14 @@ int cmp_gates_check(const struct cmp_gates *g, const struct cmp_result *r)
 	return 0;
 }
 
-/* A gate whose quantile had not enough data in every label set passes, and says it could not
- * judge. */
-int cmp_gates_say(const struct cmp_gates *g, const struct cmp_result *r, bool decided,
+/*
+ * A gate whose quantile had not enough data in every label set passes, and says it could not
+ * judge; one whose verdict the events lost could change (in some label set) is not decided.
+ */
+int cmp_gates_say(const struct cmp_gates *g, const struct cmp_result *r, bool reliable,
 		  struct jw *w)
 {
-	bool found, slower, judged;
+	bool found, slower, judged, decided, lost;
 	int status = 0, i;
 
 	if (w)
@@ -90,9 +92,12 @@ int cmp_gates_say(const struct cmp_gates *g, const struct cmp_result *r, bool de
 	for (i = 0; i < g->n; i++) {
 		const struct cmp_gate *x = &g->g[i];
 
+		lost = cmp_stage_lost(r, x->layer, x->stage, x->q);
+		decided = reliable && !lost;
 		slower = decided && cmp_regressed(r, x->layer, x->stage, x->q, &found);
 		judged = decided && cmp_stage_compared(r, x->layer, x->stage, x->q) > 0;
-		status = !decided ? 4 : slower ? 3 : status;
+		/* a regression found is the answer, whatever another gate could not decide */
+		status = slower ? 3 : !decided && status != 3 ? 4 : status;
 		if (w) {
 			jw_obj(w, NULL);
 			jw_str(w, "layer", x->layer);
@@ -100,10 +105,12 @@ int cmp_gates_say(const struct cmp_gates *g, const struct cmp_result *r, bool de
 			jw_str(w, "q", cmp_q_name[x->q]);
 			jw_bool(w, "regressed", slower);
 			jw_bool(w, "judged", judged);
+			jw_bool(w, "decided", decided);
 			jw_end_obj(w);
 		} else {
 			printf("gate %s:%s:%s: %s\n", x->layer, x->stage, cmp_q_name[x->q],
-			       !decided ? "not decided (the verdicts are UNRELIABLE)" :
+			       !reliable ? "not decided (the verdicts are UNRELIABLE)" :
+			       lost ? "not decided (events lost could change its verdict)" :
 			       slower ? "REGRESSED (slower beyond the limit)" :
 			       judged ? "passed" : "passed without a verdict (not enough data)");
 		}

@@ -34,12 +34,13 @@ int cmp_opt(struct cmp_opts *o, struct cmp_gates *g, int opt, const char *arg);
 /* Does every gate name a layer and stage compared? 0, or -1 said. */
 int cmp_gates_check(const struct cmp_gates *g, const struct cmp_result *r);
 /*
- * The gates' outcome, printed (or into w under -j): 3 when one is slower, else 0. With
- * decided false (verdicts the caller found unreliable) each gate is "not decided", neither
- * regressed nor judged, and the status is 4 when there is a gate: then "gates not decided:
- * exit 4" is printed too (under -j, "gates_decided": false).
+ * The gates' outcome, printed (or into w under -j): 3 when one is slower, else 0. A gate is
+ * "not decided", neither regressed nor judged, when reliable is false (verdicts the caller
+ * found unreliable: every gate) or when the events lost withheld its verdict (cmp_stage_lost);
+ * then, unless a gate regressed, the status is 4 and "gates not decided: exit 4" is printed
+ * too (under -j, "gates_decided": false).
  */
-int cmp_gates_say(const struct cmp_gates *g, const struct cmp_result *r, bool decided,
+int cmp_gates_say(const struct cmp_gates *g, const struct cmp_result *r, bool reliable,
 		  struct jw *w);
 
 #endif

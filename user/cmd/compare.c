@@ -33,9 +33,10 @@ static const char usage_text[] =
 "no change, or not enough data. A change is called only when the interval lies\n"
 "wholly outside 1 +/- the larger of twice the bucket error (6.25%) and\n"
 "--threshold.\n"
-"Exit status: 0; 3 when a stage named by --gate got slower; 1 when the input\n"
-"cannot be read or compared or the --html file cannot be written; 2 for bad\n"
-"options.\n"
+"Exit status: 0; 3 when a stage named by --gate got slower; 4 when no gate got\n"
+"slower but events the tracer lost (drops) could change a gate's verdict; 1 when\n"
+"the input cannot be read or compared or the --html file cannot be written; 2\n"
+"for bad options.\n"
 "\n"
 "      --threshold=PCT   the smallest change called, in percent (default 5)\n"
 "      --gate=L:S:Q      exit 3 if layer L, stage S is slower at quantile Q\n"
@@ -215,7 +216,7 @@ static int run_compare(const struct compare_args *a)
 		jw_str(&w, "a_path", a->a);
 		jw_str(&w, "b_path", a->b);
 		cmp_write_json(r, &w);
-		status = cmp_gates_say(&a->g, r, cmp_decided(r), &w);
+		status = cmp_gates_say(&a->g, r, true, &w);
 		jw_end_obj(&w);
 		if (w.oom)
 			errorf("out of memory");
@@ -228,7 +229,7 @@ static int run_compare(const struct compare_args *a)
 		cmp_print_text(r, stdout);
 		if (a->verbose)
 			cmp_print_why(r, stdout);
-		status = cmp_gates_say(&a->g, r, cmp_decided(r), NULL);
+		status = cmp_gates_say(&a->g, r, true, NULL);
 		if (fflush(stdout) || ferror(stdout)) {
 			errorf("writing the output: %s", strerror(errno));
 			status = 1;

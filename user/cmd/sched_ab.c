@@ -104,7 +104,8 @@ static const char usage_text[] =
 "  -V, --version         show the version\n"
 "\n"
 "Exit status: 0, 3 when a --gate regressed, 4 when a --gate was given but the\n"
-"verdicts are UNRELIABLE, 1 on an error or a signal.\n"
+"verdicts are UNRELIABLE or events the tracer lost could change the gate's\n"
+"verdict, 1 on an error or a signal.\n"
 "\n"
 "Example: is none faster than mq-deadline for 4 KiB random reads on sdb?\n"
 "  iostrata sched-ab -d sdb mq-deadline none -- --device /dev/sdb --force --rw randread\n";
@@ -747,8 +748,9 @@ out:
 }
 
 /*
- * Reliable: no round lost events (drops), and the control judged at least half as many
- * quantiles as the comparison did (it has half the rounds a side) and called none changed.
+ * Reliable: the control judged at least half as many quantiles as the comparison did (it has
+ * half the rounds a side) and called none changed. Events the tracer lost are no reason: each
+ * interval holds whatever values they had, and a verdict they could change is withheld.
  * compare's intervals are simultaneous at alpha over the table, so a single change between A
  * and A already says the noise is beyond what they allow for (a rate of alpha over the
  * quantiles, as before, let a control of 12 quantiles call none and one of 40 call two).
@@ -760,11 +762,7 @@ static void judge(struct verdicts *v)
 	cmp_changes(v->ab, &ab_compared);
 	if (v->aa)
 		v->aa_changes = cmp_changes(v->aa, &v->aa_compared);
-	if (!cmp_decided(v->ab))
-		snprintf(v->reason, sizeof(v->reason), "the tracer lost events it saw (drops: A "
-			 "%" PRIu64 ", B %" PRIu64 "): the histograms miss them", v->ab->a_drops,
-			 v->ab->b_drops);
-	else if (!v->aa)
+	if (!v->aa)
 		snprintf(v->reason, sizeof(v->reason), "the A/A control could not be run (%s): "
 			 "the machine's noise is unknown", v->aa_why);
 	else if (!v->aa_compared)

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "compare.h"
+#include "layer.h"
 #include "log.h"
 #include "recread.h"
 #include "stats.h"
@@ -47,21 +48,47 @@ struct cmp_set {
 	size_t tcap;
 	uint32_t nintervals, nfiles;
 	uint64_t drops;		/* events the tracer saw and could not record, every interval */
+	uint64_t lost[NLAYERS];	/* of those, the ones of each layer (drop_layer) */
 	const char *scheme;	/* the bucket scheme the meta records declare; NULL: none seen */
 	const char *scheme_file;
 	struct strpool pool;
 };
 
+static bool ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), t = strlen(tail);
+
+	return n >= t && !strcmp(s + n - t, tail);
+}
+
 /*
  * A drop counter whose events are missing from the histograms: every one but a CQE whose ring
- * had no slot (uring_ring_full), whose reap is counted as unmeasured instead, so the samples
- * compared lack nothing the counts do not show.
+ * had no slot (uring_ring_full), whose reap is counted as unmeasured instead, and a slow
+ * request's snoop record (snoop_lost), whose sample the histograms still have.
  */
 static bool drop_loses_samples(const char *name)
 {
-	size_t n = strlen(name);
+	return !ends_with(name, "ring_full") && !ends_with(name, "snoop_lost");
+}
 
-	return !(n >= 9 && !strcmp(name + n - 9, "ring_full"));
+/*
+ * The layer whose histograms a drop counter's events are missing from: the one its name's
+ * prefix names (uring_inflight_full), else the one whose counters have no prefix (block). -1:
+ * none known (then every layer's rows are taken to miss them).
+ */
+static int drop_layer(const char *name)
+{
+	int i, plain = -1;
+	size_t n;
+
+	for (i = 0; i < NLAYERS; i++) {
+		n = strlen(layers[i]->name);
+		if (layers[i]->drops_unprefixed)
+			plain = i;
+		else if (!strncmp(name, layers[i]->name, n) && name[n] == '_')
+			return i;
+	}
+	return plain;
 }
 
 /* ---- the set ---- */
@@ -272,9 +299,17 @@ int cmp_set_add_interval(struct cmp_set *s, const struct interval *iv)
 		}
 		s->rows[k].unmeasured += r->h.unmeasured;
 	}
-	for (i = 0; i < (size_t)iv->ndrops; i++)
-		if (drop_loses_samples(iv->drops[i].name))
-			s->drops += iv->drops[i].n;
+	for (i = 0; i < (size_t)iv->ndrops; i++) {
+		int l;
+
+		if (!drop_loses_samples(iv->drops[i].name))
+			continue;
+		s->drops += iv->drops[i].n;
+		l = drop_layer(iv->drops[i].name);
+		for (k = 0; k < NLAYERS; k++)
+			if (l < 0 || l == k)
+				s->lost[k] += iv->drops[i].n;
+	}
 	s->nintervals++;
 	return 0;
 }
@@ -541,15 +576,18 @@ struct family {
 	struct cmp_cell **cell;
 	size_t n, cap;
 	float *reps;		/* cell i's log ratios: resample r at reps[i * resamples + r] */
+	/* the same with the events each side lost (drops) placed to lower (lo) or raise (hi)
+	 * the ratio most: equal to reps when neither side lost any (compare_row) */
+	float *lo, *hi;
 };
 
 /*
  * Room for the log ratios of the cells c[k] whose bit k is set in want, in k's order, each
- * resamples long: the first one's. NULL when out of memory.
+ * resamples long: the index of the first one. -1 when out of memory.
  */
-static float *family_add_row(struct family *f, struct cmp_cell *c, unsigned want)
+static long family_add_row(struct family *f, struct cmp_cell *c, unsigned want)
 {
-	size_t n = f->n, k;
+	size_t n = f->n, k, first = f->n;
 	float *rv;
 
 	for (k = 0; k < CMP_NQ; k++)
@@ -562,25 +600,30 @@ static float *family_add_row(struct family *f, struct cmp_cell *c, unsigned want
 			cap *= 2;
 		cv = realloc(f->cell, cap * sizeof(*cv));
 		if (!cv)
-			return NULL;
+			return -1;
 		f->cell = cv;
-		rv = realloc(f->reps, cap * (size_t)f->resamples * sizeof(*rv));
-		if (!rv)
-			return NULL;
-		f->reps = rv;
+		for (k = 0; k < 3; k++) {
+			float **pv = k == 0 ? &f->reps : k == 1 ? &f->lo : &f->hi;
+
+			rv = realloc(*pv, cap * (size_t)f->resamples * sizeof(*rv));
+			if (!rv)
+				return -1;
+			*pv = rv;
+		}
 		f->cap = cap;
 	}
-	rv = f->reps + f->n * (size_t)f->resamples;
 	for (k = 0; k < CMP_NQ; k++)
 		if (want & (1u << k))
 			f->cell[f->n++] = &c[k];
-	return rv;
+	return (long)first;
 }
 
 static void family_free(struct family *f)
 {
 	free(f->cell);
 	free(f->reps);
+	free(f->lo);
+	free(f->hi);
 	memset(f, 0, sizeof(*f));
 }
 
@@ -685,25 +728,74 @@ static double ratio(double b, double a)
 }
 
 /*
+ * Lost events (drops): m samples of unknown value missing from a side's n, a fraction e = m / n.
+ * Its q-th quantile over all n + m lies between the observed quantile at q - e (1 - q) (every
+ * lost one below every sample) and at q (1 + e) (every one above): at or below 0, the bound is
+ * 0; at or above 1, there is none (infinite). side_bound reads a side at such a level.
+ */
+static double level_below(double q, double e)
+{
+	return q - e * (1 - q);
+}
+
+static double level_above(double q, double e)
+{
+	return q * (1 + e);
+}
+
+static double side_bound(const struct side *sd, double p, bool upper, uint32_t *hint)
+{
+	double x;
+
+	if (!sd->total)
+		return NAN;
+	if (p <= 0)
+		return 0;
+	if (p >= 1)
+		return INFINITY;
+	x = side_quantile(sd, p, hint);
+	if (q_bounded_only(sd, x))	/* in the open-ended bucket: only its floor is sure */
+		return upper ? INFINITY : (double)hist_lo(HIST_OVERFLOW);
+	return x;
+}
+
+/* A bound's log ratio, finite for the float reps: 0 and infinite ratios as -/+1e30 (NAN kept). */
+static float log_bound(double b, double a)
+{
+	double v = log(ratio(b, a));
+
+	if (isnan(v))
+		return NAN;
+	return (float)fmax(fmin(v, 1e30), -1e30);
+}
+
+/*
  * Compare one row's sides: the point estimates into qa, qb and the cells; every cell with
  * enough data joins the family with its bootstrap's log(B/A), resample by resample (NAN when a
- * side drew none of the row's intervals). The seed is the same for every row, so that resample
- * r draws the same intervals in each: whole intervals are resampled, and the family's
- * resamples line up. 0, or -1 (out of memory).
+ * side drew none of the row's intervals), and the same with each side's lost events (ma, mb)
+ * placed to lower the ratio most and to raise it most. The seed is
+ * the same for every row, so that resample r draws the same intervals in each: whole intervals
+ * are resampled, and the family's resamples line up. 0, or -1 (out of memory).
  */
 static int compare_row(struct side *A, struct side *B, const struct cmp_opts *o,
-		       uint64_t seed, double qa[CMP_NQ], double qb[CMP_NQ],
-		       struct cmp_cell out[CMP_NQ], struct family *fam)
+		       uint64_t seed, uint64_t ma, uint64_t mb, double qa[CMP_NQ],
+		       double qb[CMP_NQ], struct cmp_cell out[CMP_NQ], struct family *fam)
 {
-	uint32_t ha[CMP_NQ] = { 0 }, hb[CMP_NQ] = { 0 };
+	uint32_t ha[CMP_NQ] = { 0 }, hb[CMP_NQ] = { 0 }, hal[CMP_NQ] = { 0 };
+	uint32_t hah[CMP_NQ] = { 0 }, hbl[CMP_NQ] = { 0 }, hbh[CMP_NQ] = { 0 };
+	bool lost = ma || mb;
 	unsigned want = 0;
 	struct rng rng;
-	float *reps;
-	double x, y;
+	size_t at;
+	long first;
+	double x, y, ea, eb;
 	int k, j, r;
 
 	side_weigh(A, NULL);
 	side_weigh(B, NULL);
+	/* fractions of each side's samples of the row: a resample keeps them */
+	ea = A->total ? (double)ma / A->total : 0;
+	eb = B->total ? (double)mb / B->total : 0;
 	for (k = 0; k < CMP_NQ; k++) {
 		memset(&out[k], 0, sizeof(out[k]));
 		qa[k] = A->total ? side_quantile(A, cmp_q[k], &ha[k]) : NAN;
@@ -723,8 +815,8 @@ static int compare_row(struct side *A, struct side *B, const struct cmp_opts *o,
 	}
 	if (!want)
 		return 0;
-	reps = family_add_row(fam, out, want);
-	if (!reps)
+	first = family_add_row(fam, out, want);
+	if (first < 0)
 		return -1;
 	rng_seed(&rng, seed);
 	for (r = 0; r < o->resamples; r++) {
@@ -733,12 +825,26 @@ static int compare_row(struct side *A, struct side *B, const struct cmp_opts *o,
 		for (k = 0, j = 0; k < CMP_NQ; k++) {
 			if (!(want & (1u << k)))
 				continue;
+			at = ((size_t)first + (size_t)j++) * (size_t)o->resamples + (size_t)r;
 			x = A->total ? side_quantile(A, cmp_q[k], &ha[k]) : NAN;
 			y = B->total ? side_quantile(B, cmp_q[k], &hb[k]) : NAN;
 			/* a resample's quantile only bounded is no value either: left out */
 			if (q_bounded_only(A, x) || q_bounded_only(B, y))
 				x = NAN;
-			reps[(size_t)j++ * o->resamples + r] = (float)log(ratio(y, x));
+			fam->reps[at] = (float)log(ratio(y, x));
+			if (!lost || isnan(x) || isnan(y)) {
+				fam->lo[at] = fam->hi[at] = fam->reps[at];
+				continue;
+			}
+			/* lowest: B's lost below its samples, A's above; highest: the other way */
+			fam->lo[at] = log_bound(side_bound(B, level_below(cmp_q[k], eb), false,
+							   &hbl[k]),
+						side_bound(A, level_above(cmp_q[k], ea), true,
+							   &hah[k]));
+			fam->hi[at] = log_bound(side_bound(B, level_above(cmp_q[k], eb), true,
+							   &hbh[k]),
+						side_bound(A, level_below(cmp_q[k], ea), false,
+							   &hal[k]));
 		}
 	}
 	return 0;
@@ -766,12 +872,46 @@ static inline double rep(const struct family *f, size_t i, int r)
 	return f->reps[i * (size_t)f->resamples + (size_t)r];
 }
 
+/* The verdict on an interval of B/A. */
+static enum cmp_verdict verdict_of(double lo, double hi, double limit)
+{
+	if (lo > 1 + limit)
+		return CMP_SLOWER;
+	if (hi < 1 - limit)
+		return CMP_FASTER;
+	return CMP_SAME;
+}
+
+/*
+ * Cell i's interval with the events each side lost placed at their worst (f->lo, f->hi), as
+ * wide as its own (widen m): [*lo, *hi], 0 and infinite where a bound has none. v: scratch.
+ */
+static void lost_interval(const struct family *f, size_t i, double m, double alpha, double *v,
+			  double *lo, double *hi)
+{
+	int R = f->resamples, r, kept;
+	double mid, end;
+
+	for (r = 0, kept = 0; r < R; r++)
+		if (!isnan(f->lo[i * (size_t)R + (size_t)r]))
+			v[kept++] = f->lo[i * (size_t)R + (size_t)r];
+	mid = quantile_select(v, (size_t)kept, 0.5);
+	end = quantile_select(v, (size_t)kept, alpha / 2);
+	*lo = kept && end > -1e29 ? exp(mid - m * fmax(mid - end, 1e-9)) : 0;
+	for (r = 0, kept = 0; r < R; r++)
+		if (!isnan(f->hi[i * (size_t)R + (size_t)r]))
+			v[kept++] = f->hi[i * (size_t)R + (size_t)r];
+	mid = quantile_select(v, (size_t)kept, 0.5);
+	end = quantile_select(v, (size_t)kept, 1 - alpha / 2);
+	*hi = kept && end < 1e29 ? exp(mid + m * fmax(end - mid, 1e-9)) : INFINITY;
+}
+
 static int family_decide(struct family *f, const struct cmp_opts *o, double *widen)
 {
 	int R = o->resamples, r, kept;
 	double *v = malloc((size_t)R * sizeof(*v)), *mid = calloc(f->n + 1, sizeof(*mid));
 	double *down = calloc(f->n + 1, sizeof(*down)), *up = calloc(f->n + 1, sizeof(*up));
-	double *dist = malloc((size_t)R * sizeof(*dist)), limit = limit_of(o), d, m = 1;
+	double *dist = malloc((size_t)R * sizeof(*dist)), limit = limit_of(o), d, m = 1, lo, hi;
 	bool *in = calloc(f->n + 1, sizeof(*in));
 	size_t i;
 	int err = -1;
@@ -813,12 +953,23 @@ static int family_decide(struct family *f, const struct cmp_opts *o, double *wid
 			snprintf(c->why, sizeof(c->why), "the interval has no finite bounds");
 			c->lo = c->hi = NAN;
 			c->v = CMP_NOT_ENOUGH;
-		} else if (c->lo > 1 + limit)
-			c->v = CMP_SLOWER;
-		else if (c->hi < 1 - limit)
-			c->v = CMP_FASTER;
-		else
-			c->v = CMP_SAME;
+			continue;
+		}
+		c->v = verdict_of(c->lo, c->hi, limit);
+		/*
+		 * Events lost: the interval holds whatever their values were. Equal to the one
+		 * above when none were; a verdict they could change is not given.
+		 */
+		lost_interval(f, i, m, o->alpha, v, &lo, &hi);
+		if (verdict_of(lo, hi, limit) != c->v) {
+			snprintf(c->why, sizeof(c->why), "events lost (drops) could undo it: %s "
+				 "without them, %.3f-%.3f with them", cmp_verdict_name(c->v), lo, hi);
+			c->v = CMP_NOT_ENOUGH;
+			c->lost = true;
+			lo = hi = NAN;
+		}
+		c->lo = lo;
+		c->hi = hi;
 	}
 	*widen = m;
 	err = 0;
@@ -957,6 +1108,16 @@ static int lone_add(struct cmp_result *res, struct strpool *pool, const struct s
 	return v->layer && v->stage && v->labels ? 0 : -1;
 }
 
+/* The events set s lost that row's histograms may miss: those of its layer. */
+static uint64_t set_lost(const struct cmp_set *s, const struct srow *row)
+{
+	int id;
+
+	if (!layer_by_name(row->layer, &id))
+		return s->drops;	/* a layer this build does not know: every lost event */
+	return s->lost[id];
+}
+
 /* Row ra of a against row rb of b, into out; its cells with enough data into fam. 0, or -1. */
 static int run_row(const struct cmp_set *a, const struct srow *ra, const struct cmp_set *b,
 		   const struct srow *rb, const struct cmp_opts *o, struct strpool *pool,
@@ -977,7 +1138,8 @@ static int run_row(const struct cmp_set *a, const struct srow *ra, const struct 
 	out->labels = strpool_intern(pool, ra->labels);
 	out->stage_order = ra->stage_order;
 	if (!out->layer || !out->stage || !out->labels ||
-	    compare_row(&A, &B, o, o->seed, out->a.q, out->b.q, out->c, fam))
+	    compare_row(&A, &B, o, o->seed, set_lost(a, ra), set_lost(b, rb), out->a.q, out->b.q,
+			out->c, fam))
 		goto out;
 	side_weigh(&A, NULL);
 	side_weigh(&B, NULL);
@@ -1108,6 +1270,30 @@ bool cmp_regressed(const struct cmp_result *r, const char *layer, const char *st
 	return slower;
 }
 
+int cmp_lost(const struct cmp_result *r)
+{
+	size_t i;
+	int k, n = 0;
+
+	for (i = 0; i < r->nrows; i++)
+		for (k = 0; k < CMP_NQ; k++)
+			n += r->rows[i].c[k].lost;
+	return n;
+}
+
+bool cmp_stage_lost(const struct cmp_result *r, const char *layer, const char *stage, int qi)
+{
+	size_t i;
+
+	if (qi < 0 || qi >= CMP_NQ)
+		return false;
+	for (i = 0; i < r->nrows; i++)
+		if (!strcmp(r->rows[i].layer, layer) && !strcmp(r->rows[i].stage, stage) &&
+		    r->rows[i].c[qi].lost)
+			return true;
+	return false;
+}
+
 int cmp_stage_compared(const struct cmp_result *r, const char *layer, const char *stage, int qi)
 {
 	size_t i;
@@ -1160,7 +1346,7 @@ static int aa_split(const struct cmp_set *s, int32_t **cell_of, const uint32_t *
 			side_free(&A);
 		if (err)
 			break;
-		err = compare_row(&A, &B, o, seed, qa, qb, cells + i * CMP_NQ, fam);
+		err = compare_row(&A, &B, o, seed, 0, 0, qa, qb, cells + i * CMP_NQ, fam);
 		side_free(&A);
 		side_free(&B);
 	}

@@ -72,7 +72,10 @@ struct cmp_side {
 struct cmp_cell {
 	enum cmp_verdict v;
 	double ratio;		/* B / A; NAN when a side is empty */
-	double lo, hi;		/* the (1 - alpha) interval of the ratio; NAN when not enough data */
+	/* the (1 - alpha) interval of the ratio, holding whatever values the events lost had
+	 * (0 or infinite where they leave it no bound); NAN when not enough data */
+	double lo, hi;
+	bool lost;		/* CMP_NOT_ENOUGH for the events lost: without them, a verdict */
 	char why[96];		/* CMP_NOT_ENOUGH: the reason */
 };
 
@@ -96,8 +99,9 @@ struct cmp_result {
 	double widen;		/* how much simultaneity widened each interval (1: alone) */
 	uint32_t a_intervals, b_intervals, a_files, b_files;
 	/* events each side's tracer saw and could not record (drops, but uring_ring_full, whose
-	 * reaps are counted as unmeasured): its histograms miss them, so a verdict on them is not
-	 * sure and no gate is decided (cmp_decided) */
+	 * reaps are counted as unmeasured, and snoop_lost): its histograms miss them. Each
+	 * interval holds whatever their values were; a verdict they could change is withheld
+	 * (cmp_cell.lost) */
 	uint64_t a_drops, b_drops;
 	struct cmp_row *rows;	/* by layer, stage order, label set */
 	size_t nrows;
@@ -112,11 +116,15 @@ struct cmp_result {
  */
 struct cmp_result *cmp_run(const struct cmp_set *a, const struct cmp_set *b,
 			   const struct cmp_opts *o);
-/* Neither side lost events: its gates can be decided. */
+/* Verdicts withheld for the events lost (cmp_cell.lost). */
+int cmp_lost(const struct cmp_result *r);
+/* None was: every cell is as it would be without them. */
 static inline bool cmp_decided(const struct cmp_result *r)
 {
-	return !r->a_drops && !r->b_drops;
+	return !cmp_lost(r);
 }
+/* Did the events lost withhold layer:stage's verdict at quantile qi in some label set? */
+bool cmp_stage_lost(const struct cmp_result *r, const char *layer, const char *stage, int qi);
 /* Cells (row x quantile) called faster or slower; *ncompared: cells with a verdict at all. */
 int cmp_changes(const struct cmp_result *r, int *ncompared);
 /* Is layer:stage slower at quantile qi in any label set? *found: the stage was compared. */

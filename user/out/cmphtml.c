@@ -94,12 +94,22 @@ static void header(const struct cmp_result *r, const char *a, const char *b, str
 	esc(s, b);
 	sbuf_printf(s, "</code> (%u intervals, %u file%s)</p>", r->b_intervals, r->b_files,
 		    r->b_files == 1 ? "" : "s");
-	if (!cmp_decided(r))
+	if (r->a_drops || r->b_drops) {
+		int lost = cmp_lost(r);
+
 		sbuf_printf(s, "<div class=\"drops\" id=\"drops\" role=\"alert\"><strong>Events "
 			    "were dropped</strong>: the tracer saw them and could not record them "
-			    "(A %" PRIu64 ", B %" PRIu64 "), so the histograms miss them. No verdict "
-			    "below is sure, and no gate passes or fails. See <code>--inflight</code> "
-			    "in iostrata(8).</div>\n", r->a_drops, r->b_drops);
+			    "(A %" PRIu64 ", B %" PRIu64 "), so the histograms miss them. Each "
+			    "interval holds whatever values they had; ", r->a_drops, r->b_drops);
+		if (lost)
+			sbuf_printf(s, "%d verdict%s they could change %s withheld (not enough "
+				    "data), and a gate on %s is not decided.", lost,
+				    lost == 1 ? "" : "s", lost == 1 ? "is" : "are",
+				    lost == 1 ? "it" : "them");
+		else
+			sbuf_puts(s, "they change no verdict.");
+		sbuf_puts(s, " See <code>--inflight</code> in iostrata(8).</div>\n");
+	}
 	sbuf_printf(s, "<p class=\"help\">Ratios B/A of each quantile, with %.0f%% intervals from "
 		    "a bootstrap over whole intervals (%d resamples, seed %llu), simultaneous "
 		    "over the %d quantiles compared (each widened %.2f&times;). A change is called "

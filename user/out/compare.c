@@ -19,6 +19,8 @@ static void ci_text(char *buf, size_t len, const struct cmp_cell *c)
 {
 	if (isnan(c->lo))
 		snprintf(buf, len, "-");
+	else if (isinf(c->hi))	/* the events lost leave it no upper bound */
+		snprintf(buf, len, "%.3f..inf", c->lo);
 	else
 		snprintf(buf, len, "%.3f..%.3f", c->lo, c->hi);
 }
@@ -100,10 +102,18 @@ void cmp_print_text(const struct cmp_result *r, FILE *f)
 		r->a_intervals == 1 ? "" : "s", r->a_files, r->a_files == 1 ? "" : "s",
 		r->b_intervals, r->b_intervals == 1 ? "" : "s", r->b_files,
 		r->b_files == 1 ? "" : "s");
-	if (!cmp_decided(r))
+	if (r->a_drops || r->b_drops) {
+		int lost = cmp_lost(r);
+
 		fprintf(f, "DROPS: the tracer lost events it saw (A %" PRIu64 ", B %" PRIu64 "): "
-			"the histograms miss them, so no verdict below is sure and no gate is "
-			"decided\n", r->a_drops, r->b_drops);
+			"the histograms miss them.\nEach interval below holds whatever values they "
+			"had; ", r->a_drops, r->b_drops);
+		if (lost)
+			fprintf(f, "%d verdict%s they could change %s withheld (-v says which)\n",
+				lost, lost == 1 ? "" : "s", lost == 1 ? "is" : "are");
+		else
+			fprintf(f, "they change no verdict\n");
+	}
 	fprintf(f, "a change is called when B/A's %.0f%% interval (simultaneous over %d quantiles, "
 		"widened %.2fx)\nlies wholly outside 1 +/- %.2f%%: the larger of twice the bucket "
 		"error and --threshold %.2f%%\n", 100 * (1 - r->o.alpha), r->family, r->widen,
@@ -230,6 +240,8 @@ void cmp_write_json(const struct cmp_result *r, struct jw *w)
 			jw_str(w, "verdict", cmp_verdict_name(c->v));
 			if (c->v == CMP_NOT_ENOUGH)
 				jw_str(w, "reason", c->why);
+			if (c->lost)
+				jw_bool(w, "lost", true);
 			jw_end_obj(w);
 		}
 		jw_end_arr(w);
