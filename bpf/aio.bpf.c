@@ -204,7 +204,7 @@ static long reap_one(__u64 i, struct walk *w)
 	if (!e)
 		return 0;
 	ts = e->ts;
-	if (ts && w->now >= ts && w->now - ts <= INFLIGHT_STALE_NS) {
+	if (ts && w->now >= ts && w->now - ts <= stale_ns) {
 		if (snoop_slow(ts, w->now))
 			snoop_aio(e, &ev, w->now);
 		h = hists_of(e->opcode, (e->flags & REQ_FL_KEY) | (ev.res < 0 ? REQ_FL_FAILED : 0),

@@ -280,7 +280,7 @@ static __always_inline int H(on_rq_complete)(struct request *rq, unsigned int nr
 		return 0;
 
 	now = bpf_ktime_get_ns();
-	issued = rq_take(RQ_AT(rq), PTR_U64(rq), now, &queued, &w, &link);
+	issued = rq_take(RQ_AT(rq), PTR_U64(rq), now, KR(rq, start_time_ns), &queued, &w, &link);
 	/*
 	 * Not issued, and no bio, or ended with 0 bytes though its bio has data buffers: the end
 	 * of a write the kernel ran as a flush sequence (PREFLUSH with data, or FUA emulated by a

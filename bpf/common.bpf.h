@@ -17,6 +17,11 @@ const volatile __u64 snoop_slower_ns;
 const volatile __u64 snoop_wake_bytes = SNOOP_RB_DEFAULT / 2;
 /* -C: histograms keyed by the submitter's cgroup v2 id */
 const volatile bool per_cgroup;
+/*
+ * How old a table entry may be and still be taken for a live one where nothing better tells a
+ * leftover from it (INFLIGHT_STALE_NS; --stale-after, testing, shortens it).
+ */
+const volatile __u64 stale_ns = INFLIGHT_STALE_NS;
 
 /*
  * The histogram generation, one for every layer: the session creates this map once, hands it to

@@ -111,7 +111,7 @@ static __always_inline __u64 inflight_take(__u64 ptr, __u64 now, __u64 *queued, 
 	if (w)
 		entry_who(e, w);
 	inflight_tab_free(e, ptr, 0);
-	if (ts <= now && now - ts > INFLIGHT_STALE_NS) {
+	if (ts <= now && now - ts > stale_ns) {
 		drop(DROP_INFLIGHT_STALE);
 		return 0;
 	}
@@ -255,9 +255,20 @@ static __always_inline int rq_put(__u64 hctx, __u32 tag, __u64 ptr, __u64 ts, __
 	return 0;
 }
 
-/* inflight_take for a request at completion, with the link rq_put noted (else REQ_LINK_WALK). */
-static __always_inline __u64 rq_take(__u64 hctx, __u32 tag, __u64 ptr, __u64 now, __u64 *queued,
-				     struct who *w, __u32 *link)
+/*
+ * inflight_take for a request at completion, with the link rq_put noted (else REQ_LINK_WALK).
+ * start: the kernel's rq->start_time_ns, its allocation (0 when block statistics are off and no
+ * scheduler is attached). The slot's entry is this request's unless its own issue went unseen
+ * after an earlier completion did too: then it was stamped before this request was allocated.
+ * That tells a leftover at any age, so a request in flight for minutes (a hung device) is
+ * measured; without start, an entry past stale_ns is taken for a leftover, as in the tables.
+ * The allocation time may be a plug's cached clock, earlier than the allocation (safe here);
+ * STALE_SKEW_NS allows for bpf_ktime_get_ns() running a little behind the kernel's clock.
+ */
+#define STALE_SKEW_NS	1000000ULL
+
+static __always_inline __u64 rq_take(__u64 hctx, __u32 tag, __u64 ptr, __u64 now, __u64 start,
+				     __u64 *queued, struct who *w, __u32 *link)
 {
 	struct inflight *e = rq_slot(hctx, tag, false);
 	__u64 ts;
@@ -273,7 +284,7 @@ static __always_inline __u64 rq_take(__u64 hctx, __u32 tag, __u64 ptr, __u64 now
 	entry_who(e, w);
 	e->ts = 0;
 	e->key = 0;
-	if (ts <= now && now - ts > INFLIGHT_STALE_NS) {
+	if (start ? ts + STALE_SKEW_NS < start : ts <= now && now - ts > stale_ns) {
 		drop(DROP_INFLIGHT_STALE);
 		return 0;
 	}

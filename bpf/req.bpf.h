@@ -267,7 +267,7 @@ static __always_inline void req_stamp_done(struct ioreq *r, __u64 issued, __u64 
  * req_stamp_done for the request whose slot the bios carried (link: slot + 1): the one request
  * owning every bio of this block request, the earliest queued at `queued`. The slot is still that
  * request's: its bios are completing, so it has posted no CQE. A slot taken over meanwhile
- * (the request reclaimed as stale after INFLIGHT_STALE_NS in flight) holds a request submitted
+ * (the request reclaimed as stale after stale_ns in flight) holds a request submitted
  * after those bios were queued: not stamped.
  */
 static __always_inline void req_stamp_link(__u32 link, __u64 queued, __u64 issued, __u64 now)

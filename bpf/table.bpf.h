@@ -20,7 +20,7 @@
 #define IOSTRATA_TABLE_BPF_H
 
 #include "iostrata.h"
-#include "drops.bpf.h"
+#include "common.bpf.h"
 
 static __always_inline __u32 table_hash(__u64 ptr, __u32 tgid)
 {
@@ -95,7 +95,7 @@ static __always_inline type *name##_placed(type *e, type *home, __u32 i, __u32 t
 										\
 /*										\
  * A slot for (ptr, tgid) at time ts: the existing entry (*existed = true), else a free one,	\
- * else one older than INFLIGHT_STALE_NS (counted). NULL, counted, when every probe is busy.	\
+ * else one older than stale_ns (counted). NULL, counted, when every probe is busy.	\
  * A claimed slot has ts == 0 until the caller stamps it. The first probe free, with no key of	\
  * its own placed further on, is the whole search: (ptr, tgid) is nowhere else.		\
  */										\
@@ -129,7 +129,7 @@ static __always_inline type *name##_claim(__u64 ptr, __u32 tgid, __u64 ts, bool 
 			}							\
 		} else if (!stale) {						\
 			old = e->ts;						\
-			if (old && ts > old && ts - old > INFLIGHT_STALE_NS) {	\
+			if (old && ts > old && ts - old > stale_ns) {		\
 				stale = e;					\
 				si = i;						\
 			}							\

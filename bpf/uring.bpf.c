@@ -379,7 +379,13 @@ static __always_inline int on_complete(struct ioreq *e, const struct complete_vi
 	cgroup = e->cgroup;
 	if (v->res < 0 && !(opcode == IORING_OP_TIMEOUT && v->res == -ETIME_))
 		flags |= REQ_FL_FAILED;
-	if (!ts || now < ts || now - ts > INFLIGHT_STALE_NS) {
+	/*
+	 * No age limit: the entry at this request's address is its own, whatever its age (a read
+	 * on a hung device, a long POLL_ADD). Every submission at an address claims it afresh, or
+	 * forgets what is there when its process is not traced (submit_*); one that failed before
+	 * its event frees it (on_failed).
+	 */
+	if (!ts || now < ts) {
 		req_tab_free(e, v->req, 0);
 		if (ts)
 			drop(DROP_INFLIGHT_STALE);
@@ -458,6 +464,22 @@ SEC("raw_tp/" #event) int raw_tp_##event(__u64 *ctx) { return call; }
 
 #define ARGP(i)	((void *)arg_u64(ctx, i))
 
+/*
+ * A submission not traced (-p, -c, iostrata's own): an entry at its address is a leftover (a
+ * traced request whose CQE never came) that its CQE would otherwise be timed from. Dropped and
+ * counted, as a traced submission there would reclaim it (on_submit).
+ */
+static __always_inline int submit_untraced(__u64 req)
+{
+	struct ioreq *e = req_tab_find(req, 0);
+
+	if (e) {
+		req_tab_free(e, req, 0);
+		drop(DROP_INFLIGHT_REUSED);
+	}
+	return 0;
+}
+
 /* Submission, the hot path: direct loads in tp_btf (the argument is a typed io_kiocb *) */
 static __always_inline int submit_btf(__u64 *ctx)
 {
@@ -467,8 +489,10 @@ static __always_inline int submit_btf(__u64 *ctx)
 	struct io_ring_ctx *rctx;
 	struct io_rings *rings;
 
-	if (!req || !owner_passes(id))
+	if (!req)
 		return 0;
+	if (!owner_passes(id))
+		return submit_untraced(btf_ptr_u64(req));
 	rctx = req->ctx;
 	rings = rctx->rings;
 	v.req = btf_ptr_u64(req);
@@ -488,8 +512,10 @@ static __always_inline int submit_raw(__u64 *ctx)
 	struct io_ring_ctx *rctx;
 	struct io_rings *rings;
 
-	if (!req || !owner_passes(id))
+	if (!req)
 		return 0;
+	if (!owner_passes(id))
+		return submit_untraced((__u64)req);
 	rctx = BPF_CORE_READ(req, ctx);
 	rings = BPF_CORE_READ(rctx, rings);
 	v.ctx = (__u64)rctx;

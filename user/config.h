@@ -40,10 +40,14 @@ struct trace_config {
 	/* --lose-completions=N: testing: the block programs miss every Nth completion of a
 	 * request they hold, as the kernel sometimes makes them (complete_unseen); 0 = never */
 	uint32_t lose_completions;
+	/* --stale-after=SEC: testing: how old a table entry may be and still be taken for a live
+	 * one where nothing better tells a leftover (INFLIGHT_STALE_NS) */
+	uint64_t stale_ns;
 };
 
 /* The defaults every command starts from. */
 #define TRACE_CONFIG_DEFAULT { .inflight_slots = INFLIGHT_SLOTS_DEFAULT, \
-			       .snoop_rb_bytes = SNOOP_RB_DEFAULT }
+			       .snoop_rb_bytes = SNOOP_RB_DEFAULT, \
+			       .stale_ns = INFLIGHT_STALE_NS }
 
 #endif

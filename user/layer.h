@@ -270,6 +270,7 @@ uint32_t hist_map_keys(const struct layer_inst *l, uint32_t want);
 	(ro)->snoop_slower_ns = (l)->cfg->snoop_slower_ns;			\
 	(ro)->snoop_wake_bytes = (l)->cfg->snoop_rb_bytes / 2;			\
 	(ro)->per_cgroup = (l)->cfg->per_cgroup;				\
+	(ro)->stale_ns = (l)->cfg->stale_ns;					\
 } while (0)
 
 #endif

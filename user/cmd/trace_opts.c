@@ -37,6 +37,8 @@ const char trace_opts_help_knobs[] =
 "      --lose-completions=N\n"
 "                        testing: miss every Nth block completion of a request\n"
 "                        held, as the kernel sometimes does (complete_unseen)\n"
+"      --stale-after=SEC testing: take table entries older than SEC (default\n"
+"                        120) for leftovers where nothing better tells them\n"
 "  -v, --verbose         show probing and libbpf diagnostics (-vv: more)\n"
 "  -h, --help            show this help\n"
 "  -V, --version         show the version\n";
@@ -292,6 +294,11 @@ static int trace_opt(struct trace_opts *t, int o, const char *arg)
 		if (parse_long("--lose-completions", arg, 1, 1000000, &v))
 			return -1;
 		c->lose_completions = (uint32_t)v;
+		return 1;
+	case TOPT_STALE_AFTER:
+		if (parse_long("--stale-after", arg, 1, 86400, &v))
+			return -1;
+		c->stale_ns = (uint64_t)v * 1000000000ULL;
 		return 1;
 	}
 	return 0;
