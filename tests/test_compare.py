@@ -147,6 +147,13 @@ def test_aa_on_independent_intervals(tmp_path):
     assert doc["splits"] == 100 and doc["intervals"] == 60 and doc["half"] == 30
     assert doc["false_positive_rate"] <= 0.05
     assert doc["rows"][0]["quantiles"][0]["compared"] == 100
+    assert doc["drops"] == 0
+    # a set that lost events says so: the check does not bound for them
+    lossy = with_drops(s, tmp_path / "lossy.ndjson", {"complete_unseen": 2})
+    assert compare_json(lossy, "--aa", "10")["drops"] == 120
+    r = compare(lossy, "--aa", "10")
+    assert r.returncode == 0 and "DROPS: the tracer lost 120 events it saw" in r.stdout, r
+    assert "DROPS" not in compare(s, "--aa", "10").stdout
 
 
 def test_one_interval_each_is_not_enough_data(tmp_path):

@@ -1403,6 +1403,7 @@ struct cmp_aa *cmp_aa_run(const struct cmp_set *s, int nsplits, const struct cmp
 	aa->limit = limit_of(o);
 	aa->nsplits = nsplits;
 	aa->intervals = s->nintervals;
+	aa->drops = s->drops;
 	for (r = 0; r < s->nrows; r++) {
 		struct cmp_aa_row *ar = &aa->rows[r];
 

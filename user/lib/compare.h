@@ -154,6 +154,7 @@ struct cmp_aa {
 	int nsplits;
 	int any;		/* splits with any change called */
 	uint32_t intervals;	/* of the set; each half has intervals / 2 */
+	uint64_t drops;		/* events the set's tracer lost (cmp_result's a_drops) */
 	struct cmp_aa_row *rows;
 	size_t nrows;
 	void *pool;
