@@ -178,7 +178,8 @@ static __always_inline void req_note_comm(__u32 tgid)
 	if (!per_process && !snoop)
 		return;
 	t = (void *)bpf_get_current_task();
-	mm = (__u64)BPF_CORE_READ(t, mm);
+	/* a direct load where the kernel allows (KFIELD): this runs at every request */
+	mm = KADDR(KFIELD(struct task_struct, t, mm));
 	last = bpf_map_lookup_elem(&comm_last, &zero);
 	if (last && last->tgid == tgid && last->mm == mm)
 		return;
