@@ -268,6 +268,25 @@ def test_gate(tmp_path):
     assert "gates not decided" not in r.stdout, r.stdout
     r = compare(lossy, b, "--gate", "block:device:p99")
     assert r.returncode == 4 and "gates not decided: exit 4" in r.stdout, r.stdout
+    # ... and in one gate: a label set called slower regresses the stage, whatever another
+    # label set's withheld verdict (sdb: 30 lost beside its 40 samples an interval)
+    rng = random.Random(11)
+    sets = []
+    for scale in (1.0, 1.20):
+        ivs = []
+        for _ in range(30):
+            lv = 200_000 * scale * math.exp(rng.gauss(0, 0.03))
+            ivs.append([hist("block", "device", [int(lv * math.exp(rng.gauss(0, 0.4)))
+                                                 for _ in range(n)], {"disk": d, "op": "read"})
+                        for d, n in (("sda", 400), ("sdb", 40))])
+        sets.append(ivs)
+    two_a = with_drops(write_rec(tmp_path / "two_a0.ndjson", sets[0]), tmp_path / "two_a.ndjson",
+                       {"complete_unseen": 30})
+    two_b = write_rec(tmp_path / "two_b.ndjson", sets[1])
+    doc = compare_json(two_a, two_b, "--gate", "block:device:p50", status=3)
+    assert cell(doc, "block", "device", "p50", "sda read")["verdict"] == "slower", doc
+    assert cell(doc, "block", "device", "p50", "sdb read").get("lost"), doc
+    assert doc["gates"][0]["regressed"] and doc["gates"][0]["decided"], doc["gates"]
     r = compare(a, b, "--gate", "uring:submit_cqe:p50")
     assert_one_line_error(r, "--gate uring:submit_cqe:p50", "no such layer and stage")
     assert r.returncode == 1
@@ -369,6 +388,17 @@ def test_drops_withhold_the_verdicts_they_could_change(tmp_path):
         assert cell(doc, "block", "device", q)["verdict"] in ("no change",
                                                              "not enough data"), doc
     assert cell(doc, "block", "device", "p99")["lost"] is True, doc
+
+    # a counter of no layer (prog_recursion: every layer's programs) is charged to every
+    # layer's rows: here an io_uring stage's verdicts are withheld
+    ua = lognormal_rec(tmp_path / "ua.ndjson", 30, 1.0, seed=1, layer="uring",
+                       stage="submit_cqe")
+    ub = lognormal_rec(tmp_path / "ub.ndjson", 30, 0.70, seed=3, layer="uring",
+                       stage="submit_cqe")
+    assert cell(compare_json(ua, ub), "uring", "submit_cqe", "p50")["verdict"] == "faster"
+    rec = with_drops(ub, tmp_path / "rec.ndjson", {"prog_recursion": 1000})
+    doc = compare_json(ua, rec, "--gate", "uring:submit_cqe:p50", status=4)
+    assert all(c["lost"] for c in doc["rows"][0]["quantiles"]), doc["rows"][0]
 
     # events lost in another layer (uring_) or that no histogram misses (uring_ring_full,
     # whose reaps are counted unmeasured; snoop_lost, a record, not a sample) change nothing

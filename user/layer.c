@@ -800,6 +800,16 @@ static const char *const drop_reason_names[DROP_NREASONS] = {
 	[DROP_UNREADABLE] = "unreadable",
 };
 
+bool layer_drop_reason(const char *name)
+{
+	int r;
+
+	for (r = 0; r < DROP_NREASONS; r++)
+		if (drop_reason_names[r] && !strcmp(name, drop_reason_names[r]))
+			return true;
+	return false;
+}
+
 int layer_counters(struct layer_inst *l, struct interval *iv)
 {
 	const struct layer *d = l->desc;

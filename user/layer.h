@@ -230,6 +230,8 @@ const char *layer_unmeasured_why(const char *layer, const char *stage);
 /* Does cfg ask for stage st of layer id (--stages; every stage without it)? */
 bool stage_wanted(const struct trace_config *cfg, int id, int st);
 /* The layer called name, or NULL. */
+/* Is name one of the drop reasons (inflight_full, complete_unseen...), unprefixed? */
+bool layer_drop_reason(const char *name);
 const struct layer *layer_by_name(const char *name, int *id);
 
 /* Every value of an ARRAY map (an in-flight or request table), with its index, in batches, to

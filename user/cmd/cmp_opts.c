@@ -92,9 +92,10 @@ int cmp_gates_say(const struct cmp_gates *g, const struct cmp_result *r, bool re
 	for (i = 0; i < g->n; i++) {
 		const struct cmp_gate *x = &g->g[i];
 
-		lost = cmp_stage_lost(r, x->layer, x->stage, x->q);
+		/* a label set called slower is a regression, whatever another's verdict withheld */
+		slower = reliable && cmp_regressed(r, x->layer, x->stage, x->q, &found);
+		lost = !slower && cmp_stage_lost(r, x->layer, x->stage, x->q);
 		decided = reliable && !lost;
-		slower = decided && cmp_regressed(r, x->layer, x->stage, x->q, &found);
 		judged = decided && cmp_stage_compared(r, x->layer, x->stage, x->q) > 0;
 		/* a regression found is the answer, whatever another gate could not decide */
 		status = slower ? 3 : !decided && status != 3 ? 4 : status;

@@ -73,8 +73,9 @@ static bool drop_loses_samples(const char *name)
 
 /*
  * The layer whose histograms a drop counter's events are missing from: the one its name's
- * prefix names (uring_inflight_full), else the one whose counters have no prefix (block). -1:
- * none known (then every layer's rows are taken to miss them).
+ * prefix names (uring_inflight_full), else, for a drop reason without one (complete_unseen),
+ * the layer whose counters have none (block). -1: any other (prog_recursion, summed over every
+ * layer's programs), so every layer's rows are taken to miss them.
  */
 static int drop_layer(const char *name)
 {
@@ -88,7 +89,7 @@ static int drop_layer(const char *name)
 		else if (!strncmp(name, layers[i]->name, n) && name[n] == '_')
 			return i;
 	}
-	return plain;
+	return layer_drop_reason(name) ? plain : -1;
 }
 
 /* ---- the set ---- */
@@ -577,8 +578,9 @@ struct family {
 	size_t n, cap;
 	float *reps;		/* cell i's log ratios: resample r at reps[i * resamples + r] */
 	/* the same with the events each side lost (drops) placed to lower (lo) or raise (hi)
-	 * the ratio most: equal to reps when neither side lost any (compare_row) */
+	 * the ratio most, for the cells whose row lost any (bounded[i]) */
 	float *lo, *hi;
+	bool *bounded;
 };
 
 /*
@@ -598,10 +600,16 @@ static long family_add_row(struct family *f, struct cmp_cell *c, unsigned want)
 
 		while (cap < n)
 			cap *= 2;
+		bool *bv;
+
 		cv = realloc(f->cell, cap * sizeof(*cv));
 		if (!cv)
 			return -1;
 		f->cell = cv;
+		bv = realloc(f->bounded, cap * sizeof(*bv));
+		if (!bv)
+			return -1;
+		f->bounded = bv;
 		for (k = 0; k < 3; k++) {
 			float **pv = k == 0 ? &f->reps : k == 1 ? &f->lo : &f->hi;
 
@@ -624,6 +632,7 @@ static void family_free(struct family *f)
 	free(f->reps);
 	free(f->lo);
 	free(f->hi);
+	free(f->bounded);
 	memset(f, 0, sizeof(*f));
 }
 
@@ -818,6 +827,8 @@ static int compare_row(struct side *A, struct side *B, const struct cmp_opts *o,
 	first = family_add_row(fam, out, want);
 	if (first < 0)
 		return -1;
+	for (j = (int)first; (size_t)j < fam->n; j++)
+		fam->bounded[j] = lost;
 	rng_seed(&rng, seed);
 	for (r = 0; r < o->resamples; r++) {
 		side_weigh(A, &rng);
@@ -956,11 +967,16 @@ static int family_decide(struct family *f, const struct cmp_opts *o, double *wid
 			continue;
 		}
 		c->v = verdict_of(c->lo, c->hi, limit);
+		if (!f->bounded[i])
+			continue;
 		/*
-		 * Events lost: the interval holds whatever their values were. Equal to the one
-		 * above when none were; a verdict they could change is not given.
+		 * Events lost: the interval holds whatever their values were, and the one above
+		 * (the bounds' spreads need not cover it when widened); a verdict they could
+		 * change is not given.
 		 */
 		lost_interval(f, i, m, o->alpha, v, &lo, &hi);
+		lo = fmin(lo, c->lo);
+		hi = fmax(hi, c->hi);
 		if (verdict_of(lo, hi, limit) != c->v) {
 			snprintf(c->why, sizeof(c->why), "events lost (drops) could undo it: %s "
 				 "without them, %.3f-%.3f with them", cmp_verdict_name(c->v), lo, hi);
