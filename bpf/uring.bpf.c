@@ -300,15 +300,17 @@ static __always_inline int on_submit(const struct submit_view *v, __u64 id, __u6
 }
 
 /*
- * A request that failed before its submission event (io_init_req: a bad opcode, fd or flag): its
- * CQE comes, but its submission was never seen, so it is not counted, as a request submitted
- * before tracing began is not. An entry at its address is an earlier request's whose CQE never
- * came (IOSQE_CQE_SKIP_SUCCESS): the CQE would have been timed from that one's submission.
- * Reclaimed and counted, as a submission at its address would (on_submit). Where the kernel fails
- * a linked request here after its submission event (v6.1: its async prep failing), its own entry
- * goes, counted the same way, and its CQE is not counted (never a time from another request).
+ * A request whose CQE must not be timed from the entry at its address, which is then an earlier
+ * request's whose CQE never came (IOSQE_CQE_SKIP_SUCCESS): reclaimed and counted, as a traced
+ * submission at the address would (on_submit). Two such requests:
+ * - one that failed before its submission event (io_init_req: a bad opcode, fd or flag): its
+ *   CQE comes, but its submission was never seen, so it is not counted, as a request submitted
+ *   before tracing began is not. Where the kernel fails a linked request here after its
+ *   submission event (v6.1: its async prep failing), its own entry goes, counted the same way,
+ *   and its CQE is not counted (never a time from another request);
+ * - one submitted by a process not traced (-p, -c, iostrata's own: submit_*).
  */
-static __always_inline int on_failed(__u64 req)
+static __always_inline int req_forget(__u64 req)
 {
 	struct ioreq *e = req_tab_find(req, 0);
 
@@ -383,7 +385,7 @@ static __always_inline int on_complete(struct ioreq *e, const struct complete_vi
 	 * No age limit: the entry at this request's address is its own, whatever its age (a read
 	 * on a hung device, a long POLL_ADD). Every submission at an address claims it afresh, or
 	 * forgets what is there when its process is not traced (submit_*); one that failed before
-	 * its event frees it (on_failed).
+	 * its event frees it (req_forget).
 	 */
 	if (!ts || now < ts) {
 		req_tab_free(e, v->req, 0);
@@ -464,22 +466,6 @@ SEC("raw_tp/" #event) int raw_tp_##event(__u64 *ctx) { return call; }
 
 #define ARGP(i)	((void *)arg_u64(ctx, i))
 
-/*
- * A submission not traced (-p, -c, iostrata's own): an entry at its address is a leftover (a
- * traced request whose CQE never came) that its CQE would otherwise be timed from. Dropped and
- * counted, as a traced submission there would reclaim it (on_submit).
- */
-static __always_inline int submit_untraced(__u64 req)
-{
-	struct ioreq *e = req_tab_find(req, 0);
-
-	if (e) {
-		req_tab_free(e, req, 0);
-		drop(DROP_INFLIGHT_REUSED);
-	}
-	return 0;
-}
-
 /* Submission, the hot path: direct loads in tp_btf (the argument is a typed io_kiocb *) */
 static __always_inline int submit_btf(__u64 *ctx)
 {
@@ -492,7 +478,7 @@ static __always_inline int submit_btf(__u64 *ctx)
 	if (!req)
 		return 0;
 	if (!owner_passes(id))
-		return submit_untraced(btf_ptr_u64(req));
+		return req_forget(btf_ptr_u64(req));
 	rctx = req->ctx;
 	rings = rctx->rings;
 	v.req = btf_ptr_u64(req);
@@ -515,7 +501,7 @@ static __always_inline int submit_raw(__u64 *ctx)
 	if (!req)
 		return 0;
 	if (!owner_passes(id))
-		return submit_untraced((__u64)req);
+		return req_forget((__u64)req);
 	rctx = BPF_CORE_READ(req, ctx);
 	rings = BPF_CORE_READ(rctx, rings);
 	v.ctx = (__u64)rctx;
@@ -538,7 +524,7 @@ TWIN(io_uring_queue_async_work, on_flag(arg_u64(ctx, 0), REQ_FL_PUNTED))
 TWIN(io_uring_poll_arm, on_flag(arg_u64(ctx, 0), REQ_FL_POLL))
 TWIN(io_uring_complete, complete_read(ARGP(0), ARGP(1)))
 /* (sqe, req, error) since v6.0; v5.19 had the ring before the request (not attached: nargs) */
-TWIN(io_uring_req_failed, on_failed(arg_u64(ctx, 1)))
+TWIN(io_uring_req_failed, req_forget(arg_u64(ctx, 1)))
 
 /*
  * The prototype that types the ring and the CQE, (struct io_ring_ctx *, void *req,

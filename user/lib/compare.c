@@ -843,8 +843,10 @@ static int compare_row(struct side *A, struct side *B, const struct cmp_opts *o,
 			if (q_bounded_only(A, x) || q_bounded_only(B, y))
 				x = NAN;
 			fam->reps[at] = (float)log(ratio(y, x));
-			if (!lost || isnan(x) || isnan(y)) {
-				fam->lo[at] = fam->hi[at] = fam->reps[at];
+			if (!lost)	/* no bounds: family_decide reads only reps */
+				continue;
+			if (isnan(x) || isnan(y)) {
+				fam->lo[at] = fam->hi[at] = NAN;
 				continue;
 			}
 			/* lowest: B's lost below its samples, A's above; highest: the other way */
