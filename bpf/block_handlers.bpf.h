@@ -37,7 +37,8 @@ static __always_inline __u32 H(disk_dev)(struct gendisk *disk)
 static __always_inline int H(on_bio_queue)(struct bio *bio)
 {
 	struct gendisk *disk = H(bio_disk)(bio);
-	__u32 at, link = REQ_LINK_NONE;
+	__u32 at = 0, link = REQ_LINK_NONE;
+	struct ioreq *r = NULL;
 	struct who w = {};
 	__u64 id, now;
 	bool self;
@@ -62,22 +63,26 @@ static __always_inline int H(on_bio_queue)(struct bio *bio)
 		return 0;
 	}
 	w.tgid = id >> 32;
+	/* queued by the submitter (or its io-wq / SQPOLL thread): same tgid as the request */
+	if (link_reqs && !self)
+		r = req_of_bio(PTR_U64(bio), w.tgid, &at);
 	if (owner_wanted()) {	/* snoop, -C: here, in the submitter, never at completion */
-		w.tid = (__u32)id;
-		w.cgroup = bpf_get_current_cgroup_id();
-		if (!self)
-			req_note_comm(w.tgid);
+		if (r) {
+			/* its request's submitter, noted (and named) where it submitted */
+			w.tid = r->tid;
+			w.cgroup = r->cgroup;
+		} else {
+			w.tid = (__u32)id;
+			w.cgroup = current_cgroup_id();
+			if (!self)
+				req_note_comm(w.tgid);
+		}
 	}
 	now = bpf_ktime_get_ns();
-	if (link_reqs && !self) {
-		/* queued by the submitter (or its io-wq / SQPOLL thread): same tgid as the request */
-		struct ioreq *r = req_of_bio(PTR_U64(bio), id >> 32, &at);
-
-		if (r) {
-			if (!r->bio_q)
-				r->bio_q = now;
-			link = at + 1;
-		}
+	if (r) {
+		if (!r->bio_q)
+			r->bio_q = now;
+		link = at + 1;
 	}
 	inflight_put(PTR_U64(bio), now, link, &w, 0, true);
 	return 0;

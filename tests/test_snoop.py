@@ -16,8 +16,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from conftest import (ROOT, SCHEMA, Tracer, finish_dio, loop_device, records, run_dio,
-                      without_unseen)
+from conftest import (ROOT, SCHEMA, Tracer, finish_dio, loop_device, queue_set, records,
+                      run_dio, stat_requests, without_unseen)
 
 LOAD = ROOT / "bin" / "iostrata-load"
 SCHEMA_DOC = json.loads(SCHEMA.read_text())
@@ -223,19 +223,30 @@ def cgroup_counts(recs, layer, stage):
 @pytest.mark.root
 def test_two_cgroups_told_apart(cgroups, fast_loopdev, no_bpf_leak):
     """Two cgroups, a load of their own in each: -C shows each cgroup's path with exactly its
-    counts; -c one of them, beside it, sees only that one's."""
+    counts; -c one of them, beside it, sees only that one's. A block request takes the cgroup
+    of the io_uring request its bios belong to."""
     a, b = cgroups("a"), cgroups("b")
     mount = cgroup2_mount()
     pa, pb = "/" + str(a.relative_to(mount)), "/" + str(b.relative_to(mount))
-    both = Tracer(["-C", "-O", "-l", "uring,aio", "-j"])
+    both = Tracer(["-C", "-O", "-l", "uring,aio,block", "-j"])
     only_a = Tracer(["-C", "-O", "-l", "uring,aio", "-c", str(a), "-j"])
-    load("--engine", "io_uring", "--rw", "randread", "--ios", "120", "--qd", "4",
-         "--device", fast_loopdev, "--force", cgroup=a)
-    load("--engine", "io_uring", "--op", "timeout", "--latency", "2ms", "--ios", "30", cgroup=a)
-    load("--engine", "io_uring", "--rw", "randread", "--ios", "70", "--qd", "2",
-         "--device", fast_loopdev, "--force", cgroup=b)
+    done = {}   # the requests the kernel completed on the device for each cgroup's load
+    with queue_set(fast_loopdev, nomerges=2):   # each 4 KiB read one request
+        for cg, n, qd in ((a, 120, 4), (b, 70, 2)):
+            before = stat_requests(fast_loopdev)
+            load("--engine", "io_uring", "--rw", "randread", "--ios", str(n), "--qd", str(qd),
+                 "--device", fast_loopdev, "--force", cgroup=cg)
+            after = stat_requests(fast_loopdev)
+            done[cg] = sum(after[op] - before[op] for op in after)
+            if cg == a:
+                load("--engine", "io_uring", "--op", "timeout", "--latency", "2ms", "--ios",
+                     "30", cgroup=a)
     load("--engine", "libaio", "--op", "poll", "--latency", "2ms", "--ios", "25", cgroup=b)
     recs_both, recs_a = records(both.stop()), records(only_a.stop())
+    block = {k: n for k, n in cgroup_counts(recs_both, "block", "total").items()
+             if k[0] in (pa, pb)}   # not other processes' I/O on other disks meanwhile
+    assert done[a] >= 120 and done[b] >= 70, done
+    assert block == {(pa, None): done[a], (pb, None): done[b]}, (block, done)
     uring, aio = cgroup_counts(recs_both, "uring", "submit_cqe"), \
         cgroup_counts(recs_both, "aio", "total")
     assert uring.get((pa, "read")) == 120 and uring.get((pa, "timeout")) == 30, uring
