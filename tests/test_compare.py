@@ -367,6 +367,20 @@ def test_drops_withhold_the_verdicts_they_could_change(tmp_path):
     assert c["verdict"] == "not enough data" and c["lost"] is True and not doc["decided"], c
     r = compare(a, few, "--gate", "block:device:p99.9")
     assert r.returncode == 4 and "1 verdict they could change is withheld" in r.stdout, r.stdout
+    # B 30 % slower with 1 lost in 400: p99.9 is slower whatever the lost one was, but its
+    # interval has no upper bound: JSON null, the text "inf", the page says why
+    slow = with_drops(lognormal_rec(tmp_path / "s.ndjson", 30, 1.3, seed=3),
+                      tmp_path / "slow.ndjson", {"complete_unseen": 1})
+    c = cell(compare_json(a, slow), "block", "device", "p99.9")
+    assert c["verdict"] == "slower" and c["ci_lo"] > 1 and c["ci_hi"] is None, c
+    page = tmp_path / "slow.html"
+    r = compare(a, slow, "--html", page)
+    assert r.returncode == 0 and re.search(r" p99\.9 .* \d\.\d{3}\.\.inf +slower", r.stdout), \
+        r.stdout
+    text = page.read_text()
+    assert "&infin; (events lost: no upper bound)" in text, text
+    assert "&infin;: events lost, no upper bound)" in text, text
+    assert not re.search(r"\d(&ndash;| to )inf", text), text
 
     # B is A with the slowest 2 % of each interval's requests lost: B looks faster where
     # those were (p99); nothing may be called, the p99 verdict the drops made is withheld

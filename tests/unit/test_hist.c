@@ -247,6 +247,15 @@ static void test_mend(void)
 	      hist_index(h->max_ns) == hist_index(1000) && h->sum_ns == h->min_ns,
 	      "a bucket alone: min %" PRIu64 " max %" PRIu64 " sum %" PRIu64,
 	      (uint64_t)h->min_ns, (uint64_t)h->max_ns, (uint64_t)h->sum_ns);
+
+	/* 2^40 samples of ~1 s: n x min passes 2^64, the sum held is the largest there is
+	 * (it was n x min cut to 64 bits, a sum below every sample's) */
+	memset(h, 0, sizeof(*h));
+	h->slots[hist_index(1000000000)] = h->count = UINT64_C(1) << 40;
+	h->min_ns = h->max_ns = 1000000000;
+	h->sum_ns = 12345;
+	CHECK(hist_mend(h) && h->sum_ns == UINT64_MAX && h->count == UINT64_C(1) << 40,
+	      "a sum past 64 bits: %" PRIu64, (uint64_t)h->sum_ns);
 	free(h);
 }
 

@@ -57,7 +57,10 @@ bool hist_mend(struct hist *h)
 	lo = (unsigned __int128)n * h->min_ns;
 	hi = (unsigned __int128)n * h->max_ns;
 	if (h->sum_ns < lo || h->sum_ns > hi) {
-		h->sum_ns = (uint64_t)(h->sum_ns < lo ? lo : hi > UINT64_MAX ? UINT64_MAX : hi);
+		/* the nearest sum the field holds: n x min can pass 2^64 too (a damaged file) */
+		lo = lo > UINT64_MAX ? UINT64_MAX : lo;
+		hi = hi > UINT64_MAX ? UINT64_MAX : hi;
+		h->sum_ns = (uint64_t)(h->sum_ns < lo ? lo : hi);
 		torn = true;
 	}
 	return torn;

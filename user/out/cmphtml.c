@@ -76,6 +76,15 @@ static const char *ns_text(char *buf, size_t len, double ns)
 	return fmt_ns4(buf, len, ns);
 }
 
+/* A cell's interval of B/A: lo, sep, hi; events lost can leave it no upper bound (why). */
+static void ci_html(struct sbuf *b, const struct cmp_cell *c, const char *sep, const char *why)
+{
+	if (isinf(c->hi))
+		sbuf_printf(b, "%.3f%s&infin;%s", c->lo, sep, why);
+	else
+		sbuf_printf(b, "%.3f%s%.3f", c->lo, sep, c->hi);
+}
+
 static void row_name(struct sbuf *b, const struct cmp_row *row)
 {
 	esc(b, row->layer);
@@ -150,10 +159,11 @@ static void changes_table(const struct cmp_result *r, struct sbuf *s)
 			esc(s, row->stage);
 			sbuf_puts(s, "</td><td class=\"l\">");
 			esc(s, row->labels);
-			sbuf_printf(s, "</td><td>%s</td><td>%s</td><td>%s</td><td>%.3f</td>"
-				    "<td>%.3f&ndash;%.3f</td><td class=\"l %s\">%s</td></tr>",
+			sbuf_printf(s, "</td><td>%s</td><td>%s</td><td>%s</td><td>%.3f</td><td>",
 				    cmp_q_name[k], ns_text(x, sizeof(x), row->a.q[k]),
-				    ns_text(y, sizeof(y), row->b.q[k]), c->ratio, c->lo, c->hi,
+				    ns_text(y, sizeof(y), row->b.q[k]), c->ratio);
+			ci_html(s, c, "&ndash;", " (events lost: no upper bound)");
+			sbuf_printf(s, "</td><td class=\"l %s\">%s</td></tr>",
 				    cmp_verdict_name(c->v), cmp_verdict_name(c->v));
 		}
 	}
@@ -179,8 +189,11 @@ static void heat_cell(const struct cmp_row *row, int k, double x, double y, doub
 		    ns_text(vb, sizeof(vb), row->b.q[k]));
 	if (isfinite(c->ratio))
 		sbuf_printf(s, ", B/A %.3f", c->ratio);
-	if (!isnan(c->lo))
-		sbuf_printf(s, " (%.3f to %.3f)", c->lo, c->hi);
+	if (!isnan(c->lo)) {
+		sbuf_puts(s, " (");
+		ci_html(s, c, " to ", ": events lost, no upper bound");
+		sbuf_puts(s, ")");
+	}
 	sbuf_printf(s, ": %s", cmp_verdict_name(c->v));
 	if (c->v == CMP_NOT_ENOUGH && c->why[0]) {
 		sbuf_puts(s, " (");
