@@ -6,6 +6,7 @@
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -42,6 +43,26 @@ SEC("tp_btf/block_rq_issue") int hc_empty(void *ctx) { return 0; }
 SEC("tp_btf/block_rq_issue") int hc_ktime(void *ctx) { sink = bpf_ktime_get_ns(); return 0; }
 SEC("tp_btf/block_rq_issue") int hc_pid_tgid(void *ctx) { sink = bpf_get_current_pid_tgid(); return 0; }
 SEC("tp_btf/block_rq_issue") int hc_cgroup_id(void *ctx) { sink = bpf_get_current_cgroup_id(); return 0; }
+
+/* The same id by direct loads: task->cgroups->dfl_cgrp->kn->id (bpf/common.bpf.h's way) */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
+#define RO(type, p)	((type *)bpf_rdonly_cast((const void *)(__u64)(p),		\
+						 bpf_core_type_id_kernel(type)))
+
+SEC("tp_btf/block_rq_issue") int hc_cgroup_direct(void *ctx)
+{
+	struct task_struct *t;
+	struct css_set *cs;
+	struct cgroup *cg;
+
+	if (!bpf_rdonly_cast)	/* a weak kfunc: 0 where the kernel has none (v6.1) */
+		return 0;
+	t = RO(struct task_struct, bpf_get_current_task());
+	cs = RO(struct css_set, t->cgroups);
+	cg = RO(struct cgroup, cs->dfl_cgrp);
+	sink = RO(struct kernfs_node, cg->kn)->id;
+	return 0;
+}
 
 SEC("tp_btf/block_rq_issue") int hc_loop_1(void *ctx)
 {

@@ -2,11 +2,12 @@
 """What each building block of a tracing program costs on this machine.
 
 bin/bench-floor helpers attaches one tp_btf program per block to block_rq_issue (bench/helpers.bpf.c):
-an empty one, a clock read, the pid/tgid and cgroup id helpers, bpf_loop over 1 and 4 steps, a
-per-CPU and a shared array slot, a per-CPU hash lookup, an 8-byte bpf_probe_read_kernel. fio
-(io_uring randread 4 KiB qd 32, O_DIRECT) drives a tmpfs loop device; kernel.bpf_stats_enabled
-gives each program's run time per event, and the block's cost is that minus the empty
-program's, in the same run. Medians of --runs rounds. The sysctl and the device are restored.
+an empty one, a clock read, the pid/tgid and cgroup id helpers, the cgroup id by direct loads,
+bpf_loop over 1 and 4 steps, a per-CPU and a shared array slot, a per-CPU hash lookup, an 8-byte
+bpf_probe_read_kernel. fio (io_uring randread 4 KiB qd 32, O_DIRECT) drives a tmpfs loop device;
+kernel.bpf_stats_enabled gives each program's run time per event, and the block's cost is that
+minus the empty program's, in the same run. Medians of --runs rounds. The sysctl and the device
+are restored.
 
 Usage: bench/helpers.py [--seconds S] [--runs N]
 """
@@ -25,6 +26,7 @@ WHAT = {"hc_empty": "empty program (the floor bpf_stats charges)",
         "hc_ktime": "bpf_ktime_get_ns()",
         "hc_pid_tgid": "bpf_get_current_pid_tgid() (inlined)",
         "hc_cgroup_id": "bpf_get_current_cgroup_id()",
+        "hc_cgroup_direct": "the same id by direct loads",
         "hc_loop_1": "bpf_loop, 1 step",
         "hc_loop_4": "bpf_loop, 4 steps",
         "hc_pcpu_array": "per-CPU array slot, ++ (lookup inlined)",

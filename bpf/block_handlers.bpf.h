@@ -73,7 +73,7 @@ static __always_inline int H(on_bio_queue)(struct bio *bio)
 			w.cgroup = r->cgroup;
 		} else {
 			w.tid = (__u32)id;
-			w.cgroup = current_cgroup_id();
+			w.cgroup = bpf_get_current_cgroup_id();
 			if (!self)
 				req_note_comm(w.tgid);
 		}

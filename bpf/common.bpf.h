@@ -76,6 +76,11 @@ static __always_inline bool owner_wanted(void)
 	return snoop || per_cgroup;
 }
 
+static __always_inline __u64 owner_cgroup(void)
+{
+	return owner_wanted() ? bpf_get_current_cgroup_id() : 0;
+}
+
 /* The cgroup a histogram key carries: the submitter's with -C, else 0. */
 static __always_inline __u64 key_cgroup(__u64 cgroup)
 {
@@ -159,31 +164,6 @@ const volatile bool direct_reads;
 /* p->field of the kernel object of `type` at p (a pointer or an address): 0 when unreadable */
 #define KFIELD(type, p, field)								\
 	(direct_reads ? KCAST(type, p)->field : BPF_CORE_READ((type *)(__u64)(p), field))
-
-/*
- * The current task's cgroup v2 id: what bpf_get_current_cgroup_id() returns (task->cgroups->
- * dfl_cgrp->kn->id, read under the RCU lock every tracing program runs in), by direct loads
- * where the kernel allows. The helper call cost ~25-40 ns more per call here, at every bio and
- * submission under snoop and -C.
- */
-static __always_inline __u64 current_cgroup_id(void)
-{
-	struct kernfs_node *kn;
-	struct css_set *cs;
-	struct cgroup *cg;
-
-	if (!direct_reads)
-		return bpf_get_current_cgroup_id();
-	cs = KFIELD(struct task_struct, bpf_get_current_task(), cgroups);
-	cg = KFIELD(struct css_set, cs, dfl_cgrp);
-	kn = KFIELD(struct cgroup, cg, kn);
-	return KFIELD(struct kernfs_node, kn, id);
-}
-
-static __always_inline __u64 owner_cgroup(void)
-{
-	return owner_wanted() ? current_cgroup_id() : 0;
-}
 
 #define S_IFMT	0170000
 #define S_IFREG	0100000

@@ -155,7 +155,7 @@ static __always_inline void snoop_syscall(__u64 id, __u32 sc, __s32 fd, __u64 st
 	r->ts[SN_END] = now;
 	r->tgid = id >> 32;
 	r->tid = (__u32)id;
-	r->cgroup = current_cgroup_id();
+	r->cgroup = bpf_get_current_cgroup_id();
 	r->code = sc;
 	r->res = ret;
 	/* the process's name, as the other layers' records give it */
@@ -192,7 +192,7 @@ static __always_inline int on_exit(struct trace_event_raw_sys_exit *ctx, __u32 s
 			bpf_get_current_comm(key.comm, sizeof(key.comm));
 		}
 		/* the calling thread's: the exit runs in it, as the entry did */
-		key.cgroup = key_cgroup(current_cgroup_id());
+		key.cgroup = key_cgroup(bpf_get_current_cgroup_id());
 		h = hists_lookup_or_init(&sc_hists, &key, &sc_zero);
 	} else {
 		__u32 idx = cur_gen() * SC_N + sc;
