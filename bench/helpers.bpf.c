@@ -44,7 +44,7 @@ SEC("tp_btf/block_rq_issue") int hc_ktime(void *ctx) { sink = bpf_ktime_get_ns()
 SEC("tp_btf/block_rq_issue") int hc_pid_tgid(void *ctx) { sink = bpf_get_current_pid_tgid(); return 0; }
 SEC("tp_btf/block_rq_issue") int hc_cgroup_id(void *ctx) { sink = bpf_get_current_cgroup_id(); return 0; }
 
-/* The same id by direct loads: task->cgroups->dfl_cgrp->kn->id (bpf/common.bpf.h's way) */
+/* The same id by direct loads (task->cgroups->dfl_cgrp->kn->id): measured, not cheaper */
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
 #define RO(type, p)	((type *)bpf_rdonly_cast((const void *)(__u64)(p),		\
 						 bpf_core_type_id_kernel(type)))

@@ -63,12 +63,19 @@ static __always_inline int H(on_bio_queue)(struct bio *bio)
 		return 0;
 	}
 	w.tgid = id >> 32;
+	now = bpf_ktime_get_ns();
 	/* queued by the submitter (or its io-wq / SQPOLL thread): same tgid as the request */
-	if (link_reqs && !self)
-		r = req_of_bio(PTR_U64(bio), w.tgid, &at);
+	if (link_reqs && !self && (r = req_of_bio(PTR_U64(bio), w.tgid, &at)) &&
+	    r->tgid != w.tgid)
+		r = NULL;
+	if (r) {
+		if (!r->bio_q)
+			r->bio_q = now;
+		link = at + 1;
+	}
 	if (owner_wanted()) {	/* snoop, -C: here, in the submitter, never at completion */
 		if (r) {
-			/* its request's submitter, noted (and named) where it submitted */
+			/* its request's submitter, noted where it submitted, named in req_comm */
 			w.tid = r->tid;
 			w.cgroup = r->cgroup;
 		} else {
@@ -77,12 +84,6 @@ static __always_inline int H(on_bio_queue)(struct bio *bio)
 			if (!self)
 				req_note_comm(w.tgid);
 		}
-	}
-	now = bpf_ktime_get_ns();
-	if (r) {
-		if (!r->bio_q)
-			r->bio_q = now;
-		link = at + 1;
 	}
 	inflight_put(PTR_U64(bio), now, link, &w, 0, true);
 	return 0;

@@ -147,6 +147,8 @@ _Static_assert(sizeof(struct inflight) == ENTRY_BYTES, "an in-flight entry is on
 _Static_assert(sizeof(struct ioreq) == ENTRY_BYTES, "a request entry is one cache line");
 
 #define REQ_SLOTS_DEFAULT	(1u << 16)
+/* The submitting processes' names (req_comm), one map every layer shares */
+#define REQ_COMM_SLOTS		4096
 
 /*
  * A bio's link to the io_uring/aio request owning it, found once where the bio is queued and

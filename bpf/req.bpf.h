@@ -150,7 +150,7 @@ static __always_inline struct snoop_rec *req_snoop(const struct ioreq *e, __u8 l
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
+	__uint(max_entries, REQ_COMM_SLOTS);
 	__type(key, __u32);
 	__type(value, char[16]);
 } req_comm SEC(".maps");

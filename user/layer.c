@@ -335,6 +335,8 @@ static int load(struct layer_inst *l)
 	if (l->shared->snoop_fd >= 0 &&
 	    bpf_map__reuse_fd(layer_map(l, d->snoop_map), l->shared->snoop_fd))
 		return -errno;
+	if (d->comm_map && bpf_map__reuse_fd(layer_map(l, d->comm_map), l->shared->comm_fd))
+		return -errno;
 	if (d->reqs_map && (l->shared->reqs_fd >= 0 ?
 			    bpf_map__reuse_fd(layer_map(l, d->reqs_map), l->shared->reqs_fd) :
 			    bpf_map__set_max_entries(layer_map(l, d->reqs_map), 1)))
@@ -411,7 +413,7 @@ static void report_maps(struct layer_inst *l)
 		int fd = bpf_map__fd(map);
 
 		if (rep->nmaps == MAX_MAPS || bpf_map__is_internal(map) ||
-		    fd == l->shared->gen_fd || fd == l->shared->reqs_fd)
+		    fd == l->shared->gen_fd || fd == l->shared->reqs_fd || fd == l->shared->comm_fd)
 			continue;
 		m = &rep->maps[rep->nmaps++];
 		snprintf(m->name, sizeof(m->name), "%s", bpf_map__name(map));

@@ -175,6 +175,7 @@ struct session_shared {
 	int gen_fd;		/* the generation map */
 	int reqs_fd;		/* the request table; -1 when no io_uring/aio layer runs */
 	int snoop_fd;		/* snoop's ring buffer; -1 without snoop */
+	int comm_fd;		/* the submitting processes' names (req_comm) */
 	uint32_t self_tgid;	/* iostrata: excluded in the kernel */
 	bool tracefs;		/* syscall tracepoints are visible */
 	struct cgroup_names *cgroups;	/* cgroup v2 ids to paths (-C labels, snoop records) */

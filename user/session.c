@@ -115,7 +115,7 @@ static int shared_maps(struct session *s, bool requests)
 	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_MMAPABLE);
 	void *p;
 
-	s->sh.reqs_fd = -1;
+	s->sh.reqs_fd = s->sh.comm_fd = -1;
 	s->sh.gen_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "gens", sizeof(uint32_t),
 				      sizeof(uint32_t), 1, &o);
 	if (s->sh.gen_fd < 0) {
@@ -137,6 +137,17 @@ static int shared_maps(struct session *s, bool requests)
 			       s->cfg.snoop_rb_bytes, strerror(errno));
 			return -1;
 		}
+	}
+	/*
+	 * One map of names for every layer: a name the io_uring or aio layer noted at a submission
+	 * names the block requests of its bios too (bio_queue copies a linked request's owner
+	 * and does not note the name again).
+	 */
+	s->sh.comm_fd = bpf_map_create(BPF_MAP_TYPE_LRU_HASH, "req_comm", sizeof(uint32_t), 16,
+				       REQ_COMM_SLOTS, NULL);
+	if (s->sh.comm_fd < 0) {
+		errorf("cannot create the process name map: %s", strerror(errno));
+		return -1;
 	}
 	if (requests) {
 		LIBBPF_OPTS(bpf_map_create_opts, line, .map_flags = ENTRY_MAP_FLAGS);
@@ -164,7 +175,7 @@ int session_open(const struct trace_config *cfg, bool probe, struct session **ou
 		return -1;
 	}
 	s->cfg = *cfg;
-	s->sh.gen_fd = s->sh.reqs_fd = s->sh.snoop_fd = -1;
+	s->sh.gen_fd = s->sh.reqs_fd = s->sh.snoop_fd = s->sh.comm_fd = -1;
 	s->sh.self_tgid = (uint32_t)getpid();
 	if (!vmlinux_btf()) {
 		errorf("kernel BTF not found (/sys/kernel/btf/vmlinux): this kernel needs "
@@ -382,6 +393,8 @@ void session_close(struct session *s)
 		close(s->sh.gen_fd);
 	if (s->sh.reqs_fd >= 0)
 		close(s->sh.reqs_fd);
+	if (s->sh.comm_fd >= 0)
+		close(s->sh.comm_fd);
 	ring_buffer__free(s->rb);
 	if (s->sh.snoop_fd >= 0)
 		close(s->sh.snoop_fd);
@@ -583,6 +596,13 @@ void session_shared_maps(const struct session *s, struct layer_report *rep)
 	snprintf(m->name, sizeof(m->name), "gens");
 	m->bytes = map_memlock(s->sh.gen_fd);
 	snprintf(m->note, sizeof(m->note), "the generation every layer's histograms carry");
+	if (s->sh.comm_fd >= 0) {
+		m = &rep->maps[rep->nmaps++];
+		snprintf(m->name, sizeof(m->name), "req_comm");
+		m->bytes = map_memlock(s->sh.comm_fd);
+		snprintf(m->note, sizeof(m->note), "%u process names (-P, snoop), every layer's",
+			 REQ_COMM_SLOTS);
+	}
 	if (s->sh.reqs_fd < 0)
 		return;
 	m = &rep->maps[rep->nmaps++];

@@ -80,7 +80,7 @@ static const char *ns_text(char *buf, size_t len, double ns)
 static void ci_html(struct sbuf *b, const struct cmp_cell *c, const char *sep, const char *why)
 {
 	if (isinf(c->hi))
-		sbuf_printf(b, "%.3f%s&infin;%s", c->lo, sep, why);
+		sbuf_printf(b, "%.3f%s&#8734;%s", c->lo, sep, why);	/* numeric: the SVG is XML */
 	else
 		sbuf_printf(b, "%.3f%s%.3f", c->lo, sep, c->hi);
 }
