@@ -144,7 +144,7 @@ static int read_file(struct report *rep, const char *path)
 				err = report_add_meta(rep, path, recread_meta(rr));
 			}
 			if (!err)
-				err = report_add_interval(rep, &iv);
+				err = report_add_interval(rep, path, &iv);
 		} else if (k == RR_END) {
 			end = true;
 			report_add_end(rep, path, recread_end(rr));

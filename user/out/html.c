@@ -77,20 +77,92 @@ static void dur_text(char *buf, size_t len, uint64_t ns)
 		snprintf(buf, len, "%.1f s", ns / 1e9);
 }
 
+/* Is file i the first with a meta record naming its host? (files: the command line's) */
+static bool host_first_named(const struct report *r, size_t i)
+{
+	size_t j;
+
+	for (j = 0; j < i; j++)
+		if (r->files[j].has_meta && !strcmp(r->files[j].meta.host, r->files[i].meta.host))
+			return false;
+	return true;
+}
+
+/*
+ * The recordings' hosts: how many (*n), the first file of each in hosts[] (up to max); the
+ * first file with a meta record returned (NULL: none has one).
+ */
+static const struct file_info *hosts_of(const struct report *r, const struct file_info **hosts,
+					int max, int *n)
+{
+	size_t i;
+
+	*n = 0;
+	for (i = 0; i < r->nfiles; i++) {
+		if (!r->files[i].has_meta || !host_first_named(r, i))
+			continue;
+		if (*n < max)
+			hosts[*n] = &r->files[i];
+		(*n)++;
+	}
+	return *n ? hosts[0] : NULL;
+}
+
+#define HOSTS_NAMED 4
+
+/* Do all files with a meta record have f's kernel, CPUs and command? (else: Recording) */
+static void meta_alike(const struct report *r, const struct file_info *f, bool *kernel,
+		       bool *command)
+{
+	size_t i;
+
+	*kernel = *command = true;
+	for (i = 0; i < r->nfiles; i++) {
+		const struct recread_meta *m = &r->files[i].meta;
+
+		if (!r->files[i].has_meta)
+			continue;
+		if (strcmp(m->kernel, f->meta.kernel) || m->cpus != f->meta.cpus)
+			*kernel = false;
+		if (strcmp(m->command, f->meta.command))
+			*command = false;
+	}
+}
+
 static void header(const struct report *r, struct sbuf *b)
 {
-	const struct file_info *f = r->nfiles ? &r->files[0] : NULL;
+	const struct file_info *hosts[HOSTS_NAMED];
 	char from[64], to[64], dur[48];
+	int nhosts, k;
+	const struct file_info *f = hosts_of(r, hosts, HOSTS_NAMED, &nhosts);
+	bool kernel = false, command = false;
+
+	if (f)
+		meta_alike(r, f, &kernel, &command);
 
 	sbuf_puts(b, "<header><h1>I/O latency, layer by layer</h1><p class=\"sub\">");
-	if (f && f->has_meta) {
+	if (nhosts > 1) {	/* recordings of several hosts on one timeline: each named */
+		sbuf_printf(b, "<strong>%d hosts</strong>: ", nhosts);
+		for (k = 0; k < nhosts && k < HOSTS_NAMED; k++) {
+			sbuf_puts(b, k ? ", " : "");
+			esc(b, hosts[k]->meta.host);
+		}
+		if (nhosts > HOSTS_NAMED)
+			sbuf_printf(b, " and %d more", nhosts - HOSTS_NAMED);
+		sbuf_puts(b, " (each in Recording below) &middot; ");
+	} else if (f) {
 		sbuf_puts(b, "<strong>");
 		esc(b, f->meta.host);
-		sbuf_puts(b, "</strong> &middot; Linux ");
-		esc(b, f->meta.kernel);
-		if (f->meta.cpus > 0)	/* a meta record without it: nothing said, not 0 */
-			sbuf_printf(b, " &middot; %ld CPUs", f->meta.cpus);
-		sbuf_puts(b, " &middot; ");
+		sbuf_puts(b, "</strong> &middot; ");
+		if (!kernel) {		/* rebooted between recordings: each says which */
+			sbuf_puts(b, "kernels or CPUs differ (each in Recording below) &middot; ");
+		} else {
+			sbuf_puts(b, "Linux ");
+			esc(b, f->meta.kernel);
+			if (f->meta.cpus > 0)	/* a meta record without it: nothing said, not 0 */
+				sbuf_printf(b, " &middot; %ld CPUs", f->meta.cpus);
+			sbuf_puts(b, " &middot; ");
+		}
 	}
 	if (r->nivs) {
 		fmt_date(from, sizeof(from), r->t0);
@@ -101,7 +173,7 @@ static void header(const struct report *r, struct sbuf *b)
 		sbuf_puts(b, "no intervals recorded");
 	}
 	sbuf_puts(b, "</p>");
-	if (f && f->has_meta && *f->meta.command) {
+	if (f && command && *f->meta.command) {
 		sbuf_puts(b, "<p class=\"sub\"><code>");
 		esc(b, f->meta.command);
 		sbuf_puts(b, "</code></p>");
@@ -247,10 +319,11 @@ static const char *const wf_parts[] = { "submit_bio", "wait", "device", "device_
 static const char *const wf_reap[] = { "cqe_reap", "complete_reap" };
 static const char *const wf_spans[] = { "submit_cqe", "submit_complete", "total" };
 
+/* A waterfall: one layer, opcode and process; its series are v[first .. first + n). */
 struct wf_group {
 	const struct rec *key;
-	struct hist st[10];	/* parts, reap (2), spans (3) */
-	uint64_t count;
+	size_t first, n;
+	uint64_t count;		/* the most requests of its spans (its rank) */
 };
 
 static int wf_slot(const char *stage)
@@ -274,12 +347,6 @@ static const char *wf_name(int k)
 	return k < 4 ? wf_parts[k] : k < 6 ? wf_reap[k - 4] : wf_spans[k - 6];
 }
 
-static bool same_group(const struct rec *a, const struct rec *b)
-{
-	return !strcmp(a->layer, b->layer) && !strcmp(a->opcode, b->opcode) && a->pid == b->pid &&
-	       !strcmp(a->comm, b->comm);
-}
-
 static int group_cmp(const void *a, const void *b)
 {
 	const struct wf_group *x = a, *y = b;
@@ -287,7 +354,9 @@ static int group_cmp(const void *a, const void *b)
 
 	if (c)
 		return -c;	/* uring before aio */
-	return x->count < y->count ? 1 : x->count > y->count ? -1 : 0;
+	if (x->count != y->count)
+		return x->count < y->count ? 1 : -1;
+	return x->first < y->first ? -1 : x->first > y->first;	/* the same on every libc */
 }
 
 static uint64_t mean(const struct hist *h)
@@ -295,7 +364,7 @@ static uint64_t mean(const struct hist *h)
 	return h->count ? h->sum_ns / h->count : 0;
 }
 
-static void waterfall(const struct wf_group *g, struct sbuf *b)
+static void waterfall(const struct wf_group *g, const struct hist *st, struct sbuf *b)
 {
 	static const double tints[] = { 0.15, 0.38, 0.62, 0.86, 0.97 };
 	uint64_t whole = 0, seg[6], sum = 0;
@@ -306,20 +375,20 @@ static void waterfall(const struct wf_group *g, struct sbuf *b)
 
 	/* the whole: total (submit -> reaped) when seen, else submit -> CQE / completion */
 	for (k = 8; k >= 6 && !whole; k--)
-		whole = mean(&g->st[k]);
+		whole = mean(&st[k]);
 	/* the bar: the linked parts when there are any, else the submit span; then the reap */
 	for (k = 0; k < 4; k++)
-		if (g->st[k].count)
+		if (st[k].count)
 			idx[nseg++] = k;
 	if (!nseg)
 		for (k = 6; k < 8; k++)
-			if (g->st[k].count)
+			if (st[k].count)
 				idx[nseg++] = k;
 	for (k = 4; k < 6; k++)
-		if (g->st[k].count)
+		if (st[k].count)
 			idx[nseg++] = k;
 	for (k = 0; k < nseg; k++)
-		sum += seg[k] = mean(&g->st[idx[k]]);
+		sum += seg[k] = mean(&st[idx[k]]);
 	tmp.flags[0] = '\0';
 	rec_labels(&tmp, lab, sizeof(lab));
 	sbuf_puts(b, "<div class=\"wfbox\"><h3>");
@@ -344,7 +413,7 @@ static void waterfall(const struct wf_group *g, struct sbuf *b)
 		   "<th>count</th><th>p50</th><th>p99</th><th>mean</th><th>share</th>"
 		   "<th>unmeasured</th></tr></thead><tbody>");
 	for (k = 0; k < 9; k++) {
-		const struct hist *h = &g->st[k];
+		const struct hist *h = &st[k];
 		char swatch[160] = "";
 		int j;
 
@@ -368,37 +437,56 @@ static void waterfall(const struct wf_group *g, struct sbuf *b)
 	sbuf_puts(b, "</tbody></table></div></div>\n");
 }
 
+/* Series of one waterfall next to each other: by layer, opcode, process. */
+static int wf_series_cmp(const void *a, const void *b)
+{
+	const struct rec *x = &(*(struct series *const *)a)->key;
+	const struct rec *y = &(*(struct series *const *)b)->key;
+	int c;
+
+	if ((c = strcmp(x->layer, y->layer)) || (c = strcmp(x->opcode, y->opcode)))
+		return c;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return strcmp(x->comm, y->comm);
+}
+
+/*
+ * Grouped by sorting, ranked by counts alone; only the groups shown have their histograms
+ * merged. (Each group once held merged histograms and was found by a linear search: a
+ * recording of 100,000 processes took 5.8 GB and 290 s.)
+ */
 static void waterfalls(const struct report *r, struct sbuf *b)
 {
-	struct wf_group *g = NULL, *ng;
-	size_t i, n = 0, j;
+	struct series **v = malloc((r->nseries + 1) * sizeof(*v));
+	struct wf_group *g = malloc((r->nseries + 1) * sizeof(*g));
+	struct hist *st = calloc(9, sizeof(*st));
+	uint64_t sums[9];
+	size_t i, j, n = 0, nv = 0;
 	int k, shown[2] = { 0, 0 };
 
+	if (!v || !g || !st)
+		goto out;
 	for (i = 0; i < r->nseries; i++) {
 		const struct rec *key = &r->series[i]->key;
 
-		if (strcmp(key->layer, "uring") && strcmp(key->layer, "aio"))
-			continue;
-		if ((k = wf_slot(key->stage)) < 0)
-			continue;
-		for (j = 0; j < n && !same_group(g[j].key, key); j++)
-			;
-		if (j == n) {
-			ng = realloc(g, (n + 1) * sizeof(*g));
-			if (!ng)
-				break;
-			g = ng;
-			memset(&g[n], 0, sizeof(g[n]));
-			g[n++].key = key;
-		}
-		hist_merge(&g[j].st[k], &key->h);
-		if (k >= 6 && key->h.count > g[j].count)
-			g[j].count = key->h.count;
+		if ((!strcmp(key->layer, "uring") || !strcmp(key->layer, "aio")) &&
+		    wf_slot(key->stage) >= 0)
+			v[nv++] = r->series[i];
 	}
-	if (!n) {
-		free(g);
-		return;
+	qsort(v, nv, sizeof(*v), wf_series_cmp);
+	for (i = 0; i < nv; i = j) {
+		memset(sums, 0, sizeof(sums));
+		for (j = i; j < nv && !wf_series_cmp(&v[i], &v[j]); j++)
+			sums[wf_slot(v[j]->key.stage)] += v[j]->key.h.count;
+		g[n] = (struct wf_group){ .key = &v[i]->key, .first = i, .n = j - i };
+		for (k = 6; k < 9; k++)
+			if (sums[k] > g[n].count)
+				g[n].count = sums[k];
+		n++;
 	}
+	if (!n)
+		goto out;
 	qsort(g, n, sizeof(*g), group_cmp);
 	sbuf_puts(b, "<section id=\"waterfalls\"><h2>Waterfalls</h2><p class=\"help\">io_uring "
 		   "and aio requests per process and opcode (their paths merged): the mean time "
@@ -411,10 +499,16 @@ static void waterfalls(const struct report *r, struct sbuf *b)
 
 		if (shown[l]++ >= r->o.top)
 			continue;
-		waterfall(&g[i], b);
+		memset(st, 0, 9 * sizeof(*st));
+		for (j = g[i].first; j < g[i].first + g[i].n; j++)
+			hist_merge(&st[wf_slot(v[j]->key.stage)], &v[j]->key.h);
+		waterfall(&g[i], st, b);
 	}
 	sbuf_puts(b, "</section>\n");
+out:
+	free(v);
 	free(g);
+	free(st);
 }
 
 static void recording(const struct report *r, struct sbuf *b)
@@ -527,17 +621,19 @@ static void heatmaps(const struct panel *p, int n, const struct sbuf *svgs, stru
 void html_page(const struct report *r, struct panel *panels, int npanels,
 	       const struct sbuf *svgs, struct sbuf *b)
 {
-	const struct file_info *f = r->nfiles ? &r->files[0] : NULL;
-	char from[64];
+	const struct file_info *hosts[HOSTS_NAMED];
+	char from[64], title[64];
 	const char *layer = NULL;
-	int i;
+	int i, nhosts;
+	const struct file_info *f = hosts_of(r, hosts, HOSTS_NAMED, &nhosts);
 
 	fmt_date(from, sizeof(from), r->t0);
+	snprintf(title, sizeof(title), "%d hosts", nhosts);
 	sbuf_puts(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
 		   "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");
 	sbuf_printf(b, "<meta name=\"generator\" content=\"iostrata report\">"
 		  "<meta name=\"iostrata-panels\" content=\"%d\"><title>I/O latency: ", npanels);
-	esc(b, f && f->has_meta ? f->meta.host : "recording");
+	esc(b, nhosts > 1 ? title : f ? f->meta.host : "recording");
 	sbuf_printf(b, ", %s</title><style>%s%s</style></head><body>\n", r->nivs ? from : "",
 		  report_css, svg_rules);
 	header(r, b);

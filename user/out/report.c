@@ -143,9 +143,10 @@ static int index_grow(size_t **tab, size_t *cap, size_t n, uint64_t (*hash_of)(v
 
 static uint64_t labelset_hash(void *arg, size_t i)
 {
-	return key_hash(&((struct report *)arg)->labelsets[i].key, false);
+	return key_hash(((struct report *)arg)->labelsets[i].key, false);
 }
 
+/* k: a series' key, which outlives the label set */
 static int labelset_of(struct report *r, const struct rec *k)
 {
 	uint64_t h = key_hash(k, false);
@@ -153,21 +154,25 @@ static int labelset_of(struct report *r, const struct rec *k)
 	size_t j;
 
 	for (j = h & (r->lcap - 1); r->lcap && r->ltable[j]; j = (j + 1) & (r->lcap - 1))
-		if (rec_same_labels(&r->labelsets[r->ltable[j] - 1].key, k))
+		if (rec_same_labels(r->labelsets[r->ltable[j] - 1].key, k))
 			return (int)r->ltable[j] - 1;
 	if ((r->nlabelsets + 1) * 2 > r->lcap &&
 	    index_grow(&r->ltable, &r->lcap, r->nlabelsets, labelset_hash, r))
 		return -1;
 	for (j = h & (r->lcap - 1); r->ltable[j]; j = (j + 1) & (r->lcap - 1))
 		;
-	l = realloc(r->labelsets, (r->nlabelsets + 1) * sizeof(*l));
-	if (!l)
-		return -1;
-	r->labelsets = l;
-	l = &l[r->nlabelsets];
+	if (r->nlabelsets == r->lscap) {
+		size_t cap = r->lscap ? r->lscap * 2 : 64;
+
+		l = realloc(r->labelsets, cap * sizeof(*l));
+		if (!l)
+			return -1;
+		r->labelsets = l;
+		r->lscap = cap;
+	}
+	l = &r->labelsets[r->nlabelsets];
 	memset(l, 0, sizeof(*l));
-	l->key = *k;
-	memset(&l->key.h, 0, sizeof(l->key.h));
+	l->key = k;
 	r->ltable[j] = r->nlabelsets + 1;
 	return (int)r->nlabelsets++;
 }
@@ -194,10 +199,16 @@ static struct series *series_of(struct report *r, const struct rec *rec)
 	if ((r->nseries + 1) * 2 > r->tcap &&
 	    index_grow(&r->table, &r->tcap, r->nseries, series_hash, r))
 		return NULL;
-	v = realloc(r->series, (r->nseries + 1) * sizeof(*v));
-	if (!v)
-		return NULL;
-	r->series = v;
+	if (r->nseries == r->scap) {
+		size_t cap = r->scap ? r->scap * 2 : 64;
+
+		v = realloc(r->series, cap * sizeof(*v));
+		if (!v)
+			return NULL;
+		r->series = v;
+		r->scap = cap;
+	}
+	v = r->series;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
@@ -205,8 +216,8 @@ static struct series *series_of(struct report *r, const struct rec *rec)
 	memset(&s->key.h, 0, sizeof(s->key.h));
 	s->key.layer = strpool_intern(&r->pool, rec->layer);
 	s->key.stage = strpool_intern(&r->pool, rec->stage);
-	ls = labelset_of(r, &s->key);
-	if (!s->key.layer || !s->key.stage || ls < 0) {
+	/* a new label set keeps a pointer to this key: made last, once nothing can fail after */
+	if (!s->key.layer || !s->key.stage || (ls = labelset_of(r, &s->key)) < 0) {
 		free(s);
 		return NULL;
 	}
@@ -241,7 +252,7 @@ static int series_add(struct series *s, uint32_t iv, const struct hist *h)
 	t->sum_ns += h->sum_ns;
 	t->unmeasured += h->unmeasured;
 	if (s->nivs == s->icap) {
-		size_t cap = s->icap ? s->icap * 2 : 64;
+		size_t cap = s->icap ? s->icap * 2 : 4;
 		struct ivstat *v = realloc(s->ivs, cap * sizeof(*v));
 
 		if (!v)
@@ -255,7 +266,7 @@ static int series_add(struct series *s, uint32_t iv, const struct hist *h)
 			continue;
 		t->slots[i] += h->slots[i];
 		if (s->npts == s->cap) {
-			size_t cap = s->cap ? s->cap * 2 : 256;
+			size_t cap = s->cap ? s->cap * 2 : 16;
 			struct pt *p = realloc(s->pts, cap * sizeof(*p));
 
 			if (!p)
@@ -268,12 +279,51 @@ static int series_add(struct series *s, uint32_t iv, const struct hist *h)
 	return 0;
 }
 
-int report_add_interval(struct report *r, const struct interval *iv)
+/* iv's counts added to r's totals: false (nothing changed) when one would wrap round 2^64. */
+static bool totals_add(struct report *r, const struct interval *iv)
+{
+	uint64_t c = r->tot_count, s = r->tot_sum, u = r->tot_unmeasured, d = r->tot_drops,
+		 e = r->tot_events;
+	bool wrap = false;
+	size_t i;
+	int j;
+
+	for (i = 0; i < iv->recs.n; i++) {
+		const struct hist *h = &iv->recs.v[i].h;
+
+		wrap |= __builtin_add_overflow(c, h->count, &c);
+		wrap |= __builtin_add_overflow(s, h->sum_ns, &s);
+		wrap |= __builtin_add_overflow(u, h->unmeasured, &u);
+	}
+	for (j = 0; j < iv->ndrops; j++)
+		wrap |= __builtin_add_overflow(d, iv->drops[j].n, &d);
+	for (j = 0; j < iv->nevents; j++)
+		wrap |= __builtin_add_overflow(e, iv->events[j].n, &e);
+	if (wrap)
+		return false;
+	r->tot_count = c;
+	r->tot_sum = s;
+	r->tot_unmeasured = u;
+	r->tot_drops = d;
+	r->tot_events = e;
+	return true;
+}
+
+int report_add_interval(struct report *r, const char *file, const struct interval *iv)
 {
 	struct interval_info *ii;
 	uint32_t idx = (uint32_t)r->nivs;
+	char when[64];
 	size_t i;
 	int j;
+
+	if (!totals_add(r, iv)) {
+		fmt_date(when, sizeof(when), iv->ts_ns);
+		errorf("%s: its counts, summed over the recording%s, pass 2^64 at the interval "
+		       "ending %s: not what a host can count", file, r->nfiles > 1 ? "s" : "",
+		       when);
+		return -1;
+	}
 
 	if (r->nivs == r->ivcap) {
 		size_t cap = r->ivcap ? r->ivcap * 2 : 1024;
@@ -474,7 +524,7 @@ static int labelset_cmp(const void *a, const void *b)
 {
 	const struct labelset *x = *(const struct labelset *const *)a,
 			      *y = *(const struct labelset *const *)b;
-	int c = strcmp(x->key.layer, y->key.layer);
+	int c = strcmp(x->key->layer, y->key->layer);
 
 	if (c)
 		return c;
@@ -500,7 +550,7 @@ static int rank_labelsets(struct report *r)
 		v[i] = &r->labelsets[i];
 	qsort(v, r->nlabelsets, sizeof(*v), labelset_cmp);
 	for (i = 0; i < r->nlabelsets; i++) {
-		if (i && strcmp(v[i]->key.layer, v[i - 1]->key.layer))
+		if (i && strcmp(v[i]->key->layer, v[i - 1]->key->layer))
 			rank = 0;
 		v[i]->rank = rank++;
 	}
@@ -576,12 +626,18 @@ static struct panel *panel_new(struct panel **v, int *n, const struct series *s,
 
 static int panel_take(struct panel *p, struct series *s)
 {
-	struct series **v = realloc(p->ser, (size_t)(p->nser + 1) * sizeof(*v));
+	struct series **v;
 
-	if (!v)
-		return -1;
-	p->ser = v;
-	v[p->nser++] = s;
+	if (p->nser == p->sercap) {
+		int cap = p->sercap ? p->sercap * 2 : 4;
+
+		v = realloc(p->ser, (size_t)cap * sizeof(*v));
+		if (!v)
+			return -1;
+		p->ser = v;
+		p->sercap = cap;
+	}
+	p->ser[p->nser++] = s;
 	p->count += s->key.h.count;
 	p->unmeasured += s->key.h.unmeasured;
 	return 0;
@@ -620,7 +676,7 @@ static int build_panels(struct report *r, struct panel **out, int *nout)
 			;
 		lsets = 0;
 		for (k = 0; k < r->nlabelsets; k++)
-			lsets += !strcmp(r->labelsets[k].key.layer, v[i]->key.layer);
+			lsets += !strcmp(r->labelsets[k].key->layer, v[i]->key.layer);
 		p = panel_new(&panels, &n, v[i], lsets == 1 ? v[i]->labelset : -1);
 		if (!p)
 			goto oom;

@@ -28,8 +28,11 @@ int report_add_meta(struct report *r, const char *file, const struct recread_met
 void report_add_end(struct report *r, const char *file, const struct recread_end *e);
 /* A file that ended without its end record (cut short), said on the page. */
 void report_add_note(struct report *r, const char *note);
-/* One interval: its buckets kept sparse, its drops and events summed. 0, or -1 (said). */
-int report_add_interval(struct report *r, const struct interval *iv);
+/*
+ * One interval of file: its buckets kept sparse, its drops and events summed. 0, or -1 (said):
+ * out of memory, or counts that would wrap round 2^64 summed with the others.
+ */
+int report_add_interval(struct report *r, const char *file, const struct interval *iv);
 /* Write the page (and the SVGs): each file whole or not at all. 0, or -1 with one line said. */
 int report_write(struct report *r);
 void report_free(struct report *r);

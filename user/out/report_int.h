@@ -34,7 +34,7 @@ struct series {
 
 /* A layer and label set (any stage), ranked by its count within its layer. */
 struct labelset {
-	struct rec key;		/* labels only (key.h unused) */
+	const struct rec *key;	/* its first series' key: its labels (any stage) */
 	uint64_t count;		/* the largest count of its stages */
 	int rank;		/* 0 = the most I/O in its layer */
 };
@@ -54,11 +54,11 @@ struct file_info {
 struct report {
 	struct report_opts o;
 	struct series **series;
-	size_t nseries;
+	size_t nseries, scap;
 	size_t *table;		/* open addressing: index + 1 into series, 0 empty */
 	size_t tcap;
 	struct labelset *labelsets;
-	size_t nlabelsets;
+	size_t nlabelsets, lscap;
 	size_t *ltable;		/* the same for labelsets, by key_hash without the stage */
 	size_t lcap;
 	struct interval_info *ivs;
@@ -72,6 +72,11 @@ struct report {
 	uint64_t drops_other;	/* drops under names beyond MAX_COUNTERS (recordings merged) */
 	struct strpool pool;	/* names kept: layers, stages, counters */
 	uint64_t t0, t1;	/* the recording's span: first interval's start, last's end */
+	/*
+	 * Everything added, summed: every count the page shows (a series', a panel's, a cell's,
+	 * a counter's) is a part of one of these, so none wraps round 2^64 when these do not.
+	 */
+	uint64_t tot_count, tot_sum, tot_unmeasured, tot_drops, tot_events;
 };
 
 /* A heatmap: one layer and stage, of one label set or (labelset -1) all merged. */
@@ -84,7 +89,7 @@ struct panel {
 	bool small;
 	int rpo_cap;		/* rows per octave at most (the size budget lowers it) */
 	struct series **ser;
-	int nser;
+	int nser, sercap;
 	uint64_t count, unmeasured;
 	/* binned by panel_bin() */
 	int cols, rpo, key0, nrows;
