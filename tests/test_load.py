@@ -505,3 +505,48 @@ def test_backing_device_of_a_loop_device_is_refused(loopdev):
         assert Path(stacked).name in line
     finally:
         subprocess.run(["losetup", "-d", stacked], check=True)
+
+
+def fail_io_submit_with_eagain():
+    """preexec_fn: a seccomp filter making every io_submit(2) fail with EAGAIN (what the
+    kernel says when it has no memory for an iocb), everything else allowed (x86_64)."""
+    import ctypes
+    BPF_LD_W_ABS, BPF_JEQ_K, BPF_RET_K = 0x20, 0x15, 0x06
+    AUDIT_ARCH_X86_64, NR_IO_SUBMIT = 0xC000003E, 209
+    SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000
+
+    class Insn(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8),
+                    ("k", ctypes.c_uint32)]
+
+    class Prog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(Insn))]
+
+    insns = (Insn * 6)(Insn(BPF_LD_W_ABS, 0, 0, 4),                 # seccomp_data.arch
+                       Insn(BPF_JEQ_K, 0, 3, AUDIT_ARCH_X86_64),
+                       Insn(BPF_LD_W_ABS, 0, 0, 0),                 # seccomp_data.nr
+                       Insn(BPF_JEQ_K, 0, 1, NR_IO_SUBMIT),
+                       Insn(BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | errno.EAGAIN),
+                       Insn(BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW))
+    prog = Prog(6, insns)
+    libc = ctypes.CDLL(None, use_errno=True)
+    PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) or \
+            libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0):
+        os._exit(99)
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the seccomp filter is x86_64's")
+def test_libaio_refused_submissions_wait_and_end_at_the_stop(workdir):
+    """io_submit -EAGAIN was retried in a tight loop that never looked at the stop: a job whose
+    submissions the kernel kept refusing spun a CPU forever. It now retries every 100 us and
+    ends at --runtime, with no I/O done."""
+    r = subprocess.run([str(LOAD), "--engine", "libaio", "--runtime", "1s", "--json",
+                        "--file", str(workdir / "f"), "--size", "4m"], capture_output=True,
+                       text=True, timeout=60, stdin=subprocess.DEVNULL,
+                       preexec_fn=fail_io_submit_with_eagain)
+    assert r.returncode != 99, "the seccomp filter could not be set"
+    doc = json.loads(r.stdout)
+    jsonschema.validate(doc, SCHEMA)
+    assert r.returncode == 0, r.stderr
+    assert doc["total"]["read"]["total_ios"] == doc["total"]["write"]["total_ios"] == 0, doc

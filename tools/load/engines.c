@@ -124,6 +124,9 @@ int run_psync(struct job *j)
 
 /* ---- libaio: io_submit/io_getevents; also the aio POLL probe ---- */
 
+/* How long to wait before submitting again what the kernel would not take (-EAGAIN) */
+#define SUBMIT_RETRY_NS	100000ULL
+
 int run_libaio(struct job *j)
 {
 	struct io_event *ev = calloc(lo.qd, sizeof(*ev));
@@ -173,8 +176,23 @@ fill:
 		for (i = 0; i < n; ) {	/* a partial submit leaves the rest for another call */
 			r = io_submit(ctx, (long)(n - i), batch + i);
 			t = now_ns();
-			if (r == -EAGAIN || r == -EINTR)
+			if (r == -EINTR)
 				continue;
+			if (r == -EAGAIN) {
+				/*
+				 * The kernel took none (no memory for an iocb, or no request slot free
+				 * until completions are reaped): try again shortly, not in a tight
+				 * loop; a stop gives the rest back unsubmitted, and what is in flight
+				 * is drained below.
+				 */
+				if (atomic_load(&load_stop)) {
+					for (; n > i; n--)
+						slot_put(&s, batch[n - 1]->data);
+					break;
+				}
+				sleep_until(now_ns() + SUBMIT_RETRY_NS);
+				continue;
+			}
 			if (r <= 0) {
 				job_fail(j, -r, "io_submit: %s", strerror(r ? -r : EIO));
 				goto out;
@@ -328,9 +346,6 @@ int run_posixaio(struct job *j)
 }
 
 /* ---- io_uring (liburing): read/write, fixed buffers/files, SQPOLL; NOP and TIMEOUT probes ---- */
-
-/* How long to wait before submitting again what the kernel would not take (-EAGAIN) */
-#define SUBMIT_RETRY_NS	100000ULL
 
 /*
  * io_uring_submit, or, every --hold-submits'th call (testing), what the kernel answers when it
