@@ -262,6 +262,8 @@ def run_serve(*args):
     (["--buckets-per-octave", "16"], ["bad --buckets-per-octave '16'"]),
     (["--max-series", "0"], ["bad --max-series '0'"]),
     (["--max-series", "many"], ["bad --max-series 'many'"]),
+    (["--expire", "0"], ["bad --expire '0'"]),
+    (["--expire", "soon"], ["bad --expire 'soon'"]),
     (["--user", "no-such-user-x"], ["unknown user 'no-such-user-x'"]),
     (["--user", ""], ["bad --user"]),
     (["--interval", "0"], ["bad interval '0'"]),
@@ -914,6 +916,54 @@ for _ in range(3):
     # the syscall kept (a host label), the process name folded
     assert total(s, H + "_count", syscall="read", comm="other") == 15, s
     assert 1 <= after - before <= min(2, spanned), (before, after, spanned)
+    srv.stop()
+
+
+def named_reads(name, n):
+    """n read calls by a process that named itself `name`."""
+    subprocess.run([sys.executable, "-c", f"""
+import ctypes, os
+ctypes.CDLL(None).prctl(15, {name!r}, 0, 0, 0)
+fd = os.open("/etc/passwd", os.O_RDONLY)
+for _ in range({n}):
+    os.read(fd, 1)
+"""], check=True)
+
+
+@pytest.mark.root
+def test_idle_label_sets_expire_and_give_their_room_back(servers, no_bpf_leak):
+    """A label set no I/O came to for --expire is dropped: a process gone no longer holds
+    --max-series for good (every later one was "other" once). Back again, it counts from 0."""
+    srv = servers("-l", "syscall", "-P", "--comm", "xp", "--max-series", "1", "--expire", "2")
+
+    def gone(syscall, before):
+        """Wait until (syscall, xp) has expired: dropped from the page, counted."""
+        deadline = time.monotonic() + 30
+        while True:
+            s = srv.samples()
+            if total(s, "iostrata_series_expired_total") > before and \
+                    not [1 for n, l, _ in s if l.get("syscall") == syscall]:
+                return s
+            assert time.monotonic() < deadline, f"{syscall} never expired"
+            time.sleep(0.3)
+
+    named_preads(b"xp", 4)          # the one series under the cap
+    count, s = srv.settled(H + "_count", syscall="pread64", comm="xp")
+    assert count == 4, count
+    s = gone("pread64", 0)
+    assert total(s, "iostrata_series") == 0
+    named_reads(b"xp", 3)           # the room is free again: its own name, not "other"
+    count, s = srv.settled(H + "_count", syscall="read", comm="xp")
+    assert count == 3 and not [l for n, l, _ in s if l.get("comm") == "other"], s
+    assert total(s, "iostrata_series_dropped_total") == 0
+    s = gone("read", total(s, "iostrata_series_expired_total"))
+    named_preads(b"xp", 2)          # back: from 0, not 4 + 2
+    count, s = srv.settled(H + "_count", syscall="pread64", comm="xp")
+    assert count == 2, count
+    assert total(s, "iostrata_series_expired_total") == 2
+    r = subprocess.run(["promtool", "check", "metrics"], input=srv.metrics(),
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
     srv.stop()
 
 

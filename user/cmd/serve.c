@@ -64,6 +64,9 @@ static const char usage_head[] =
 "      --buckets-per-octave=N  le buckets: 1, 2, 4 (default) or 8 per octave\n"
 "      --max-series=N    latency label sets before the rest are folded into\n"
 "                        \"other\" (default 1000)\n"
+"      --expire=SEC      drop a latency label set no I/O came to for SEC, freeing\n"
+"                        its room under --max-series; back later, it counts from 0\n"
+"                        again (default 3600; never: keep every one)\n"
 "      --interval=SEC    how often the kernel's histograms are drained (default 1)\n"
 "      --bpf-refused     testing: act as if the kernel refused bpf() to a process\n"
 "                        without CAP_BPF (before Linux 5.19, with\n"
@@ -90,7 +93,7 @@ static void usage(FILE *f)
 }
 
 enum { OPT_LISTEN = TOPT_NEXT, OPT_USER, OPT_BPO, OPT_MAX_SERIES, OPT_INTERVAL,
-       OPT_BPF_REFUSED };
+       OPT_BPF_REFUSED, OPT_EXPIRE };
 
 static const struct option long_opts[] = {
 	TRACE_OPTS_LONG,
@@ -99,6 +102,7 @@ static const struct option long_opts[] = {
 	{ "buckets-per-octave", required_argument, NULL, OPT_BPO },
 	{ "max-series", required_argument, NULL, OPT_MAX_SERIES },
 	{ "interval", required_argument, NULL, OPT_INTERVAL },
+	{ "expire", required_argument, NULL, OPT_EXPIRE },
 	{ "bpf-refused", no_argument, NULL, OPT_BPF_REFUSED },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
@@ -144,6 +148,18 @@ static int parse_args(int argc, char **argv, struct serve_args *a)
 			if (parse_seconds("interval", optarg, &a->t.lim.interval_s))
 				return -1;
 			break;
+		case OPT_EXPIRE: {
+			double sec;
+
+			if (!strcmp(optarg, "never")) {
+				a->prom.expire_ns = 0;
+				break;
+			}
+			if (parse_seconds("--expire", optarg, &sec))
+				return -1;
+			a->prom.expire_ns = (uint64_t)(sec * 1e9);
+			break;
+		}
 		case OPT_BPF_REFUSED:
 			a->bpf_refused = true;
 			break;
@@ -394,7 +410,8 @@ int cmd_serve(int argc, char **argv)
 {
 	struct serve_args a = { .t = TRACE_OPTS_DEFAULT, .listen = LISTEN_DEFAULT,
 				.user = "nobody", .prom = { .buckets_per_octave = 4,
-				.max_series = PROM_MAX_SERIES_DEFAULT } };
+				.max_series = PROM_MAX_SERIES_DEFAULT,
+				.expire_ns = PROM_EXPIRE_DEFAULT_NS } };
 	struct serve sv = { .lock = PTHREAD_MUTEX_INITIALIZER };
 	struct session *s = NULL;
 	struct sbuf idx = { 0 };

@@ -5,7 +5,9 @@
  * afford: device (the whole disk, named as /proc/diskstats and node_exporter name it), op, the
  * syscall, and with -O the opcode, with -P the process name, with -C the cgroup path; never a
  * pid, never the block or request flags (records differing only there are summed). Counts only
- * ever grow.
+ * ever grow, while their label set lives: one no I/O came to for --expire is dropped, so that
+ * processes and containers come and go without filling --max-series for good (if it comes
+ * back, its counts start again from 0: a counter reset, which rate() and increase() expect).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -27,6 +29,8 @@ struct series {
 	unsigned __int128 sum_ns;
 	uint64_t unmeasured;
 	uint64_t *buckets;		/* per merged bucket, not cumulative */
+	uint64_t active_ns;		/* CLOCK_MONOTONIC: the end of its last interval with I/O */
+	enum { S_REGULAR, S_HOST_ONLY, S_ALL_OTHER } kind;	/* the cap it counts against */
 };
 
 struct named {
@@ -40,7 +44,7 @@ struct prom {
 	uint16_t of_slot[HIST_NSLOTS];	/* merged bucket of each of iostrata's slots */
 	uint64_t le_ns[HIST_NSLOTS];	/* the largest value merged bucket j holds */
 	char le_str[HIST_NSLOTS][24];
-	struct series *s;		/* append only: a series never goes away */
+	struct series *s;		/* in order of birth; expired ones removed */
 	size_t ns, cap;
 	size_t regular;			/* series not folded ("other") */
 	size_t host_only;		/* folded series keeping their host labels (fold) */
@@ -49,6 +53,7 @@ struct prom {
 	struct named drops[MAX_COUNTERS], events[MAX_COUNTERS];
 	int ndrops, nevents;
 	uint64_t folded;		/* label sets over max_series, once per interval each */
+	uint64_t expired;		/* label sets dropped after expire_ns without I/O */
 	uint64_t intervals;
 	uint64_t last_ts_ns;
 };
@@ -242,7 +247,8 @@ static void put_label(struct sbuf *b, const char *name, const char *v)
 	sbuf_put(b, "\"", 1);
 }
 
-static struct series *add_series(struct prom *p, const struct series *k, uint32_t *slot)
+static struct series *add_series(struct prom *p, const struct series *k, uint32_t *slot,
+				 int kind)
 {
 	struct sbuf l = { 0 };
 	struct series *s;
@@ -266,6 +272,7 @@ static struct series *add_series(struct prom *p, const struct series *k, uint32_
 	put_label(&l, "cgroup", k->cgroup);
 	s = &p->s[p->ns];
 	*s = *k;
+	s->kind = kind;
 	s->labels = l.p;
 	s->buckets = calloc((size_t)p->nb, sizeof(*s->buckets));
 	if (l.oom || !l.p || !s->buckets) {
@@ -322,19 +329,56 @@ static long series_for(struct prom *p, const struct rec *r, struct fold_set *f)
 			if (*slot)
 				return (long)*slot - 1;
 			if (p->host_only < p->o.max_series) {
+				if (!add_series(p, &k, slot, S_HOST_ONLY))
+					return -1;
 				p->host_only++;
-				return add_series(p, &k, slot) ? (long)p->ns - 1 : -1;
+				return (long)p->ns - 1;
 			}
 		}
 		fold(&k, true);
 		slot = lookup(p, &k);
 		if (*slot)
 			return (long)*slot - 1;
-	} else {
-		p->regular++;
+		/* beyond twice the cap only the all-"other" series are made: one per layer, stage */
+		return add_series(p, &k, slot, S_ALL_OTHER) ? (long)p->ns - 1 : -1;
 	}
-	/* beyond twice the cap only the all-"other" series are made: one per layer and stage */
-	return add_series(p, &k, slot) ? (long)p->ns - 1 : -1;
+	if (!add_series(p, &k, slot, S_REGULAR))
+		return -1;
+	p->regular++;
+	return (long)p->ns - 1;
+}
+
+/*
+ * Drop the label sets no I/O came to for expire_ns: their room under the caps is free again.
+ * The table is rebuilt from the series left (this happens at most once an interval).
+ */
+static void expire(struct prom *p, uint64_t now)
+{
+	size_t i, n = 0;
+
+	if (!p->o.expire_ns)
+		return;
+	for (i = 0; i < p->ns; i++) {
+		struct series *s = &p->s[i];
+
+		if (now > s->active_ns && now - s->active_ns >= p->o.expire_ns) {
+			if (s->kind == S_REGULAR)
+				p->regular--;
+			else if (s->kind == S_HOST_ONLY)
+				p->host_only--;
+			free(s->labels);
+			free(s->buckets);
+			p->expired++;
+			continue;
+		}
+		p->s[n++] = *s;
+	}
+	if (n == p->ns)
+		return;
+	p->ns = n;
+	memset(p->table, 0, p->tcap * sizeof(*p->table));
+	for (i = 0; i < n; i++)
+		*lookup(p, &p->s[i]) = (uint32_t)i + 1;
 }
 
 static int count_named(struct named *n, int *nn, const struct counter *c)
@@ -382,6 +426,8 @@ int prom_add(struct prom *p, const struct interval *iv)
 
 		s->sum_ns += r->h.sum_ns;
 		s->unmeasured += r->h.unmeasured;
+		if (r->h.count || r->h.unmeasured || !s->active_ns)
+			s->active_ns = iv->end_mono_ns;
 		for (j = 0; j < HIST_NSLOTS; j++)
 			s->buckets[p->of_slot[j]] += r->h.slots[j];
 	}
@@ -392,6 +438,7 @@ int prom_add(struct prom *p, const struct interval *iv)
 		count_named(p->events, &p->nevents, &iv->events[k]);
 	p->intervals++;
 	p->last_ts_ns = iv->ts_ns;
+	expire(p, iv->end_mono_ns);
 	return 0;
 oom:
 	free(idx);
@@ -458,6 +505,10 @@ void prom_render(const struct prom *p, struct sbuf *out)
 		    "counts went to the series of the same layer and stage with its other labels "
 		    "\"other\"");
 	sbuf_printf(out, "iostrata_series_dropped_total %" PRIu64 "\n", p->folded);
+	prom_family(out, "iostrata_series_expired_total", "counter",
+		    "Label sets dropped after --expire without I/O (a process or container gone): "
+		    "if one comes back, its counts start again from 0");
+	sbuf_printf(out, "iostrata_series_expired_total %" PRIu64 "\n", p->expired);
 	prom_family(out, "iostrata_intervals_total", "counter",
 		    "Intervals drained from the kernel into these counts");
 	sbuf_printf(out, "iostrata_intervals_total %" PRIu64 "\n", p->intervals);
