@@ -12,6 +12,7 @@
 - --max-series folds the excess into "other" series and counts it; --buckets-per-octave;
 - the systemd unit in docs/ verifies, and its capability bounding set is enough to start.
 """
+import gzip
 import json
 import os
 import re
@@ -25,6 +26,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
+import zlib
 from pathlib import Path
 
 import pytest
@@ -672,6 +674,14 @@ def test_abuse(servers, no_bpf_leak):
         (b"DELETE / HTTP/1.1\r\n\r\n", {405}),
         (b"GET /nope HTTP/1.1\r\n\r\n", {404}),
         (b"GET /metrics/../etc/passwd HTTP/1.1\r\n\r\n", {404}),
+        # the absolute form, as through a proxy (RFC 9112, 3.2.2: a server must take it; once
+        # a 400): its path is what is served
+        (b"GET http://127.0.0.1/metrics HTTP/1.1\r\nHost: x\r\n\r\n", {200}),
+        (b"GET HTTP://[::1]:9750/metrics?x=1 HTTP/1.1\r\n\r\n", {200}),
+        (b"GET http://127.0.0.1 HTTP/1.1\r\n\r\n", {200}),        # the path is "/"
+        (b"GET http://127.0.0.1/nope HTTP/1.1\r\n\r\n", {404}),
+        (b"GET http:///metrics HTTP/1.1\r\n\r\n", {400}),        # no authority
+        (b"GET ftp://127.0.0.1/metrics HTTP/1.1\r\n\r\n", {400}),
     ]
     for data, want in cases:
         resp, took = raw(port, data)
@@ -699,6 +709,46 @@ def test_abuse(servers, no_bpf_leak):
     assert total(samples, H + "_count", layer="uring", stage="submit_cqe") == 10
     assert srv.alive()
     srv.stop(signal.SIGINT)
+
+
+@pytest.mark.root
+def test_gzip_when_asked(servers, no_bpf_leak):
+    """Accept-Encoding: gzip (Prometheus sends it) gets /metrics as one gzip member, its CRC and
+    length right, the same families as the plain text; without it, or refusing gzip, plain
+    text. The real Prometheus in test_prometheus_scrapes_it reads it so."""
+    srv = servers("-l", "uring", "-O")
+    timeouts(7, "1ms")
+    srv.settled(H + "_count", layer="uring", stage="submit_cqe")
+
+    def scrape(enc):
+        headers = {"Accept-Encoding": enc} if enc is not None else {}
+        req = urllib.request.Request(f"http://127.0.0.1:{srv.port}/metrics", headers=headers)
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.headers, r.read()
+
+    h, z = scrape("gzip")
+    assert h["Content-Encoding"] == "gzip" and h["Vary"] == "Accept-Encoding", h
+    assert int(h["Content-Length"]) == len(z)
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)     # one member, checked to its trailer
+    text = d.decompress(z) + d.flush()
+    assert d.eof and d.unused_data == b"", "not one whole gzip member"
+    text = text.decode()
+    hp, plain = scrape(None)
+    assert "Content-Encoding" not in hp and hp["Vary"] == "Accept-Encoding", hp
+    assert len(z) * 5 < len(plain), (len(z), len(plain))
+    names = lambda t: {n for n, _, _ in parse(t)}  # noqa: E731
+    assert names(text) == names(plain.decode())
+    assert total(parse(text), H + "_count", layer="uring", stage="submit_cqe") == 7
+    r = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    # again within the interval: the counts' part is reused, the live part made anew
+    h2, z2 = scrape("deflate, gzip;q=0.5")
+    assert h2["Content-Encoding"] == "gzip" and gzip.decompress(z2).decode().count("\n") > 10
+    for refused in ("gzip;q=0", "identity", ""):
+        h3, body = scrape(refused)
+        assert "Content-Encoding" not in h3 and body.startswith(b"# HELP"), (refused, h3)
+    srv.stop()
 
 
 @pytest.mark.root

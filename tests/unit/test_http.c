@@ -135,6 +135,34 @@ static void out_of_fds(struct http_server *s, int port)
 	close(c);
 }
 
+/* Accept-Encoding values, as clients send them (RFC 9110, 12.5.3) */
+static void accept_encoding(void)
+{
+	static const struct { const char *v; bool gzip; } cases[] = {
+		{ "gzip", true },			/* Prometheus */
+		{ "gzip, deflate, br", true },		/* browsers, curl --compressed */
+		{ "deflate, gzip;q=0.5", true },
+		{ " GZIP ", true },			/* case-insensitive, spaces around */
+		{ "x-gzip", true },
+		{ "*", true },
+		{ "identity", false },
+		{ "", false },
+		{ "gzip;q=0", false },
+		{ "gzip; q=0.000", false },
+		{ "gzip;q=0.001", true },
+		{ "*;q=0", false },
+		{ "*, gzip;q=0", false },		/* named beats the wildcard */
+		{ "gzipx, br", false },			/* a whole name, not a prefix */
+		{ "deflate;q=1,gzip;q=0", false },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		CHECK(http_accepts_gzip(cases[i].v, strlen(cases[i].v)) == cases[i].gzip,
+		      "Accept-Encoding: '%s' taken as %s gzip", cases[i].v,
+		      cases[i].gzip ? "refusing" : "taking");
+}
+
 int main(int argc, char **argv)
 {
 	struct timeval tv = { .tv_sec = HTTP_WRITE_TIMEOUT_MS / 1000 - 2 };
@@ -151,6 +179,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: test_http PORT (a free TCP port on 127.0.0.1)\n");
 		return 2;
 	}
+	accept_encoding();
 	body = malloc(BODY);
 	if (!body)
 		return 2;

@@ -19,6 +19,7 @@
 #include <bpf/libbpf.h>
 #include "cli.h"
 #include "cmd.h"
+#include "gzparts.h"
 #include "http.h"
 #include "log.h"
 #include "privs.h"
@@ -46,6 +47,9 @@ struct serve {
 	/* the HTTP thread's own */
 	struct http_blob *rendered, *index;
 	uint64_t rendered_at;		/* prom_intervals() it was rendered at */
+	/* rendered as a gzip head (gzparts.h), made at the first scrape taking gzip */
+	struct http_blob *rendered_gz;
+	struct gz_head gz;
 	uint64_t scrape_ns, scrapes;
 	uint64_t start_ns;		/* CLOCK_REALTIME */
 };
@@ -277,14 +281,35 @@ static void handle(const char *path, struct http_reply *r, void *arg)
 	pthread_mutex_lock(&sv->lock);
 	if (!sv->rendered || sv->rendered_at != prom_intervals(sv->prom)) {
 		http_blob_put(sv->rendered);
+		http_blob_put(sv->rendered_gz);
+		sv->rendered_gz = NULL;
 		prom_render(sv->prom, &b);
 		sv->rendered = http_blob_new(&b);
 		sv->rendered_at = prom_intervals(sv->prom);
 	}
 	pthread_mutex_unlock(&sv->lock);
 	sbuf_free(&b);
+	r->vary = true;
+	/* gzip (Prometheus asks for it): the counts compressed once an interval, outside the
+	 * lock (the HTTP thread alone touches rendered*), the live part at each scrape */
+	if (r->gzip_ok && sv->rendered && !sv->rendered_gz) {
+		if (!gz_head(sv->rendered->data, sv->rendered->len, &b, &sv->gz))
+			sv->rendered_gz = http_blob_new(&b);
+		sbuf_free(&b);
+	}
 	live_metrics(sv, &b);
-	r->body[0] = http_blob_get(sv->rendered);
+	if (r->gzip_ok && sv->rendered_gz) {
+		struct sbuf z = { 0 };
+
+		if (!gz_tail(&sv->gz, b.p ? b.p : "", b.len, &z)) {
+			sbuf_free(&b);
+			b = z;
+			r->encoding = "gzip";
+		} else {
+			sbuf_free(&z);
+		}
+	}
+	r->body[0] = http_blob_get(r->encoding ? sv->rendered_gz : sv->rendered);
 	r->body[1] = http_blob_new(&b);
 	sbuf_free(&b);
 	if (!r->body[0] || !r->body[1]) {
@@ -468,6 +493,7 @@ out:
 	session_close(s);
 	http_close(sv.http);
 	http_blob_put(sv.rendered);
+	http_blob_put(sv.rendered_gz);
 	http_blob_put(sv.index);
 	prom_free(sv.prom);
 	return r;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -37,6 +38,8 @@ struct conn {
 	char head[512];			/* status line and headers (and an error's text) */
 	size_t hlen, off;		/* off: bytes of head + bodies sent */
 	struct http_blob *body[2];
+	const char *encoding;		/* the handler's reply's, for its head */
+	bool vary;
 };
 
 /* After an accept that failed for want of resources (out of fds, memory): wait this long. */
@@ -294,9 +297,11 @@ static void reply(struct http_server *s, struct conn *c, int status, const char 
 		body += c->body[i] ? c->body[i]->len : 0;
 	body += strlen(text);
 	c->hlen = (size_t)snprintf(c->head, sizeof(c->head),
-		"HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+		"HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s%s%s%s"
 		"Connection: close\r\nCache-Control: no-store\r\n"
 		"X-Content-Type-Options: nosniff\r\n%s\r\n%s", status, reason(status), type, body,
+		c->encoding ? "Content-Encoding: " : "", c->encoding ? c->encoding : "",
+		c->encoding ? "\r\n" : "", c->vary ? "Vary: Accept-Encoding\r\n" : "",
 		status == 405 ? "Allow: GET, HEAD\r\n" : "", head_only ? "" : text);
 	if (head_only) {
 		for (i = 0; i < 2; i++) {
@@ -321,11 +326,85 @@ static bool is_token(const char *p, size_t n)
 	return n > 0;
 }
 
+/* Case-insensitive: do the n bytes at p spell `word`? */
+static bool same_word(const char *p, size_t n, const char *word)
+{
+	return n == strlen(word) && !strncasecmp(p, word, n);
+}
+
+bool http_accepts_gzip(const char *v, size_t len)
+{
+	const char *stop = v + len;
+	bool named = false, star = false, gzip = false, any = false;
+
+	/* codings, comma separated, each with optional parameters: gzip;q=0.5, *;q=0 (RFC 9110) */
+	while (v < stop) {
+		const char *end = memchr(v, ',', (size_t)(stop - v)), *p = v, *name, *q;
+		size_t n;
+		bool ok = true;
+
+		if (!end)
+			end = stop;
+		while (p < end && (*p == ' ' || *p == '\t'))
+			p++;
+		name = p;
+		while (p < end && *p != ';' && *p != ' ' && *p != '\t')
+			p++;
+		n = (size_t)(p - name);
+		/* q=0 (or 0.000) refuses it; any other q takes it */
+		for (q = p; q < end && (q = memchr(q, ';', (size_t)(end - q))); q++) {
+			const char *w = q + 1;
+
+			while (w < end && (*w == ' ' || *w == '\t'))
+				w++;
+			if (end - w >= 2 && (w[0] == 'q' || w[0] == 'Q') && w[1] == '=') {
+				w += 2;
+				ok = false;
+				while (w < end && (*w == '0' || *w == '.'))
+					w++;
+				if (w < end && *w >= '1' && *w <= '9')
+					ok = true;
+				break;
+			}
+		}
+		if (same_word(name, n, "gzip") || same_word(name, n, "x-gzip")) {
+			named = true;
+			gzip = ok;
+		} else if (same_word(name, n, "*")) {
+			star = true;
+			any = ok;
+		}
+		v = end + 1;
+	}
+	return named ? gzip : star && any;
+}
+
+/*
+ * An absolute-form target (RFC 9112, 3.2.2: "http://host:port/path?query", which a server must
+ * take): its path, or "/" for none. Anything else: NULL.
+ */
+static char *absolute_path(char *t, char *end)
+{
+	char *p;
+
+	if (end - t < 7 || strncasecmp(t, "http://", 7))
+		return NULL;
+	for (p = t + 7; p < end && *p != '/' && *p != '?'; p++)
+		;
+	if (p == t + 7)
+		return NULL;	/* no authority */
+	if (p == end || *p == '?') {	/* "http://host" or "http://host?q": the path is "/" */
+		*--p = '/';
+		return p;
+	}
+	return p;
+}
+
 /* The request is whole: every line of it ends in '\n', the last one's before `end`. */
 static void on_request(struct http_server *s, struct conn *c, char *end, http_handler h,
 		       void *arg, uint64_t now)
 {
-	char *line = c->req, *eol, *sp1, *sp2, *q;
+	char *line = c->req, *eol, *sp1, *sp2, *q, *path;
 	struct http_reply r = { 0 };
 	bool head_only;
 	int headers = 0;
@@ -340,7 +419,10 @@ static void on_request(struct http_server *s, struct conn *c, char *end, http_ha
 	sp1 = strchr(line, ' ');
 	sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
 	if (!sp1 || !sp2 || strchr(sp2 + 1, ' ') || !is_token(line, (size_t)(sp1 - line)) ||
-	    sp1[1] != '/' || (strcmp(sp2 + 1, "HTTP/1.1") && strcmp(sp2 + 1, "HTTP/1.0")))
+	    (strcmp(sp2 + 1, "HTTP/1.1") && strcmp(sp2 + 1, "HTTP/1.0")))
+		return reply(s, c, 400, NULL, false, now);
+	path = sp1[1] == '/' ? sp1 + 1 : absolute_path(sp1 + 1, sp2);
+	if (!path)
 		return reply(s, c, 400, NULL, false, now);
 	for (q = sp1 + 1; q < sp2; q++)
 		if (*q <= 0x20 || *q >= 0x7f)
@@ -353,18 +435,23 @@ static void on_request(struct http_server *s, struct conn *c, char *end, http_ha
 			return reply(s, c, 400, NULL, false, now);
 		if (++headers > HTTP_MAX_HEADERS)
 			return reply(s, c, 431, NULL, false, now);
+		if (same_word(line, (size_t)(q - line), "Accept-Encoding"))	/* without CR LF */
+			r.gzip_ok = http_accepts_gzip(q + 1, (size_t)(eol - q - 1 -
+								(eol[-1] == '\r')));
 	}
 	n = (size_t)(sp1 - c->req);
 	head_only = n == 4 && !memcmp(c->req, "HEAD", 4);
 	if (!head_only && !(n == 3 && !memcmp(c->req, "GET", 3)))
 		return reply(s, c, 405, NULL, false, now);
 	*sp2 = '\0';
-	if ((q = strchr(sp1 + 1, '?')))
+	if ((q = strchr(path, '?')))
 		*q = '\0';
 	r.status = 404;
-	h(sp1 + 1, &r, arg);
+	h(path, &r, arg);
 	c->body[0] = r.body[0];
 	c->body[1] = r.body[1];
+	c->encoding = r.body[0] ? r.encoding : NULL;
+	c->vary = r.vary;
 	reply(s, c, r.status, r.type, head_only, now);
 }
 

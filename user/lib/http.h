@@ -33,12 +33,21 @@ struct http_blob *http_blob_get(struct http_blob *b);
 void http_blob_put(struct http_blob *b);
 
 struct http_reply {
+	bool gzip_ok;			/* in: the request's Accept-Encoding takes gzip */
 	int status;			/* 200, 404, ... */
 	const char *type;		/* Content-Type */
+	const char *encoding;		/* Content-Encoding ("gzip"), NULL: none */
+	bool vary;			/* the body depends on Accept-Encoding (said in Vary) */
 	struct http_blob *body[2];	/* sent in turn; the server takes these references */
 };
 
-/* A GET or HEAD of path (the query string cut off): fill r. Runs in the server's thread. */
+/* Does an Accept-Encoding value take gzip (named, or "*", with a q above 0)? */
+bool http_accepts_gzip(const char *value, size_t len);
+
+/*
+ * A GET or HEAD of path (the query string cut off; an absolute-form target, as a proxy sends,
+ * reduced to its path): fill r. Runs in the server's thread.
+ */
 typedef void (*http_handler)(const char *path, struct http_reply *r, void *arg);
 
 /* What the server did, for its own metrics: read in the handler's thread. */
