@@ -2,8 +2,7 @@
 compare's statistics pieces and its quantile estimator's measured error (tests/unit/test_stats.c);
 serve's --user lookup in a passwd file (tests/unit/test_privs.c); serve's HTTP server under clients
 that stall with every slot taken, out of file descriptors, and its Accept-Encoding parsing
-(tests/unit/test_http.c, on
-loopback)."""
+(tests/unit/test_http.c, on loopback)."""
 import socket
 import subprocess
 
