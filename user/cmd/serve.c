@@ -385,6 +385,8 @@ static int reads_unprivileged(const struct session *s, uid_t uid, gid_t gid)
 	if (p < 0)
 		return -errno;
 	if (p == 0) {
+		/* the parent says what fails: the same drop fails there too (once said twice) */
+		log_mute(true);
 		err = drop_privileges(uid, gid) ? -EACCES : session_readable(s);
 		_exit(err == -EPERM ? 1 : err ? 2 : 0);
 	}
