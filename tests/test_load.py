@@ -539,8 +539,11 @@ def fail_io_submit_with_eagain():
 @pytest.mark.skipif(os.uname().machine != "x86_64", reason="the seccomp filter is x86_64's")
 def test_libaio_refused_submissions_wait_and_end_at_the_stop(workdir):
     """io_submit -EAGAIN was retried in a tight loop that never looked at the stop: a job whose
-    submissions the kernel kept refusing spun a CPU forever. It now retries every 100 us and
-    ends at --runtime, with no I/O done."""
+    submissions the kernel kept refusing spun a CPU forever. It now pauses 100 us between tries,
+    asleep, and ends at --runtime with no I/O done. (Its CPU time is a ratio to its own run, a
+    spin's 1.0 against a pause's few hundredths: no clock of the test's is compared.)"""
+    import resource
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     r = subprocess.run([str(LOAD), "--engine", "libaio", "--runtime", "1s", "--json",
                         "--file", str(workdir / "f"), "--size", "4m"], capture_output=True,
                        text=True, timeout=60, stdin=subprocess.DEVNULL,
@@ -550,3 +553,6 @@ def test_libaio_refused_submissions_wait_and_end_at_the_stop(workdir):
     jsonschema.validate(doc, SCHEMA)
     assert r.returncode == 0, r.stderr
     assert doc["total"]["read"]["total_ios"] == doc["total"]["write"]["total_ios"] == 0, doc
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    assert cpu < 0.5, f"{cpu:.2f} s of CPU in a 1 s run that did nothing: a spin"

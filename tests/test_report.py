@@ -760,6 +760,19 @@ def test_counts_summed_past_2_64_are_refused(tmp_path):
     # one interval of them is a page
     report(write_rec(tmp_path / "one.ndjson", [[h]]), "-o", out, check=True)
 
+    # latency sums: 2^40 requests of 2^23 ns (8.4 ms) are 2^63 ns; twice in one stage wrap,
+    # once in each of two stages do not (no sum on the page spans two stages)
+    def stage(name):
+        ns, n = 1 << 23, 1 << 40
+        return {"layer": "block", "stage": name, "labels": {}, "count": n, "sum_ns": ns * n,
+                "min_ns": ns, "max_ns": ns, "unmeasured": 0,
+                "buckets": [[hist_lo(hist_index(ns)), hist_hi(hist_index(ns)), n]]}
+    assert_one_line_error(report(write_rec(tmp_path / "sum.ndjson",
+                                           [[stage("device")], [stage("device")]]),
+                                 "-o", tmp_path / "s.html"), "sum.ndjson", "pass 2^64")
+    report(write_rec(tmp_path / "two.ndjson", [[stage("wait")], [stage("device")]]),
+           "-o", tmp_path / "t.html", check=True)
+
 
 def test_recordings_of_two_hosts_name_both(tmp_path):
     """The header named the first file's host, kernel and command, as if every file were of

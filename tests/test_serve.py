@@ -682,6 +682,12 @@ def test_abuse(servers, no_bpf_leak):
         (b"GET http://127.0.0.1/nope HTTP/1.1\r\n\r\n", {404}),
         (b"GET http:///metrics HTTP/1.1\r\n\r\n", {400}),        # no authority
         (b"GET ftp://127.0.0.1/metrics HTTP/1.1\r\n\r\n", {400}),
+        (b"GET http://h\x7f HTTP/1.1\r\n\r\n", {400}),        # a control byte, even there
+        # after a gzip response in a slot, an error reply is not labelled gzip (it once was)
+        (b"GET /metrics HTTP/1.1\r\nAccept-Encoding: gzip\r\n\r\n", {200}),
+        (b"GARBAGE\r\n\r\n", {400}),
+        (b"GET /metrics HTTP/1.1\r\nAccept-Encoding: gzip\r\n\r\n", {200}),
+        (b"POST /metrics HTTP/1.1\r\n\r\n", {405}),
     ]
     for data, want in cases:
         resp, took = raw(port, data)
@@ -690,6 +696,8 @@ def test_abuse(servers, no_bpf_leak):
         if resp:
             head = resp.split(b"\r\n\r\n")[0]
             assert b"\r\nConnection: close" in head, head
+            assert (b"Content-Encoding: gzip" in head) == (b"Accept-Encoding: gzip" in data
+                                                           and status_of(resp) == 200), head
             if status_of(resp) == 405:
                 assert b"\r\nAllow: GET, HEAD" in head, head
         assert srv.alive(), f"serve died on {data[:40]!r}: {srv.err}"
@@ -984,7 +992,9 @@ for _ in range({n}):
 def test_idle_label_sets_expire_and_give_their_room_back(servers, no_bpf_leak):
     """A label set no I/O came to for --expire is dropped: a process gone no longer holds
     --max-series for good (every later one was "other" once). Back again, it counts from 0."""
-    srv = servers("-l", "syscall", "-P", "--comm", "xp", "--max-series", "1", "--expire", "2")
+    # --expire 5: longer than settled() takes from the I/O (up to 3 intervals), so no series
+    # expires before it is read
+    srv = servers("-l", "syscall", "-P", "--comm", "xp", "--max-series", "1", "--expire", "5")
 
     def gone(syscall, before):
         """Wait until (syscall, xp) has expired: dropped from the page, counted."""

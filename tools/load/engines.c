@@ -98,6 +98,15 @@ static void sleep_until(uint64_t t)
 		;
 }
 
+/* Sleep ns, asleep throughout (a retry's pause: sleep_until spins its last 200 us); a signal
+ * cuts it short, so that a stop is seen at once. */
+static void nap(uint64_t ns)
+{
+	struct timespec ts = ts_of_ns(ns);
+
+	nanosleep(&ts, NULL);
+}
+
 /* ---- psync: pread/pwrite, one at a time ---- */
 
 int run_psync(struct job *j)
@@ -135,7 +144,8 @@ int run_libaio(struct job *j)
 	int pipefd[2] = { -1, -1 };
 	io_context_t ctx = 0;
 	struct slots s;
-	uint32_t n, i, done;
+	uint32_t n, i, done, pend = 0;	/* batch[0, pend): refused, to be submitted again */
+	struct io *first;		/* the first submitted by the last call (the POLL probe) */
 	uint64_t t;
 	int r;
 	char c;
@@ -156,8 +166,8 @@ int run_libaio(struct job *j)
 	}
 	for (;;) {
 fill:
-		/* fill the queue, submitting in batches of --submit-batch */
-		n = 0;
+		/* fill the queue, submitting in batches of --submit-batch; refused ones first */
+		n = pend;
 		while (n < submit_batch(&s) && s.nfree && job_more(j)) {
 			struct io *io = slot_get(&s);
 			struct iocb *cb;
@@ -178,21 +188,8 @@ fill:
 			t = now_ns();
 			if (r == -EINTR)
 				continue;
-			if (r == -EAGAIN) {
-				/*
-				 * The kernel took none (no memory for an iocb, or no request slot free
-				 * until completions are reaped): try again shortly, not in a tight
-				 * loop; a stop gives the rest back unsubmitted, and what is in flight
-				 * is drained below.
-				 */
-				if (atomic_load(&load_stop)) {
-					for (; n > i; n--)
-						slot_put(&s, batch[n - 1]->data);
-					break;
-				}
-				sleep_until(now_ns() + SUBMIT_RETRY_NS);
-				continue;
-			}
+			if (r == -EAGAIN)
+				break;
 			if (r <= 0) {
 				job_fail(j, -r, "io_submit: %s", strerror(r ? -r : EIO));
 				goto out;
@@ -200,11 +197,29 @@ fill:
 			for (; r > 0; r--, i++)
 				((struct io *)batch[i]->data)->t_sub = t;
 		}
-		if (n && n == submit_batch(&s) && s.nfree && lo.op != OP_POLL)
+		first = i ? batch[0]->data : NULL;
+		pend = n - i;
+		if (pend) {
+			/*
+			 * The kernel took none of these (-EAGAIN: no memory for an iocb, or no room
+			 * until completions are reaped): they keep their place, submitted again after
+			 * what is in flight is reaped, or after a pause when nothing is (once retried
+			 * at once, forever, blind to a stop). A stop gives them back unsubmitted.
+			 */
+			memmove(batch, batch + i, pend * sizeof(*batch));
+			if (atomic_load(&load_stop)) {
+				for (; pend; pend--)
+					slot_put(&s, batch[pend - 1]->data);
+			} else if (inflight(&s) == pend) {
+				nap(SUBMIT_RETRY_NS);
+				continue;
+			}
+		} else if (n && n == submit_batch(&s) && s.nfree && lo.op != OP_POLL) {
 			goto fill;	/* more to submit before waiting */
-		if (lo.op == OP_POLL && n) {
+		}
+		if (lo.op == OP_POLL && first) {
 			/* the probe: the pipe becomes readable a known time after submission */
-			sleep_until(((struct io *)batch[0]->data)->t_sub + lo.latency_ns);
+			sleep_until(first->t_sub + lo.latency_ns);
 			if (write(pipefd[1], "x", 1) != 1) {
 				job_fail(j, errno, "pipe write: %s", strerror(errno));
 				goto out;
@@ -227,8 +242,10 @@ fill:
 			/* --rate: wait no longer than until the next I/O is due */
 			uint64_t pace = job_pace(j);
 			struct timespec to = ts_of_ns(pace);
+			/* no more than the kernel has: the refused ones are not there */
+			uint32_t want = wait_nr(&s), at = inflight(&s) - pend;
 
-			r = io_getevents(ctx, pace ? 1 : wait_nr(&s), (long)lo.qd, ev,
+			r = io_getevents(ctx, pace ? 1 : want < at ? want : at, (long)lo.qd, ev,
 					 pace ? &to : NULL);
 		}
 		t = now_ns();
@@ -487,7 +504,7 @@ fill:
 				 * submit again shortly (a stop ends the job with them unsubmitted) */
 				if (atomic_load(&load_stop))
 					break;
-				sleep_until(now_ns() + SUBMIT_RETRY_NS);
+				nap(SUBMIT_RETRY_NS);
 				continue;
 			}
 		}

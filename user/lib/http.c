@@ -33,13 +33,15 @@ struct conn {
 	uint64_t deadline;		/* CLOCK_MONOTONIC, ms */
 	uint64_t progress;		/* accepted, or its response last moved (ms) */
 	int empties;			/* empty lines ignored before the request line */
+	/* the handler's reply's, for its head; before req, so that an accept clears them (a
+	 * slot's last connection's gzip once labelled the next one's error reply) */
+	const char *encoding;
+	bool vary;
 	char req[HTTP_MAX_REQUEST + 1];
 	size_t rlen;
 	char head[512];			/* status line and headers (and an error's text) */
 	size_t hlen, off;		/* off: bytes of head + bodies sent */
 	struct http_blob *body[2];
-	const char *encoding;		/* the handler's reply's, for its head */
-	bool vary;
 };
 
 /* After an accept that failed for want of resources (out of fds, memory): wait this long. */
@@ -421,12 +423,12 @@ static void on_request(struct http_server *s, struct conn *c, char *end, http_ha
 	if (!sp1 || !sp2 || strchr(sp2 + 1, ' ') || !is_token(line, (size_t)(sp1 - line)) ||
 	    (strcmp(sp2 + 1, "HTTP/1.1") && strcmp(sp2 + 1, "HTTP/1.0")))
 		return reply(s, c, 400, NULL, false, now);
-	path = sp1[1] == '/' ? sp1 + 1 : absolute_path(sp1 + 1, sp2);
-	if (!path)
-		return reply(s, c, 400, NULL, false, now);
 	for (q = sp1 + 1; q < sp2; q++)
 		if (*q <= 0x20 || *q >= 0x7f)
 			return reply(s, c, 400, NULL, false, now);
+	path = sp1[1] == '/' ? sp1 + 1 : absolute_path(sp1 + 1, sp2);
+	if (!path)
+		return reply(s, c, 400, NULL, false, now);
 	/* header lines: NAME ":" VALUE, no continuation lines */
 	for (line = eol + 1; *line; line = eol + 1) {
 		eol = strchr(line, '\n');

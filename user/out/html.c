@@ -451,6 +451,21 @@ static int wf_series_cmp(const void *a, const void *b)
 	return strcmp(x->comm, y->comm);
 }
 
+/* Within a waterfall too: a total order, so its first series (its heading) is the same on
+ * every libc. */
+static int wf_series_order(const void *a, const void *b)
+{
+	const struct rec *x = &(*(struct series *const *)a)->key;
+	const struct rec *y = &(*(struct series *const *)b)->key;
+	int c = wf_series_cmp(a, b);
+
+	if (c || (c = strcmp(x->stage, y->stage)) || (c = strcmp(x->flags, y->flags)) ||
+	    (c = strcmp(x->cgroup, y->cgroup)) || (c = strcmp(x->disk, y->disk)) ||
+	    (c = strcmp(x->op, y->op)))
+		return c;
+	return strcmp(x->syscall, y->syscall);
+}
+
 /*
  * Grouped by sorting, ranked by counts alone; only the groups shown have their histograms
  * merged. (Each group once held merged histograms and was found by a linear search: a
@@ -465,8 +480,10 @@ static void waterfalls(const struct report *r, struct sbuf *b)
 	size_t i, j, n = 0, nv = 0;
 	int k, shown[2] = { 0, 0 };
 
-	if (!v || !g || !st)
+	if (!v || !g || !st) {
+		b->oom = true;	/* the page is not written without them: one error line */
 		goto out;
+	}
 	for (i = 0; i < r->nseries; i++) {
 		const struct rec *key = &r->series[i]->key;
 
@@ -474,7 +491,7 @@ static void waterfalls(const struct report *r, struct sbuf *b)
 		    wf_slot(key->stage) >= 0)
 			v[nv++] = r->series[i];
 	}
-	qsort(v, nv, sizeof(*v), wf_series_cmp);
+	qsort(v, nv, sizeof(*v), wf_series_order);
 	for (i = 0; i < nv; i = j) {
 		memset(sums, 0, sizeof(sums));
 		for (j = i; j < nv && !wf_series_cmp(&v[i], &v[j]); j++)

@@ -279,20 +279,46 @@ static int series_add(struct series *s, uint32_t iv, const struct hist *h)
 	return 0;
 }
 
-/* iv's counts added to r's totals: false (nothing changed) when one would wrap round 2^64. */
-static bool totals_add(struct report *r, const struct interval *iv)
+/* The latency sum of rec's layer and stage in sums[0, *n): made when new; NULL: no memory. */
+static uint64_t *stage_sum(struct report *r, struct stage_sum *sums, int *n, const struct rec *rec)
 {
-	uint64_t c = r->tot_count, s = r->tot_sum, u = r->tot_unmeasured, d = r->tot_drops,
-		 e = r->tot_events;
+	const char *layer, *stage;
+	int i;
+
+	for (i = 0; i < *n; i++)
+		if (!strcmp(sums[i].layer, rec->layer) && !strcmp(sums[i].stage, rec->stage))
+			return &sums[i].sum;
+	if (*n == MAX_STAGE_SUMS)
+		return &sums[MAX_STAGE_SUMS - 1].sum;
+	layer = strpool_intern(&r->pool, rec->layer);
+	stage = strpool_intern(&r->pool, rec->stage);
+	if (!layer || !stage)
+		return NULL;
+	sums[*n] = (struct stage_sum){ layer, stage, 0 };
+	return &sums[(*n)++].sum;
+}
+
+/*
+ * iv's counts added to r's totals: 1 when one would wrap round 2^64 (then nothing changed), -1
+ * out of memory, else 0.
+ */
+static int totals_add(struct report *r, const struct interval *iv)
+{
+	uint64_t c = r->tot_count, u = r->tot_unmeasured, d = r->tot_drops, e = r->tot_events, *t;
+	struct stage_sum sums[MAX_STAGE_SUMS];
+	int nsums = r->nstsum;
 	bool wrap = false;
 	size_t i;
 	int j;
 
+	memcpy(sums, r->stsum, (size_t)nsums * sizeof(*sums));
 	for (i = 0; i < iv->recs.n; i++) {
 		const struct hist *h = &iv->recs.v[i].h;
 
+		if (!(t = stage_sum(r, sums, &nsums, &iv->recs.v[i])))
+			return -1;
 		wrap |= __builtin_add_overflow(c, h->count, &c);
-		wrap |= __builtin_add_overflow(s, h->sum_ns, &s);
+		wrap |= __builtin_add_overflow(*t, h->sum_ns, t);
 		wrap |= __builtin_add_overflow(u, h->unmeasured, &u);
 	}
 	for (j = 0; j < iv->ndrops; j++)
@@ -300,13 +326,14 @@ static bool totals_add(struct report *r, const struct interval *iv)
 	for (j = 0; j < iv->nevents; j++)
 		wrap |= __builtin_add_overflow(e, iv->events[j].n, &e);
 	if (wrap)
-		return false;
+		return 1;
 	r->tot_count = c;
-	r->tot_sum = s;
 	r->tot_unmeasured = u;
 	r->tot_drops = d;
 	r->tot_events = e;
-	return true;
+	memcpy(r->stsum, sums, (size_t)nsums * sizeof(*sums));
+	r->nstsum = nsums;
+	return 0;
 }
 
 int report_add_interval(struct report *r, const char *file, const struct interval *iv)
@@ -317,11 +344,14 @@ int report_add_interval(struct report *r, const char *file, const struct interva
 	size_t i;
 	int j;
 
-	if (!totals_add(r, iv)) {
+	j = totals_add(r, iv);
+	if (j < 0)
+		goto oom;
+	if (j) {
 		fmt_date(when, sizeof(when), iv->ts_ns);
-		errorf("%s: its counts, summed over the recording%s, pass 2^64 at the interval "
-		       "ending %s: not what a host can count", file, r->nfiles > 1 ? "s" : "",
-		       when);
+		errorf("%s: its counts or latency sums, summed over the recording%s, pass 2^64 at "
+		       "the interval ending %s: not what a host can count", file,
+		       r->nfiles > 1 ? "s" : "", when);
 		return -1;
 	}
 
