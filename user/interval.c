@@ -26,7 +26,7 @@ void recs_clear(struct recs *r)
 	memset(r, 0, sizeof(*r));
 }
 
-static int labels_cmp(const struct rec *x, const struct rec *y)
+static int labels_cmp(const struct rec_id *x, const struct rec_id *y)
 {
 	int c;
 
@@ -51,6 +51,11 @@ static int labels_cmp(const struct rec *x, const struct rec *y)
 
 void rec_labels(const struct rec *r, char *buf, size_t len)
 {
+	rec_id_labels(&r->id, buf, len);
+}
+
+void rec_id_labels(const struct rec_id *r, char *buf, size_t len)
+{
 	const char *parts[8] = { r->disk, r->op, r->opcode, r->flags, r->syscall, NULL, r->comm,
 				 r->cgroup };
 	char pid[16] = "", part[sizeof(r->cgroup)];
@@ -70,13 +75,18 @@ void rec_labels(const struct rec *r, char *buf, size_t len)
 
 int rec_same_labels(const struct rec *a, const struct rec *b)
 {
+	return !labels_cmp(&a->id, &b->id);
+}
+
+int rec_id_same_labels(const struct rec_id *a, const struct rec_id *b)
+{
 	return !labels_cmp(a, b);
 }
 
 static int rec_cmp(const void *a, const void *b)
 {
 	const struct rec *x = a, *y = b;
-	int c = labels_cmp(x, y);
+	int c = labels_cmp(&x->id, &y->id);
 
 	return c ? c : x->stage_order - y->stage_order;
 }

@@ -12,18 +12,36 @@
 #include "cgroups.h"
 #include "histfmt.h"
 
+/*
+ * A record's identity: its layer, stage and labels. Labels "" (or pid 0) are not labels of
+ * the record; cgroup (-C) is the cgroup v2 path, or "cgroup:ID" when it cannot be found.
+ */
+#define REC_ID_FIELDS							\
+	const char *layer;						\
+	const char *stage;						\
+	int stage_order;						\
+	char disk[32];							\
+	char op[24];							\
+	char flags[96];							\
+	char syscall[24];						\
+	char opcode[24];						\
+	uint32_t pid;							\
+	char comm[16];							\
+	char cgroup[CGROUP_LABEL_LEN];
+
+struct rec_id {
+	REC_ID_FIELDS
+};
+
+/* One histogram and its identity: r->disk and r->id.disk are the same field (a common initial
+ * sequence), so that what keeps identities alone (report's series) keeps no histogram. */
 struct rec {
-	const char *layer;
-	const char *stage;
-	int stage_order;
-	char disk[32];		/* labels; "" = not a label of this record */
-	char op[24];
-	char flags[96];
-	char syscall[24];
-	char opcode[24];
-	uint32_t pid;		/* 0 = not a label */
-	char comm[16];
-	char cgroup[CGROUP_LABEL_LEN];	/* -C: the cgroup v2 path, or "cgroup:ID" when it cannot be found */
+	union {
+		struct {
+			REC_ID_FIELDS
+		};
+		struct rec_id id;
+	};
 	struct hist h;
 };
 
@@ -39,10 +57,12 @@ void recs_sort(struct recs *r);
 void recs_clear(struct recs *r);
 /* The label set as text: "vda read sync", "pid 42 fio", or "all" when it has no labels. */
 void rec_labels(const struct rec *r, char *buf, size_t len);
+void rec_id_labels(const struct rec_id *r, char *buf, size_t len);
 /* Room for rec_labels()' text: every label, a cgroup path of CGROUP_LABEL_LEN among them. */
 #define REC_LABELS_LEN	(CGROUP_LABEL_LEN + 256)
 /* Do a and b carry the same layer and labels (any stage)? */
 int rec_same_labels(const struct rec *a, const struct rec *b);
+int rec_id_same_labels(const struct rec_id *a, const struct rec_id *b);
 
 /* One named counter of events that could not be recorded (or of the applications' events). */
 struct counter {

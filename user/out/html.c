@@ -222,7 +222,7 @@ static void panel_hist(const struct panel *p, struct hist *h)
 
 	memset(h, 0, sizeof(*h));
 	for (s = 0; s < p->nser; s++)
-		hist_merge(h, &p->ser[s]->key.h);
+		series_hist(p->ser[s], h);
 }
 
 static void summary_row(const struct panel *p, bool first_of_set, bool label_column,
@@ -321,7 +321,7 @@ static const char *const wf_spans[] = { "submit_cqe", "submit_complete", "total"
 
 /* A waterfall: one layer, opcode and process; its series are v[first .. first + n). */
 struct wf_group {
-	const struct rec *key;
+	const struct rec_id *key;
 	size_t first, n;
 	uint64_t count;		/* the most requests of its spans (its rank) */
 };
@@ -371,7 +371,7 @@ static void waterfall(const struct wf_group *g, const struct hist *st, struct sb
 	int k, nseg = 0, idx[6];
 	double x = 0, w;
 	char lab[REC_LABELS_LEN], v1[24], v2[24], v3[24];
-	struct rec tmp = *g->key;
+	struct rec_id tmp = *g->key;
 
 	/* the whole: total (submit -> reaped) when seen, else submit -> CQE / completion */
 	for (k = 8; k >= 6 && !whole; k--)
@@ -390,7 +390,7 @@ static void waterfall(const struct wf_group *g, const struct hist *st, struct sb
 	for (k = 0; k < nseg; k++)
 		sum += seg[k] = mean(&st[idx[k]]);
 	tmp.flags[0] = '\0';
-	rec_labels(&tmp, lab, sizeof(lab));
+	rec_id_labels(&tmp, lab, sizeof(lab));
 	sbuf_puts(b, "<div class=\"wfbox\"><h3>");
 	esc(b, g->key->layer);
 	sbuf_puts(b, " [");
@@ -440,8 +440,8 @@ static void waterfall(const struct wf_group *g, const struct hist *st, struct sb
 /* Series of one waterfall next to each other: by layer, opcode, process. */
 static int wf_series_cmp(const void *a, const void *b)
 {
-	const struct rec *x = &(*(struct series *const *)a)->key;
-	const struct rec *y = &(*(struct series *const *)b)->key;
+	const struct rec_id *x = &(*(struct series *const *)a)->key;
+	const struct rec_id *y = &(*(struct series *const *)b)->key;
 	int c;
 
 	if ((c = strcmp(x->layer, y->layer)) || (c = strcmp(x->opcode, y->opcode)))
@@ -455,8 +455,8 @@ static int wf_series_cmp(const void *a, const void *b)
  * every libc. */
 static int wf_series_order(const void *a, const void *b)
 {
-	const struct rec *x = &(*(struct series *const *)a)->key;
-	const struct rec *y = &(*(struct series *const *)b)->key;
+	const struct rec_id *x = &(*(struct series *const *)a)->key;
+	const struct rec_id *y = &(*(struct series *const *)b)->key;
 	int c = wf_series_cmp(a, b);
 
 	if (c || (c = strcmp(x->stage, y->stage)) || (c = strcmp(x->flags, y->flags)) ||
@@ -485,7 +485,7 @@ static void waterfalls(const struct report *r, struct sbuf *b)
 		goto out;
 	}
 	for (i = 0; i < r->nseries; i++) {
-		const struct rec *key = &r->series[i]->key;
+		const struct rec_id *key = &r->series[i]->key;
 
 		if ((!strcmp(key->layer, "uring") || !strcmp(key->layer, "aio")) &&
 		    wf_slot(key->stage) >= 0)
@@ -495,7 +495,7 @@ static void waterfalls(const struct report *r, struct sbuf *b)
 	for (i = 0; i < nv; i = j) {
 		memset(sums, 0, sizeof(sums));
 		for (j = i; j < nv && !wf_series_cmp(&v[i], &v[j]); j++)
-			sums[wf_slot(v[j]->key.stage)] += v[j]->key.h.count;
+			sums[wf_slot(v[j]->key.stage)] += v[j]->tot.count;
 		g[n] = (struct wf_group){ .key = &v[i]->key, .first = i, .n = j - i };
 		for (k = 6; k < 9; k++)
 			if (sums[k] > g[n].count)
@@ -518,7 +518,7 @@ static void waterfalls(const struct report *r, struct sbuf *b)
 			continue;
 		memset(st, 0, 9 * sizeof(*st));
 		for (j = g[i].first; j < g[i].first + g[i].n; j++)
-			hist_merge(&st[wf_slot(v[j]->key.stage)], &v[j]->key.h);
+			series_hist(v[j], &st[wf_slot(v[j]->key.stage)]);
 		waterfall(&g[i], st, b);
 	}
 	sbuf_puts(b, "</section>\n");

@@ -99,7 +99,7 @@ void report_add_note(struct report *r, const char *note)
 }
 
 /* FNV-1a over the layer, stage and labels. */
-static uint64_t key_hash(const struct rec *k, bool with_stage)
+static uint64_t key_hash(const struct rec_id *k, bool with_stage)
 {
 	/* every label same_key compares: one left out puts its series in one probe chain */
 	const char *parts[] = { k->layer, with_stage ? k->stage : "", k->disk, k->op, k->flags,
@@ -116,9 +116,9 @@ static uint64_t key_hash(const struct rec *k, bool with_stage)
 	return (h ^ k->pid) * 1099511628211ULL;
 }
 
-static bool same_key(const struct rec *a, const struct rec *b)
+static bool same_key(const struct rec_id *a, const struct rec_id *b)
 {
-	return !strcmp(a->stage, b->stage) && rec_same_labels(a, b);
+	return !strcmp(a->stage, b->stage) && rec_id_same_labels(a, b);
 }
 
 /* One open-addressed table of index + 1 (0 empty) of n entries grown to twice that. */
@@ -147,14 +147,14 @@ static uint64_t labelset_hash(void *arg, size_t i)
 }
 
 /* k: a series' key, which outlives the label set */
-static int labelset_of(struct report *r, const struct rec *k)
+static int labelset_of(struct report *r, const struct rec_id *k)
 {
 	uint64_t h = key_hash(k, false);
 	struct labelset *l;
 	size_t j;
 
 	for (j = h & (r->lcap - 1); r->lcap && r->ltable[j]; j = (j + 1) & (r->lcap - 1))
-		if (rec_same_labels(r->labelsets[r->ltable[j] - 1].key, k))
+		if (rec_id_same_labels(r->labelsets[r->ltable[j] - 1].key, k))
 			return (int)r->ltable[j] - 1;
 	if ((r->nlabelsets + 1) * 2 > r->lcap &&
 	    index_grow(&r->ltable, &r->lcap, r->nlabelsets, labelset_hash, r))
@@ -184,7 +184,7 @@ static uint64_t series_hash(void *arg, size_t i)
 
 static struct series *series_of(struct report *r, const struct rec *rec)
 {
-	uint64_t h = key_hash(rec, true);
+	uint64_t h = key_hash(&rec->id, true);
 	struct series *s, **v;
 	size_t j;
 	int ls;
@@ -192,7 +192,7 @@ static struct series *series_of(struct report *r, const struct rec *rec)
 	if (r->tcap) {
 		for (j = h & (r->tcap - 1); r->table[j]; j = (j + 1) & (r->tcap - 1)) {
 			s = r->series[r->table[j] - 1];
-			if (s->hash == h && same_key(&s->key, rec))
+			if (s->hash == h && same_key(&s->key, &rec->id))
 				return s;
 		}
 	}
@@ -212,8 +212,7 @@ static struct series *series_of(struct report *r, const struct rec *rec)
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
-	s->key = *rec;
-	memset(&s->key.h, 0, sizeof(s->key.h));
+	s->key = rec->id;
 	s->key.layer = strpool_intern(&r->pool, rec->layer);
 	s->key.stage = strpool_intern(&r->pool, rec->stage);
 	/* a new label set keeps a pointer to this key: made last, once nothing can fail after */
@@ -232,7 +231,7 @@ static struct series *series_of(struct report *r, const struct rec *rec)
 
 static int series_add(struct series *s, uint32_t iv, const struct hist *h)
 {
-	struct hist *t = &s->key.h;
+	struct series_tot *t = &s->tot;
 	uint32_t i, lo, hi;
 
 	if (!h->count) {
@@ -264,7 +263,6 @@ static int series_add(struct series *s, uint32_t iv, const struct hist *h)
 	for (i = lo; i <= hi; i++) {
 		if (!h->slots[i])
 			continue;
-		t->slots[i] += h->slots[i];
 		if (s->npts == s->cap) {
 			size_t cap = s->cap ? s->cap * 2 : 16;
 			struct pt *p = realloc(s->pts, cap * sizeof(*p));
@@ -277,6 +275,24 @@ static int series_add(struct series *s, uint32_t iv, const struct hist *h)
 		s->pts[s->npts++] = (struct pt){ iv, i, h->slots[i] };
 	}
 	return 0;
+}
+
+void series_hist(const struct series *s, struct hist *h)
+{
+	const struct series_tot *t = &s->tot;
+	size_t i;
+
+	if (t->count) {
+		if (!h->count || t->min_ns < h->min_ns)
+			h->min_ns = t->min_ns;
+		if (t->max_ns > h->max_ns)
+			h->max_ns = t->max_ns;
+	}
+	h->count += t->count;
+	h->sum_ns += t->sum_ns;
+	h->unmeasured += t->unmeasured;
+	for (i = 0; i < s->npts; i++)
+		h->slots[s->pts[i].slot] += s->pts[i].n;
 }
 
 /* The latency sum of rec's layer and stage in sums[0, *n): made when new; NULL: no memory. */
@@ -458,13 +474,13 @@ int panel_bin(const struct report *r, struct panel *p, int cols)
 
 	panel_unbin(p);
 	for (s = 0; s < p->nser; s++)
-		for (slot = 0; slot < HIST_NSLOTS; slot++)
-			if (p->ser[s]->key.h.slots[slot]) {
-				if (slot < lo_slot)
-					lo_slot = slot;
-				if (slot > hi_slot)
-					hi_slot = slot;
-			}
+		for (i = 0; i < p->ser[s]->npts; i++) {
+			slot = p->ser[s]->pts[i].slot;
+			if (slot < lo_slot)
+				lo_slot = slot;
+			if (slot > hi_slot)
+				hi_slot = slot;
+		}
 	if (lo_slot == HIST_NSLOTS)
 		lo_slot = hi_slot = hist_index(1000);	/* nothing measured: an empty 1 us row */
 	/* a narrow span gets an octave of room either side: one bucket is not a whole panel */
@@ -573,8 +589,8 @@ static int rank_labelsets(struct report *r)
 	for (i = 0; i < r->nseries; i++) {
 		struct labelset *l = &r->labelsets[r->series[i]->labelset];
 
-		if (r->series[i]->key.h.count > l->count)
-			l->count = r->series[i]->key.h.count;
+		if (r->series[i]->tot.count > l->count)
+			l->count = r->series[i]->tot.count;
 	}
 	for (i = 0; i < r->nlabelsets; i++)
 		v[i] = &r->labelsets[i];
@@ -646,7 +662,7 @@ static struct panel *panel_new(struct panel **v, int *n, const struct series *s,
 	if (labelset < 0)
 		snprintf(q->labels, sizeof(q->labels), "all");
 	else
-		rec_labels(&s->key, q->labels, sizeof(q->labels));
+		rec_id_labels(&s->key, q->labels, sizeof(q->labels));
 	snprintf(lab, sizeof(lab), "%s", q->labels);
 	snprintf(id, sizeof(id), "%s-%s-%s", q->layer, q->stage, lab);
 	slug(q->id, sizeof(q->id), id);
@@ -668,8 +684,8 @@ static int panel_take(struct panel *p, struct series *s)
 		p->sercap = cap;
 	}
 	p->ser[p->nser++] = s;
-	p->count += s->key.h.count;
-	p->unmeasured += s->key.h.unmeasured;
+	p->count += s->tot.count;
+	p->unmeasured += s->tot.unmeasured;
 	return 0;
 }
 
