@@ -121,6 +121,26 @@ static bool same_key(const struct rec_id *a, const struct rec_id *b)
 	return !strcmp(a->stage, b->stage) && rec_id_same_labels(a, b);
 }
 
+/*
+ * Room for one more in an array of n elements of `size` bytes at *(T **)vp with room for *cap:
+ * doubled (from `first`) when full. 0, or -1 when out of memory (the array as it was).
+ */
+static int grow_array(void *vp, size_t *cap, size_t n, size_t size, size_t first)
+{
+	size_t c = *cap ? *cap * 2 : first;
+	void *v, *q;
+
+	if (n < *cap)
+		return 0;
+	memcpy(&v, vp, sizeof(v));
+	q = realloc(v, c * size);
+	if (!q)
+		return -1;
+	memcpy(vp, &q, sizeof(q));
+	*cap = c;
+	return 0;
+}
+
 /* One open-addressed table of index + 1 (0 empty) of n entries grown to twice that. */
 static int index_grow(size_t **tab, size_t *cap, size_t n, uint64_t (*hash_of)(void *, size_t),
 		      void *arg)
@@ -161,15 +181,8 @@ static int labelset_of(struct report *r, const struct rec_id *k)
 		return -1;
 	for (j = h & (r->lcap - 1); r->ltable[j]; j = (j + 1) & (r->lcap - 1))
 		;
-	if (r->nlabelsets == r->lscap) {
-		size_t cap = r->lscap ? r->lscap * 2 : 64;
-
-		l = realloc(r->labelsets, cap * sizeof(*l));
-		if (!l)
-			return -1;
-		r->labelsets = l;
-		r->lscap = cap;
-	}
+	if (grow_array(&r->labelsets, &r->lscap, r->nlabelsets, sizeof(*l), 64))
+		return -1;
 	l = &r->labelsets[r->nlabelsets];
 	memset(l, 0, sizeof(*l));
 	l->key = k;
@@ -199,15 +212,8 @@ static struct series *series_of(struct report *r, const struct rec *rec)
 	if ((r->nseries + 1) * 2 > r->tcap &&
 	    index_grow(&r->table, &r->tcap, r->nseries, series_hash, r))
 		return NULL;
-	if (r->nseries == r->scap) {
-		size_t cap = r->scap ? r->scap * 2 : 64;
-
-		v = realloc(r->series, cap * sizeof(*v));
-		if (!v)
-			return NULL;
-		r->series = v;
-		r->scap = cap;
-	}
+	if (grow_array(&r->series, &r->scap, r->nseries, sizeof(*r->series), 64))
+		return NULL;
 	v = r->series;
 	s = calloc(1, sizeof(*s));
 	if (!s)
@@ -250,28 +256,14 @@ static int series_add(struct series *s, uint32_t iv, const struct hist *h)
 	t->count += h->count;
 	t->sum_ns += h->sum_ns;
 	t->unmeasured += h->unmeasured;
-	if (s->nivs == s->icap) {
-		size_t cap = s->icap ? s->icap * 2 : 4;
-		struct ivstat *v = realloc(s->ivs, cap * sizeof(*v));
-
-		if (!v)
-			return -1;
-		s->ivs = v;
-		s->icap = cap;
-	}
+	if (grow_array(&s->ivs, &s->icap, s->nivs, sizeof(*s->ivs), 4))
+		return -1;
 	s->ivs[s->nivs++] = (struct ivstat){ iv, h->count, h->min_ns, h->max_ns, h->sum_ns };
 	for (i = lo; i <= hi; i++) {
 		if (!h->slots[i])
 			continue;
-		if (s->npts == s->cap) {
-			size_t cap = s->cap ? s->cap * 2 : 16;
-			struct pt *p = realloc(s->pts, cap * sizeof(*p));
-
-			if (!p)
-				return -1;
-			s->pts = p;
-			s->cap = cap;
-		}
+		if (grow_array(&s->pts, &s->cap, s->npts, sizeof(*s->pts), 16))
+			return -1;
 		s->pts[s->npts++] = (struct pt){ iv, i, h->slots[i] };
 	}
 	return 0;
@@ -371,15 +363,8 @@ int report_add_interval(struct report *r, const char *file, const struct interva
 		return -1;
 	}
 
-	if (r->nivs == r->ivcap) {
-		size_t cap = r->ivcap ? r->ivcap * 2 : 1024;
-
-		ii = realloc(r->ivs, cap * sizeof(*ii));
-		if (!ii)
-			goto oom;
-		r->ivs = ii;
-		r->ivcap = cap;
-	}
+	if (grow_array(&r->ivs, &r->ivcap, r->nivs, sizeof(*r->ivs), 1024))
+		goto oom;
 	ii = &r->ivs[r->nivs++];
 	memset(ii, 0, sizeof(*ii));
 	ii->ts_ns = iv->ts_ns;
