@@ -756,6 +756,11 @@ def test_gzip_when_asked(servers, no_bpf_leak):
     for refused in ("gzip;q=0", "identity", ""):
         h3, body = scrape(refused)
         assert "Content-Encoding" not in h3 and body.startswith(b"# HELP"), (refused, h3)
+    # two Accept-Encoding lines are one list (RFC 9110, 5.3): the second's gzip counts
+    resp, _ = raw(srv.port, b"GET /metrics HTTP/1.1\r\nAccept-Encoding: br\r\n"
+                            b"Accept-Encoding: gzip\r\n\r\n")
+    head, body = resp.split(b"\r\n\r\n", 1)
+    assert b"Content-Encoding: gzip" in head and gzip.decompress(body).startswith(b"# HELP"), head
     srv.stop()
 
 

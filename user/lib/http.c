@@ -334,10 +334,15 @@ static bool same_word(const char *p, size_t n, const char *word)
 	return n == strlen(word) && !strncasecmp(p, word, n);
 }
 
-bool http_accepts_gzip(const char *v, size_t len)
+/* What the Accept-Encoding lines said so far: gzip named (and taken), "*" named (and taken). */
+struct accept_enc {
+	bool named, gzip, star, any;
+};
+
+/* One Accept-Encoding line's value: several lines are one list, joined (RFC 9110, 5.3). */
+static void accept_feed(struct accept_enc *a, const char *v, size_t len)
 {
 	const char *stop = v + len;
-	bool named = false, star = false, gzip = false, any = false;
 
 	/* codings, comma separated, each with optional parameters: gzip;q=0.5, *;q=0 (RFC 9110) */
 	while (v < stop) {
@@ -370,15 +375,30 @@ bool http_accepts_gzip(const char *v, size_t len)
 			}
 		}
 		if (same_word(name, n, "gzip") || same_word(name, n, "x-gzip")) {
-			named = true;
-			gzip = ok;
+			a->named = true;
+			a->gzip = ok;
 		} else if (same_word(name, n, "*")) {
-			star = true;
-			any = ok;
+			a->star = true;
+			a->any = ok;
 		}
+		if (end == stop)
+			break;
 		v = end + 1;
 	}
-	return named ? gzip : star && any;
+}
+
+/* A coding named beats "*"; neither named: no gzip. */
+static bool accept_gzip(const struct accept_enc *a)
+{
+	return a->named ? a->gzip : a->star && a->any;
+}
+
+bool http_accepts_gzip(const char *v, size_t len)
+{
+	struct accept_enc a = { 0 };
+
+	accept_feed(&a, v, len);
+	return accept_gzip(&a);
 }
 
 /*
@@ -408,6 +428,7 @@ static void on_request(struct http_server *s, struct conn *c, char *end, http_ha
 {
 	char *line = c->req, *eol, *sp1, *sp2, *q, *path;
 	struct http_reply r = { 0 };
+	struct accept_enc ae = { 0 };
 	bool head_only;
 	int headers = 0;
 	size_t n;
@@ -438,9 +459,9 @@ static void on_request(struct http_server *s, struct conn *c, char *end, http_ha
 		if (++headers > HTTP_MAX_HEADERS)
 			return reply(s, c, 431, NULL, false, now);
 		if (same_word(line, (size_t)(q - line), "Accept-Encoding"))	/* without CR LF */
-			r.gzip_ok = http_accepts_gzip(q + 1, (size_t)(eol - q - 1 -
-								(eol[-1] == '\r')));
+			accept_feed(&ae, q + 1, (size_t)(eol - q - 1 - (eol[-1] == '\r')));
 	}
+	r.gzip_ok = accept_gzip(&ae);
 	n = (size_t)(sp1 - c->req);
 	head_only = n == 4 && !memcmp(c->req, "HEAD", 4);
 	if (!head_only && !(n == 3 && !memcmp(c->req, "GET", 3)))
