@@ -657,17 +657,8 @@ static struct panel *panel_new(struct panel **v, int *n, const struct series *s,
 
 static int panel_take(struct panel *p, struct series *s)
 {
-	struct series **v;
-
-	if (p->nser == p->sercap) {
-		int cap = p->sercap ? p->sercap * 2 : 4;
-
-		v = realloc(p->ser, (size_t)cap * sizeof(*v));
-		if (!v)
-			return -1;
-		p->ser = v;
-		p->sercap = cap;
-	}
+	if (grow_array(&p->ser, &p->sercap, (size_t)p->nser, sizeof(*p->ser), 4))
+		return -1;
 	p->ser[p->nser++] = s;
 	p->count += s->tot.count;
 	p->unmeasured += s->tot.unmeasured;

@@ -111,7 +111,8 @@ struct panel {
 	bool small;
 	int rpo_cap;		/* rows per octave at most (the size budget lowers it) */
 	struct series **ser;
-	int nser, sercap;
+	int nser;
+	size_t sercap;
 	uint64_t count, unmeasured;
 	/* binned by panel_bin() */
 	int cols, rpo, key0, nrows;
