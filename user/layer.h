@@ -49,7 +49,7 @@ enum ev_kind {
 
 #define MAX_EVENTS 40
 #define MAX_STAGES 8
-#define MAX_MAPS 12
+#define MAX_MAPS 24	/* the block object has 16 (layer_report: every map its memory) */
 
 struct layer_event {
 	const char *tp;		/* tracepoint; EV_SYSCALL: its name under syscalls/ */
