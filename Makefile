@@ -44,7 +44,7 @@ LOAD_OBJS  := $(patsubst tools/load/%.c,$(BUILD)/load/%.o,$(LOAD_SRCS)) \
               $(BUILD)/user/lib/json.o $(BUILD)/user/lib/histfmt.o $(BUILD)/user/lib/cli.o \
               $(BUILD)/user/lib/blkdev.o
 
-.PHONY: all deps run test test-vm test-unit test-root bench bench-load bench-layers bench-overhead bench-helpers bench-profile check-exact bench-report sample-report interfaces soak vmlinux clean
+.PHONY: all deps run test test-vm test-unit test-root bench bench-load bench-layers bench-overhead bench-helpers bench-spill bench-profile check-exact bench-report sample-report interfaces soak vmlinux clean
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -171,6 +171,10 @@ bench-overhead: all
 # one program per block beside fio on a tmpfs loop device: the table in docs/benchmarks.md.
 bench-helpers: all
 	$(PYTHON) bench/helpers.py $(BENCH_ARGS)
+
+# What a histogram key in the shared spill map costs against one in the per-CPU map (uring -P).
+bench-spill: all
+	$(PYTHON) bench/spill.py $(BENCH_ARGS)
 
 # Where the BPF programs spend their time, per source line: perf samples mapped through each
 # program's JIT line table (bench/profile.py; BENCH_ARGS="--target loop", "-- -l block", ...).

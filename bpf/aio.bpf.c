@@ -87,7 +87,8 @@ struct walk {
 static __always_inline struct ioreq_hists *hists_of(__u16 opcode, __u16 flags, __u32 tgid,
 						    __u64 cgroup)
 {
-	return req_hists_of(&aio_hists, &aio_flat, &aio_zero, opcode, flags, tgid, cgroup);
+	return req_hists_of(&aio_hists, &aio_spill, &aio_flat, &aio_zero, opcode, flags, tgid,
+			    cgroup);
 }
 
 /* An entry still there when its iocb is submitted again: reaped without io_getevents. */
@@ -101,8 +102,8 @@ static __always_inline void reap_unobserved(struct ioreq *e)
 	/* its completion was seen if linked: that stage is real; the reap is not */
 	if (e->done)
 		stage_add(&h->stage[REQ_SUBMIT_DONE], e->ts, e->done);
-	h->stage[REQ_DONE_REAP].unmeasured++;
-	h->stage[REQ_TOTAL].unmeasured++;
+	hist_unmeasured(&h->stage[REQ_DONE_REAP]);
+	hist_unmeasured(&h->stage[REQ_TOTAL]);
 }
 
 /* Is iocb i of the call one its entry could not read? */

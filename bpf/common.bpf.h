@@ -208,35 +208,131 @@ static __always_inline void snoop_file(struct snoop_rec *r, struct file *f)
 }
 
 /*
- * The value of key in a per-CPU hash of histograms, created from zero_map's single zeroed
- * value on first use (values are too big for the stack); a full map is counted.
+ * Keyed histograms (-D, -F, -O, -P, -C) live in a per-CPU hash, whose memory is its keys x CPUs:
+ * on a host with many CPUs it holds few keys (hist_map_keys() in user/layer.c). Keys past
+ * them spill into a shared hash of the same keys, written by every CPU at once and so updated
+ * with atomics (hist_spill: the loader sized one; else the verifier drops the code).
  */
-static __always_inline void *hists_lookup_or_init(void *map, const void *key, void *zero_map)
+const volatile bool hist_spill;
+
+/* A shared spill map of histogram sets beside a per-CPU one (resized by the loader). */
+#define HIST_SPILL_MAP(name, key_type, value_type)				\
+struct {									\
+	__uint(type, BPF_MAP_TYPE_HASH);					\
+	__uint(max_entries, 1);							\
+	__type(key, key_type);							\
+	__type(value, value_type);						\
+} name SEC(".maps")
+
+/*
+ * The value of key in a per-CPU hash of histograms, created on first use from slot 0 of
+ * zero_map (a per-CPU array: values are too big for the stack); when that hash is full, its
+ * value in the shared spill map, created from slot 1 (the loader's template: every histogram
+ * marked shared, min_ns at its top). A key neither map has room for is counted.
+ */
+static __always_inline void *hists_lookup_or_init(void *map, void *spill, const void *key,
+						  void *zero_map)
 {
-	__u32 zero = 0;
+	__u32 zero = 0, one = 1;
 	void *v = bpf_map_lookup_elem(map, key), *z;
 	long err;
 
 	if (v)
 		return v;
+	if (hist_spill) {
+		v = bpf_map_lookup_elem(spill, key);
+		if (v)
+			return v;
+	}
 	z = bpf_map_lookup_elem(zero_map, &zero);
 	if (!z)
 		return NULL;
 	err = bpf_map_update_elem(map, key, z, BPF_NOEXIST);
-	if (err && err != -17 /* EEXIST: another CPU created it */) {
-		drop(DROP_HIST_FULL);
-		return NULL;
+	if (!err || err == -17 /* EEXIST: another CPU created it */)
+		return bpf_map_lookup_elem(map, key);
+	if (hist_spill) {
+		z = bpf_map_lookup_elem(zero_map, &one);
+		if (!z)
+			return NULL;
+		err = bpf_map_update_elem(spill, key, z, BPF_NOEXIST);
+		if (!err || err == -17)
+			return bpf_map_lookup_elem(spill, key);
 	}
-	return bpf_map_lookup_elem(map, key);
+	drop(DROP_HIST_FULL);
+	return NULL;
+}
+
+/* Lower (cas_min) or raise (cas_max) *p to v unless another CPU's value already passes it. */
+#define HIST_CAS_TRIES 16
+static __always_inline void cas_min(__u64 *p, __u64 v)
+{
+	__u64 old = *(volatile __u64 *)p, seen;
+	int i;
+
+	for (i = 0; i < HIST_CAS_TRIES && v < old; i++) {
+		seen = __sync_val_compare_and_swap(p, old, v);
+		if (seen == old)
+			return;
+		old = seen;
+	}
+	/* 16 other CPUs lowered it meanwhile: the loader's hist_mend() keeps min in its bucket */
+}
+
+static __always_inline void cas_max(__u64 *p, __u64 v)
+{
+	__u64 old = *(volatile __u64 *)p, seen;
+	int i;
+
+	for (i = 0; i < HIST_CAS_TRIES && v > old; i++) {
+		seen = __sync_val_compare_and_swap(p, old, v);
+		if (seen == old)
+			return;
+		old = seen;
+	}
+}
+
+/*
+ * hist_record() for a histogram every CPU writes at once (min_ns starts at its top). Not its
+ * count: the loader counts the buckets of every copy it reads (hist_mend), and an atomic add
+ * is ~6 ns, one per stage of every request.
+ */
+static __always_inline void hist_add_shared(struct hist *h, __u64 v)
+{
+	__u32 i = hist_index(v);
+
+	if (i >= HIST_NSLOTS)
+		i = HIST_NSLOTS - 1;
+	__sync_fetch_and_add(&h->slots[i], 1);
+	__sync_fetch_and_add(&h->sum_ns, v);
+	cas_min(&h->min_ns, v);
+	cas_max(&h->max_ns, v);
+}
+
+/* Count v in h, per-CPU or shared. */
+static __always_inline void hist_add(struct hist *h, __u64 v)
+{
+	if (hist_spill && h->shared)
+		hist_add_shared(h, v);
+	else
+		hist_record(h, v);
+}
+
+/* An event h's stage saw but could not time. */
+static __always_inline void hist_unmeasured(struct hist *h)
+{
+	if (hist_spill && h->shared)
+		__sync_fetch_and_add(&h->unmeasured, 1);
+	else
+		h->unmeasured++;
 }
 
 /* A stage whose start was not seen is counted as unmeasured, never given a made-up value. */
 static __always_inline void stage_add(struct hist *h, __u64 from, __u64 to)
 {
 	if (from && to >= from)
-		hist_record(h, to - from);
+		hist_add(h, to - from);
 	else
-		h->unmeasured++;
+		hist_unmeasured(h);
 }
 
 #endif /* IOSTRATA_COMMON_BPF_H */

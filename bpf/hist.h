@@ -36,6 +36,11 @@ struct hist {
 	__u64 min_ns;		/* exact, valid when count > 0 */
 	__u64 max_ns;		/* exact */
 	__u64 unmeasured;	/* events seen whose value for this stage could not be known */
+	/*
+	 * BPF: nonzero in a spill map's values (docs/design.md, "Histogram keys on hosts with many
+	 * CPUs"), which every CPU writes at once and so updates atomically; 0 anywhere else.
+	 */
+	__u64 shared;
 	__u64 slots[HIST_NSLOTS];
 };
 
@@ -92,7 +97,8 @@ static inline __u64 hist_hi(__u32 i)
 
 /*
  * Count v. Not atomic: each writer owns its histogram (a per-CPU copy written by one program
- * that the kernel never runs nested on a CPU, or one job thread's).
+ * that the kernel never runs nested on a CPU, or one job thread's). A shared spill map's
+ * histograms are counted by hist_add_shared() in bpf/common.bpf.h instead.
  */
 static inline void hist_record(struct hist *h, __u64 v)
 {

@@ -139,7 +139,8 @@ static __always_inline __u64 arg_u64(__u64 *ctx, int i)
 static __always_inline struct ioreq_hists *hists_of(__u16 opcode, __u16 flags, __u32 tgid,
 						    __u64 cgroup)
 {
-	return req_hists_of(&uring_hists, &uring_flat, &uring_zero, opcode, flags, tgid, cgroup);
+	return req_hists_of(&uring_hists, &uring_spill, &uring_flat, &uring_zero, opcode, flags,
+			    tgid, cgroup);
 }
 
 struct reap_ctx {
@@ -210,8 +211,8 @@ static long forget_one(__u64 i, struct reap_ctx *c)
 		return 0;
 	h = hists_of(q->opcode, q->flags, c->rs->owner, q->cgroup);
 	if (h) {
-		h->stage[REQ_DONE_REAP].unmeasured++;
-		h->stage[REQ_TOTAL].unmeasured++;
+		hist_unmeasured(&h->stage[REQ_DONE_REAP]);
+		hist_unmeasured(&h->stage[REQ_TOTAL]);
 	}
 	return 0;
 }
@@ -406,8 +407,8 @@ static __always_inline int on_complete(struct ioreq *e, const struct complete_vi
 	if (!rs) {		/* no slot for the ring: this CQE's reap cannot be bounded */
 		drop(DROP_RING_FULL);
 		if (h) {
-			h->stage[REQ_DONE_REAP].unmeasured++;
-			h->stage[REQ_TOTAL].unmeasured++;
+			hist_unmeasured(&h->stage[REQ_DONE_REAP]);
+			hist_unmeasured(&h->stage[REQ_TOTAL]);
 		}
 		return 0;
 	}

@@ -51,6 +51,30 @@ def test_libaio_direct_reads_counted_and_linked(loopdev, qd, no_bpf_leak):
     assert not events.get("aio_reap_unobserved")
 
 
+def test_counts_exact_past_the_per_cpu_keys(loopdev, no_bpf_leak):
+    """One key fits the per-CPU histogram map (--hist-keys 1, as few as a host with many CPUs
+    holds): the other processes' keys go to the shared spill map, counted there exactly."""
+    def run():
+        tracer = Tracer(["-l", "aio", "-P", "-O", "-j", "--hist-keys", "1"])
+        for rw, n in (("randread", 300), ("randwrite", 120), ("randread", 200)):
+            subprocess.run([str(LOAD), "--engine", "libaio", "--rw", rw, "--ios", str(n),
+                            "--qd", "16", "--device", loopdev, "--force"], check=True,
+                           capture_output=True)
+        return tracer, records(tracer.stop())
+    recs = run()[1]
+    per = {}
+    for rec in recs:
+        jsonschema.validate(rec, SCHEMA_DOC)
+        for h in rec["hists"]:
+            if h["layer"] == "aio" and h["labels"].get("comm") == "iostrata-load":
+                k = (h["labels"]["pid"], h["labels"]["opcode"], h["stage"])
+                per[k] = per.get(k, 0) + h["count"] + h["unmeasured"]
+    assert not drops_of(recs), drops_of(recs)
+    for stage in ("total", "submit_complete", "complete_reap"):
+        got = sorted((op, n) for (pid, op, s), n in per.items() if s == stage)
+        assert got == [("pread", 200), ("pread", 300), ("pwrite", 120)], (stage, per)
+
+
 def test_reaped_in_user_space_is_not_observable(tmp_path, no_bpf_leak):
     """20 reads reaped from the aio ring in user memory, never through io_getevents: the 19
     whose iocb was submitted again are counted as not observable, with their (linked)

@@ -64,13 +64,17 @@ def test_whole_host_counts_without_per_process_keys(no_bpf_leak):
 
     whole = Tracer(["-l", "syscall", "--comm", "iostrata-load", "-j", "0.2"])
     per = Tracer(["-l", "syscall", "-P", "--comm", "iostrata-load", "-j", "0.2"])
+    # one key per-CPU (as few as a host with many CPUs holds): the rest in the spill map
+    spill = Tracer(["-l", "syscall", "-P", "--comm", "iostrata-load", "-j", "0.2",
+                    "--hist-keys", "1"])
     run_load("--engine", "psync", "--rw", "randread", "--ios", "300")
     run_load("--engine", "psync", "--rw", "randwrite", "--ios", "120")
     recs = records(whole.stop())
     a, b = totals(recs), totals(records(per.stop()))
+    c = totals(records(spill.stop()))
     assert all("pid" not in h["labels"] for rec in recs for h in rec["hists"])
     # 120 writes and each load laying its file out with one 1 MiB pwrite (tools/load/target.c)
-    assert a == b and a["pread64"] == 300 and a["pwrite64"] == 122, (a, b)
+    assert a == b == c and a["pread64"] == 300 and a["pwrite64"] == 122, (a, b, c)
 
 
 def test_libaio_and_io_uring_entry_points(no_bpf_leak):

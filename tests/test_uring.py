@@ -56,8 +56,11 @@ def load(*args, target=None):
                               check=True, capture_output=True, text=True)
 
 
-def test_counts_per_opcode(no_bpf_leak):
-    tracer = Tracer(["-l", "uring", "-P", "-O", "-j"])
+# "1": one key fits the per-CPU histogram map (as few as a host with many CPUs holds); the
+# other (process, opcode, path) keys go to the shared spill map, counted with atomics
+@pytest.mark.parametrize("keys", [None, "1"])
+def test_counts_per_opcode(keys, no_bpf_leak):
+    tracer = Tracer(["-l", "uring", "-P", "-O", "-j"] + (["--hist-keys", keys] if keys else []))
     load("--rw", "randread", "--ios", "300", "--qd", "8")
     load("--rw", "write", "--ios", "120", "--qd", "4")
     load("--op", "nop", "--ios", "500")
@@ -70,6 +73,26 @@ def test_counts_per_opcode(no_bpf_leak):
     assert not drops_of(recs)
     # NOPs have no bios: never "unlinked"
     assert total(st, "device", "nop") == 0 and total(st, "device", "nop", field="unmeasured") == 0
+
+
+def test_full_histogram_maps_count_every_request_they_lose(no_bpf_leak):
+    """One key per-CPU and one spilled: the other processes' requests find no room. Each
+    request is looked up twice (at its CQE: submit_cqe; at its reap: cqe_reap and total), and
+    each lookup that finds no room is one uring_hist_full: per stage, the requests counted plus
+    those lost equal the requests made."""
+    # one interval (no key freed by a drain): the first key per-CPU, the second spilled
+    tracer = Tracer(["-l", "uring", "-P", "-O", "-j", "600", "--hist-keys", "1,1"])
+    load("--rw", "randread", "--ios", "300", "--qd", "8")
+    load("--rw", "write", "--ios", "120", "--qd", "4")
+    load("--op", "nop", "--ios", "500")
+    recs = records(tracer.stop())
+    st = uring_stages(recs)
+    lost = drops_of(recs).get("uring_hist_full", 0)
+    seen = {s: total(st, s) + total(st, s, field="unmeasured")
+            for s in ("submit_cqe", "cqe_reap", "total")}
+    print(f"counted {seen}, uring_hist_full {lost}")
+    assert 0 < seen["submit_cqe"] < 920 and seen["cqe_reap"] == seen["total"], seen
+    assert (920 - seen["submit_cqe"]) + (920 - seen["cqe_reap"]) == lost, (seen, lost)
 
 
 def test_direct_reads_on_a_loop_device_are_linked(loopdev, no_bpf_leak):

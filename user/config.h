@@ -43,6 +43,9 @@ struct trace_config {
 	/* --stale-after=SEC: testing: how old a table entry may be and still be taken for a live
 	 * one where nothing better tells a leftover (INFLIGHT_STALE_NS) */
 	uint64_t stale_ns;
+	/* --hist-keys=N[,M]: testing: keys of each per-CPU histogram map, and of its spill map
+	 * (hist_map_keys(), hist_spill_keys()); 0 = as sized */
+	uint32_t hist_keys, spill_keys;
 };
 
 /* The defaults every command starts from. */

@@ -300,6 +300,8 @@ void layer_free(struct layer_inst *l)
 		return;
 	unload(l);
 	free(l->vals);
+	free(l->blank);
+	free(l->spill_blank);
 	free(l);
 }
 
@@ -315,6 +317,30 @@ static int cgroup_filter_set(struct bpf_map *map, const char *path)
 		return -1;
 	}
 	close(fd);
+	return 0;
+}
+
+/*
+ * After load: slot 1 of each zero map, from which the programs create a spill map's keys
+ * (hists_lookup_or_init), every histogram marked shared and its min at the top, on every CPU.
+ */
+static int spill_templates(struct layer_inst *l)
+{
+	const struct layer *d = l->desc;
+	uint32_t one = 1;
+	int i, h;
+
+	if (!l->spill)
+		return 0;
+	for (i = 0; i < d->nstages; i++)
+		l->spill_blank[i] = (struct hist){ .min_ns = UINT64_MAX, .shared = 1 };
+	for (i = 0; i < l->ncpus; i++)
+		memcpy(&l->vals[(size_t)i * (size_t)d->nstages], l->spill_blank,
+		       (size_t)d->nstages * sizeof(struct hist));
+	for (h = 0; h < d->nhists; h++)
+		if (d->hists[h].spill &&
+		    bpf_map_update_elem(bpf_map__fd(layer_map(l, d->hists[h].zero)), &one, l->vals, 0))
+			return -errno;
 	return 0;
 }
 
@@ -349,16 +375,29 @@ static int load(struct layer_inst *l)
 		l->progs[i] = event_prog(l, i);
 		bpf_program__set_autoload(l->progs[i], true);
 	}
+	l->spill = false;
 	for (i = 0; i < d->nhists; i++) {
 		const struct layer_hists *hm = &d->hists[i];
+		uint32_t want, n, spill;
 
-		if (hm->entries && bpf_map__set_max_entries(layer_map(l, hm->map), hm->entries(l)))
+		if (!hm->entries)
+			continue;
+		want = hm->entries(l);
+		n = hm->key_size ? hist_map_keys(l, want) : want;
+		spill = hm->spill ? hist_spill_keys(l, want, n) : 0;
+		if (bpf_map__set_max_entries(layer_map(l, hm->map), n) ||
+		    (hm->spill && bpf_map__set_max_entries(layer_map(l, hm->spill),
+							    spill ? spill : 1)))
 			return -errno;
+		l->spill |= spill > 0;
 	}
 	err = d->configure(l);
 	if (err)
 		return err;
 	err = bpf_object__load_skeleton(h->skeleton);
+	if (err)
+		return err;
+	err = spill_templates(l);
 	if (err)
 		return err;
 	if (l->cfg->cgroup && cgroup_filter_set(layer_map(l, d->cgroup_map), l->cfg->cgroup))
@@ -424,6 +463,15 @@ static void report_maps(struct layer_inst *l)
 				 "%u keys", bpf_map__value_size(map), l->ncpus,
 				 bpf_map__max_entries(map));
 			break;
+		case BPF_MAP_TYPE_HASH:	/* a spill map: the only hash of histograms */
+			if (!l->spill)
+				snprintf(m->note, sizeof(m->note), "spill map, unused: the "
+					 "per-CPU map holds every key these options need");
+			else
+				snprintf(m->note, sizeof(m->note), "spill map, preallocated, shared "
+					 "by the CPUs: %u B per key, %u keys",
+					 bpf_map__value_size(map), bpf_map__max_entries(map));
+			break;
 		case BPF_MAP_TYPE_ARRAY:
 			snprintf(m->note, sizeof(m->note), "%u slots x %u B",
 				 bpf_map__max_entries(map), bpf_map__value_size(map));
@@ -465,8 +513,11 @@ int layer_start(const struct layer *d, const struct trace_config *cfg,
 		l->ncpus = libbpf_num_possible_cpus();
 		l->vals = l->ncpus > 0 ? calloc((size_t)l->ncpus * (size_t)d->nstages,
 						sizeof(struct hist)) : NULL;
+		l->blank = l->ncpus > 0 ? calloc((size_t)l->ncpus * (size_t)d->nstages,
+						 sizeof(struct hist)) : NULL;
+		l->spill_blank = calloc((size_t)d->nstages, sizeof(struct hist));
 	}
-	if (!l || !l->vals) {
+	if (!l || !l->vals || !l->blank || !l->spill_blank) {
 		errorf("out of memory for the %s layer", d->name);
 		layer_free(l);
 		return -1;
@@ -529,38 +580,27 @@ fail:
 /* ---- draining */
 
 /*
- * Read a retired key's per-CPU values into vals, then zero them in place. Zeroing, not
- * deleting: a program preempted past the grace period still holds a pointer to the element,
- * and its late write then lands in the zeroed element, reported when this generation is read
+ * Read a retired key's values (ncpus x nstages histograms; one copy in a spill map) into vals,
+ * then empty them in place: blank is an emptied value, zeros or the spill template. Emptying,
+ * not deleting: a program preempted past the grace period still holds a pointer to the element,
+ * and its late write then lands in the emptied element, reported when this generation is read
  * again, where a deleted element would lose it. A hash key that held nothing is deleted, so keys
  * of processes and disks gone free their room. False when the key held nothing.
  */
-static bool read_and_zero(int fd, const void *key, void *vals, size_t size)
+static bool read_and_empty(int fd, const void *key, void *vals, const void *blank, size_t size)
 {
-	static const char zero[64];
-	const char *p = vals;
-	size_t i;
-	bool empty = true;
-	void *zeros;
-
 	if (bpf_map_lookup_elem(fd, key, vals))
 		return false;
-	for (i = 0; i < size && empty; i += sizeof(zero))
-		empty = !memcmp(p + i, zero, size - i < sizeof(zero) ? size - i : sizeof(zero));
-	if (empty) {
+	if (!memcmp(vals, blank, size)) {
 		bpf_map_delete_elem(fd, key);	/* arrays refuse: their slots stay */
 		return false;
 	}
-	zeros = calloc(1, size);
-	if (zeros) {
-		bpf_map_update_elem(fd, key, zeros, BPF_EXIST);
-		free(zeros);
-	}
+	bpf_map_update_elem(fd, key, blank, BPF_EXIST);
 	return true;
 }
 
-/* A record per stage that saw anything, the CPUs summed, labelled from key. */
-static int to_recs(struct layer_inst *l, const void *key, struct interval *iv)
+/* A record per stage that saw anything, the ncpus copies summed, labelled from key. */
+static int to_recs(struct layer_inst *l, const void *key, int ncpus, struct interval *iv)
 {
 	const struct layer *d = l->desc;
 	struct rec *rec;
@@ -572,7 +612,7 @@ static int to_recs(struct layer_inst *l, const void *key, struct interval *iv)
 		if (!d->stages[st].name || !stage_wanted(l->cfg, id_of(d), st))
 			continue;
 		memset(&sum, 0, sizeof(sum));
-		for (cpu = 0; cpu < l->ncpus; cpu++) {
+		for (cpu = 0; cpu < ncpus; cpu++) {
 			struct hist *h = &l->vals[cpu * d->nstages + st];
 
 			hist_mend(h);	/* a write torn by the read: each CPU's copy alone */
@@ -720,6 +760,27 @@ int table_spill_check(int fd, const char *name, uint32_t nslots, size_t value_si
 	return err ?: bad;
 }
 
+/* The keys of generation gen in a hash of histograms, ncpus copies of each: records, emptied. */
+static int drain_hash(struct layer_inst *l, int fd, size_t key_size, uint32_t gen, int ncpus,
+		      const void *blank, struct interval *iv)
+{
+	size_t size = (size_t)ncpus * (size_t)l->desc->nstages * sizeof(struct hist), nkeys, i;
+	char *keys = NULL;
+	uint32_t g;
+	int err;
+
+	err = map_keys(fd, key_size, &keys, &nkeys);
+	for (i = 0; i < nkeys && !err; i++) {
+		const char *k = keys + i * key_size;
+
+		memcpy(&g, k, sizeof(g));
+		if (g == gen && read_and_empty(fd, k, l->vals, blank, size))
+			err = to_recs(l, k, ncpus, iv);
+	}
+	free(keys);
+	return err;
+}
+
 int layer_drain(struct layer_inst *l, uint32_t gen, struct interval *iv)
 {
 	const struct layer *d = l->desc;
@@ -730,32 +791,27 @@ int layer_drain(struct layer_inst *l, uint32_t gen, struct interval *iv)
 		const struct layer_hists *hm = &d->hists[h];
 		struct bpf_map *map = layer_map(l, hm->map);
 		int fd = bpf_map__fd(map);
-		char *keys = NULL, key[64];
-		size_t nkeys, i;
-		uint32_t g, idx;
+		char key[64];
+		uint32_t i, idx;
 
-		if (!hm->key_size) {
-			for (i = 0; i < hm->per_gen && !err; i++) {
-				idx = gen * hm->per_gen + (uint32_t)i;
-				if (idx >= bpf_map__max_entries(map))
-					break;
-				if (!read_and_zero(fd, &idx, l->vals, size))
-					continue;
-				memset(key, 0, sizeof(key));
-				hm->array_key(gen, (uint32_t)i, key);
-				err = to_recs(l, key, iv);
-			}
+		if (hm->key_size) {
+			err = drain_hash(l, fd, hm->key_size, gen, l->ncpus, l->blank, iv);
+			/* a key can be in both maps (room freed meanwhile): its records fold */
+			if (!err && hm->spill && l->spill)
+				err = drain_hash(l, bpf_map__fd(layer_map(l, hm->spill)),
+						 hm->key_size, gen, 1, l->spill_blank, iv);
 			continue;
 		}
-		err = map_keys(fd, hm->key_size, &keys, &nkeys);
-		for (i = 0; i < nkeys && !err; i++) {
-			const char *k = keys + i * hm->key_size;
-
-			memcpy(&g, k, sizeof(g));
-			if (g == gen && read_and_zero(fd, k, l->vals, size))
-				err = to_recs(l, k, iv);
+		for (i = 0; i < hm->per_gen && !err; i++) {
+			idx = gen * hm->per_gen + i;
+			if (idx >= bpf_map__max_entries(map))
+				break;
+			if (!read_and_empty(fd, &idx, l->vals, l->blank, size))
+				continue;
+			memset(key, 0, sizeof(key));
+			hm->array_key(gen, i, key);
+			err = to_recs(l, key, l->ncpus, iv);
 		}
-		free(keys);
 	}
 	return err;
 }
@@ -876,5 +932,21 @@ uint32_t hist_map_keys(const struct layer_inst *l, uint32_t want)
 
 	if (fit < 16)
 		fit = 16;
+	if (l->cfg->hist_keys && fit > l->cfg->hist_keys)
+		fit = l->cfg->hist_keys;
+	return want < fit ? want : (uint32_t)fit;
+}
+
+uint32_t hist_spill_keys(const struct layer_inst *l, uint32_t want, uint32_t percpu)
+{
+	uint64_t fit = HIST_MAP_BUDGET / ((uint64_t)l->desc->nstages * sizeof(struct hist));
+
+	if (want <= percpu)
+		return 0;
+	want -= percpu;
+	if (fit < 16)
+		fit = 16;
+	if (l->cfg->spill_keys && fit > l->cfg->spill_keys)
+		fit = l->cfg->spill_keys;
 	return want < fit ? want : (uint32_t)fit;
 }

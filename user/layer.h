@@ -93,8 +93,14 @@ struct layer_hists {
 	uint32_t per_gen;	/* array: slots per generation, at gen * per_gen + i */
 	/* array: the hash key the slot stands for, for the label decoder */
 	void (*array_key)(uint32_t gen, uint32_t i, void *key);
-	/* entries the configuration needs (a hash: capped by hist_map_keys()); NULL: as built */
+	/*
+	 * entries the configuration needs, NULL: as built. A hash gets hist_map_keys() of them;
+	 * the rest go to its spill map, up to hist_spill_keys().
+	 */
 	uint32_t (*entries)(const struct layer_inst *l);
+	/* a hash: its shared spill map of the same keys and values (HIST_SPILL_MAP), and the
+	 * per-CPU array whose slot 0 is zeroed and slot 1 the spill template */
+	size_t spill, zero;
 };
 
 
@@ -192,6 +198,9 @@ struct layer_inst {
 	struct layer_report rep;
 	int ncpus;
 	struct hist *vals;	/* read buffer: ncpus x nstages histograms */
+	struct hist *blank;	/* ncpus x nstages zeroed histograms: a per-CPU value emptied */
+	struct hist *spill_blank;	/* nstages: a spill map's value emptied (its template) */
+	bool spill;		/* a spill map has room: hist_spill in the programs */
 	char drop_names[DROP_NREASONS][40];
 	uint64_t prev_drops[DROP_NREASONS];
 	uint64_t prev_events[EV_NEVENTS];
@@ -261,6 +270,12 @@ struct bpf_map *layer_map(const struct layer_inst *l, size_t off);
 #define HIST_MAP_BUDGET (32u << 20)
 uint32_t hist_map_keys(const struct layer_inst *l, uint32_t want);
 /*
+ * Keys of the shared spill map beside it (0: none needed): the want - percpu keys the per-CPU
+ * map has no room for, no more than HIST_MAP_BUDGET bytes hold (one copy per key, not one
+ * per CPU), and at least 16.
+ */
+uint32_t hist_spill_keys(const struct layer_inst *l, uint32_t want, uint32_t percpu);
+/*
  * What every object's common.bpf.h reads from .rodata: the owner filters, iostrata's own tgid,
  * snoop and -C, and whether kernel objects can be read by direct loads (bpf_rdonly_cast).
  */
@@ -274,6 +289,7 @@ uint32_t hist_map_keys(const struct layer_inst *l, uint32_t want);
 	(ro)->snoop_wake_bytes = (l)->cfg->snoop_rb_bytes / 2;			\
 	(ro)->per_cgroup = (l)->cfg->per_cgroup;				\
 	(ro)->stale_ns = (l)->cfg->stale_ns;					\
+	(ro)->hist_spill = (l)->spill;						\
 } while (0)
 
 #endif

@@ -39,6 +39,8 @@ const char trace_opts_help_knobs[] =
 "                        held, as the kernel sometimes does (complete_unseen)\n"
 "      --stale-after=SEC testing: take table entries older than SEC (default\n"
 "                        120) for leftovers where nothing better tells them\n"
+"      --hist-keys=N[,M] testing: at most N keys in each per-CPU histogram map\n"
+"                        (-D, -F, -O, -P, -C), M in the shared map past it\n"
 "  -v, --verbose         show probing and libbpf diagnostics (-vv: more)\n"
 "  -h, --help            show this help\n"
 "  -V, --version         show the version\n";
@@ -153,6 +155,34 @@ int parse_long(const char *what, const char *s, long min, long max, long *out)
 	}
 	*out = v;
 	return 0;
+}
+
+/* --hist-keys=N[,M]: N keys per per-CPU histogram map, M per spill map (default: as sized) */
+static int parse_hist_keys(struct trace_config *c, const char *arg)
+{
+	const unsigned long max = 1ul << 20;
+	unsigned long n, m = 0;
+	char *end;
+
+	errno = 0;
+	if (!isdigit((unsigned char)*arg))
+		goto bad;
+	n = strtoul(arg, &end, 10);
+	if (*end == ',') {
+		if (!isdigit((unsigned char)end[1]))
+			goto bad;
+		m = strtoul(end + 1, &end, 10);
+		if (!m)
+			goto bad;
+	}
+	if (errno || *end || !n || n > max || m > max)
+		goto bad;
+	c->hist_keys = (uint32_t)n;
+	c->spill_keys = (uint32_t)m;
+	return 0;
+bad:
+	errorf("bad --hist-keys '%s': expected N or N,M, numbers of keys from 1 to %lu", arg, max);
+	return -1;
 }
 
 /* -p takes a pid or tid; the filter matches the process (tgid) it belongs to. */
@@ -300,6 +330,8 @@ static int trace_opt(struct trace_opts *t, int o, const char *arg)
 			return -1;
 		c->stale_ns = (uint64_t)v * 1000000000ULL;
 		return 1;
+	case TOPT_HIST_KEYS:
+		return parse_hist_keys(c, arg) ? -1 : 1;
 	}
 	return 0;
 }

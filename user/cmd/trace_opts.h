@@ -17,7 +17,7 @@
 /* the commands' own long-only options are numbered from TOPT_NEXT on */
 enum { TOPT_DURATION = 256, TOPT_INFLIGHT, TOPT_FAIL_PROBE, TOPT_FORCE_RAW_TP, TOPT_COMM,
        TOPT_STAGES, TOPT_NO_TAG_SLOTS, TOPT_LOSE_COMPLETIONS, TOPT_STALE_AFTER,
-       TOPT_NEXT };
+       TOPT_HIST_KEYS, TOPT_NEXT };
 
 #define TRACE_OPTS_SHORT "d:p:c:l:POCv"
 #define TRACE_OPTS_LONG							\
@@ -37,6 +37,7 @@ enum { TOPT_DURATION = 256, TOPT_INFLIGHT, TOPT_FAIL_PROBE, TOPT_FORCE_RAW_TP, T
 	{ "no-tag-slots", no_argument, NULL, TOPT_NO_TAG_SLOTS },		\
 	{ "lose-completions", required_argument, NULL, TOPT_LOSE_COMPLETIONS },	\
 	{ "stale-after", required_argument, NULL, TOPT_STALE_AFTER },		\
+	{ "hist-keys", required_argument, NULL, TOPT_HIST_KEYS },		\
 	{ "verbose", no_argument, NULL, 'v' }
 
 /* Their --help lines: what to trace, and the session's knobs with -h and -V (both end in a

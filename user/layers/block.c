@@ -62,12 +62,13 @@ static uint32_t hist_keys(const struct layer_inst *l)
 		keys *= 64;
 	if (l->cfg->per_cgroup)
 		keys *= 64;
-	return hist_map_keys(l, 2 * (keys > 8192 ? 8192 : keys));
+	return 2 * (keys > 8192 ? 8192 : keys);
 }
 
 static const struct layer_hists hists[] = {
 	{ .map = SKEL_MAP(block, block_hists), .key_size = sizeof(struct block_key),
-	  .entries = hist_keys },
+	  .entries = hist_keys, .spill = SKEL_MAP(block, block_spill),
+	  .zero = SKEL_MAP(block, block_zero) },
 	{ .map = SKEL_MAP(block, block_total), .per_gen = 1, .array_key = total_key },
 };
 

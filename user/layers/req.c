@@ -17,8 +17,8 @@ uint32_t req_hist_keys(const struct layer_inst *l)
 {
 	if (req_flat(l))
 		return 1;	/* unused */
-	return hist_map_keys(l, 2 * 32 * (l->cfg->per_opcode ? 8 : 1) *
-			     (l->cfg->per_process ? 32 : 1) * (l->cfg->per_cgroup ? 32 : 1));
+	return 2 * 32 * (l->cfg->per_opcode ? 8 : 1) * (l->cfg->per_process ? 32 : 1) *
+	       (l->cfg->per_cgroup ? 32 : 1);
 }
 
 uint32_t req_flat_slots(const struct layer_inst *l)

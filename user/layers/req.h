@@ -8,7 +8,8 @@
 
 /*
  * Histogram keys they may need: two generations x path-flag sets (32), times 8 opcodes with -O
- * and 32 processes with -P (more are counted as *_hist_full).
+ * and 32 processes with -P (more than the per-CPU map and its spill map hold are counted as
+ * *_hist_full).
  */
 uint32_t req_hist_keys(const struct layer_inst *l);
 
@@ -53,7 +54,8 @@ int req_pending_final(struct layer_inst *l, bool aio, struct interval *iv);
 #define REQ_HISTS(sk)								\
 static const struct layer_hists hists[] = {					\
 	{ .map = SKEL_MAP(sk, sk##_hists), .key_size = sizeof(struct ioreq_key),	\
-	  .entries = req_hist_keys },						\
+	  .entries = req_hist_keys, .spill = SKEL_MAP(sk, sk##_spill),		\
+	  .zero = SKEL_MAP(sk, sk##_zero) },					\
 	{ .map = SKEL_MAP(sk, sk##_flat), .per_gen = REQ_FLAT_PER_GEN,		\
 	  .array_key = req_flat_key, .entries = req_flat_slots },		\
 }

@@ -36,7 +36,7 @@ static void total_key(uint32_t gen, uint32_t i, void *key)
 /* -P, -C: their keys in the hash; else (generation, syscall) in the array */
 static uint32_t hash_keys(const struct layer_inst *l)
 {
-	return l->cfg->per_process || l->cfg->per_cgroup ? hist_map_keys(l, 2 * 4096) : 1;
+	return l->cfg->per_process || l->cfg->per_cgroup ? 2 * 4096 : 1;
 }
 
 static uint32_t array_slots(const struct layer_inst *l)
@@ -46,7 +46,8 @@ static uint32_t array_slots(const struct layer_inst *l)
 
 static const struct layer_hists hists[] = {
 	{ .map = SKEL_MAP(syscall, sc_hists), .key_size = sizeof(struct syscall_key),
-	  .entries = hash_keys },
+	  .entries = hash_keys, .spill = SKEL_MAP(syscall, sc_spill),
+	  .zero = SKEL_MAP(syscall, sc_zero) },
 	{ .map = SKEL_MAP(syscall, sc_total), .per_gen = SC_N, .array_key = total_key,
 	  .entries = array_slots },
 };
