@@ -39,6 +39,7 @@ struct serve_args {
 /* What the session's thread and the HTTP thread share. */
 struct serve {
 	pthread_mutex_t lock;		/* prom */
+	pthread_barrier_t started;	/* the HTTP thread is running, without capabilities */
 	struct prom *prom;
 	struct http_server *http;
 	int bpo;
@@ -329,8 +330,12 @@ static void *http_thread(void *arg)
 {
 	struct serve *sv = arg;
 
-	/* the network-facing thread needs no capability, even where the session keeps one */
-	if ((sv->drop_caps && thread_caps_clear()) || http_run(sv->http, handle, sv)) {
+	/* the network-facing thread needs no capability, even where the session keeps one; its
+	 * starter waits for that (what "serving" promises), then it serves */
+	bool failed = sv->drop_caps && thread_caps_clear();
+
+	pthread_barrier_wait(&sv->started);
+	if (failed || http_run(sv->http, handle, sv)) {
 		__atomic_store_n(&sv->http_failed, true, __ATOMIC_RELAXED);
 		kill(getpid(), SIGTERM);	/* the session stops too */
 	}
@@ -362,7 +367,13 @@ static int start_http(struct serve *sv, pthread_t *th)
 
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
-	err = pthread_create(th, NULL, http_thread, sv);
+	err = pthread_barrier_init(&sv->started, NULL, 2);
+	if (!err) {
+		err = pthread_create(th, NULL, http_thread, sv);
+		if (!err)
+			pthread_barrier_wait(&sv->started);	/* its capabilities are gone */
+		pthread_barrier_destroy(&sv->started);	/* glibc: once both have left it */
+	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err)
 		errorf("cannot start the HTTP thread: %s", strerror(err));
