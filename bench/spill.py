@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """What a spilled histogram key costs: iostrata -l block,uring -P, its key in the per-CPU
-histogram map (as on a host with few CPUs) against its key in the shared spill map (as on a
-host with many CPUs, where the per-CPU map holds ~17 keys: docs/design.md, "Histogram keys on
-hosts with many CPUs").
+histogram map (as on a host with few CPUs) against its key in a spill slot shared by the CPUs
+(as on a host with many CPUs, where the per-CPU map holds ~17 keys: docs/design.md, "Histogram
+keys on hosts with many CPUs").
 
 fio (io_uring, 4 KiB random reads, qd 32, O_DIRECT) on a tmpfs-backed loop device, --seconds per
 run, --runs rounds, the two alternated within each round and swapping order every other round.
 The spilled runs start iostrata with --hist-keys 1 (one key per per-CPU map) and let a one-NOP
-io_uring process take that key before fio starts, so every fio request's histograms are in the
-spill map; one interval for the whole run, so no drain frees a key meanwhile. Figure: the uring
+io_uring process take that key before fio starts, so every fio request's histograms are in a
+spill slot; one interval for the whole run, so no drain frees a key meanwhile. Figure: the uring
 programs' kernel.bpf_stats_enabled run time (of the tracer's own programs) per I/O fio
 completed, median over the rounds; the sysctl and the device are restored on exit.
 

@@ -87,8 +87,8 @@ struct walk {
 static __always_inline struct ioreq_hists *hists_of(__u16 opcode, __u16 flags, __u32 tgid,
 						    __u64 cgroup)
 {
-	return req_hists_of(&aio_hists, &aio_spill, &aio_flat, &aio_zero, opcode, flags, tgid,
-			    cgroup);
+	return req_hists_of(&aio_hists, &aio_flat, &aio_zero, HIST_SPILL_ARGS(aio), opcode, flags,
+			    tgid, cgroup);
 }
 
 /* An entry still there when its iocb is submitted again: reaped without io_getevents. */

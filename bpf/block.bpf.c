@@ -58,7 +58,7 @@ struct {
 	__type(key, struct block_key);
 	__type(value, struct block_hists);
 } block_hists SEC(".maps");
-HIST_SPILL_MAP(block_spill, struct block_key, struct block_hists);
+HIST_SPILL_MAPS(block, struct block_key, struct block_hists);
 
 /* Whole host (no -D/-F): one histogram set per generation, an array lookup the JIT inlines. */
 struct {
@@ -68,10 +68,10 @@ struct {
 	__type(value, struct block_hists);
 } block_total SEC(".maps");
 
-/* New histogram keys' first values (too big for the stack): 0 zeroed, 1 the spill template. */
+/* One zeroed value to create new histogram keys from (values are too big for the stack). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 2);
+	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct block_hists);
 } block_zero SEC(".maps");
@@ -96,7 +96,7 @@ static __always_inline struct block_hists *hists_get(__u32 dev, __u32 opf, __u64
 		key.op = opf & 0xff;		/* REQ_OP_MASK since v4.10 */
 		key.flags = (opf >> 8) & flags_mask;
 	}
-	return hists_lookup_or_init(&block_hists, &block_spill, &key, &block_zero);
+	return hists_lookup_or_init(&block_hists, &key, &block_zero, HIST_SPILL_ARGS(block));
 }
 
 /*

@@ -210,39 +210,79 @@ static __always_inline void snoop_file(struct snoop_rec *r, struct file *f)
 /*
  * Keyed histograms (-D, -F, -O, -P, -C) live in a per-CPU hash, whose memory is its keys x CPUs:
  * on a host with many CPUs it holds few keys (hist_map_keys() in user/layer.c). Keys past
- * them spill into a shared hash of the same keys, written by every CPU at once and so updated
- * with atomics (hist_spill: the loader sized one; else the verifier drops the code).
+ * them spill into shared slots written by every CPU at once, and so updated with atomics
+ * (hist_spill: the loader sized them; else the verifier drops the code).
  */
 const volatile bool hist_spill;
 
-/* A shared spill map of histogram sets beside a per-CPU one (resized by the loader). */
-#define HIST_SPILL_MAP(name, key_type, value_type)				\
+/*
+ * A per-CPU hash's spill maps (resized by the loader): prefix_spill, an array of value_type,
+ * one slot per spilled key, which the loader reads and empties in place (a hash update would
+ * swap the element, and a program still holding the old one would write into whatever key
+ * takes it next); prefix_spill_idx, key -> slot; prefix_spill_free, the free slots, emptied
+ * (every histogram marked shared, min_ns at its top) by the loader before it queues them.
+ */
+#define HIST_SPILL_MAPS(prefix, key_type, value_type)				\
+struct {									\
+	__uint(type, BPF_MAP_TYPE_ARRAY);					\
+	__uint(max_entries, 1);							\
+	__type(key, __u32);							\
+	__type(value, value_type);						\
+} prefix##_spill SEC(".maps");							\
 struct {									\
 	__uint(type, BPF_MAP_TYPE_HASH);					\
 	__uint(max_entries, 1);							\
 	__type(key, key_type);							\
-	__type(value, value_type);						\
-} name SEC(".maps")
+	__type(value, __u32);							\
+} prefix##_spill_idx SEC(".maps");						\
+struct {									\
+	__uint(type, BPF_MAP_TYPE_QUEUE);					\
+	__uint(max_entries, 1);							\
+	__type(value, __u32);							\
+} prefix##_spill_free SEC(".maps")
+
+#define HIST_SPILL_ARGS(prefix) &prefix##_spill, &prefix##_spill_idx, &prefix##_spill_free
+
+/* A new key's spill slot, taken from the free ones; NULL (counted): none left. */
+static __always_inline void *spill_new(void *spill, void *idx, void *free, const void *key)
+{
+	__u32 slot, *s;
+	long err;
+
+	if (bpf_map_pop_elem(free, &slot))
+		goto full;
+	err = bpf_map_update_elem(idx, key, &slot, BPF_NOEXIST);
+	if (!err)
+		return bpf_map_lookup_elem(spill, &slot);
+	bpf_map_push_elem(free, &slot, 0);	/* untouched: still empty */
+	if (err == -17) {			/* EEXIST: another CPU gave the key a slot */
+		s = bpf_map_lookup_elem(idx, key);
+		if (s)
+			return bpf_map_lookup_elem(spill, s);
+	}
+full:
+	drop(DROP_HIST_FULL);
+	return NULL;
+}
 
 /*
- * The value of key in a per-CPU hash of histograms, created on first use from slot 0 of
- * zero_map (a per-CPU array: values are too big for the stack); when that hash is full, its
- * value in the shared spill map, created from slot 1 (the loader's template: every histogram
- * marked shared, min_ns at its top). A key neither map has room for is counted.
+ * The value of key in a per-CPU hash of histograms, created on first use from zero_map's
+ * zeroed value (values are too big for the stack); when that hash is full, its spill slot.
+ * A key neither has room for is counted.
  */
-static __always_inline void *hists_lookup_or_init(void *map, void *spill, const void *key,
-						  void *zero_map)
+static __always_inline void *hists_lookup_or_init(void *map, const void *key, void *zero_map,
+						  void *spill, void *spill_idx, void *spill_free)
 {
-	__u32 zero = 0, one = 1;
+	__u32 zero = 0, *s;
 	void *v = bpf_map_lookup_elem(map, key), *z;
 	long err;
 
 	if (v)
 		return v;
 	if (hist_spill) {
-		v = bpf_map_lookup_elem(spill, key);
-		if (v)
-			return v;
+		s = bpf_map_lookup_elem(spill_idx, key);
+		if (s)
+			return bpf_map_lookup_elem(spill, s);
 	}
 	z = bpf_map_lookup_elem(zero_map, &zero);
 	if (!z)
@@ -250,14 +290,8 @@ static __always_inline void *hists_lookup_or_init(void *map, void *spill, const 
 	err = bpf_map_update_elem(map, key, z, BPF_NOEXIST);
 	if (!err || err == -17 /* EEXIST: another CPU created it */)
 		return bpf_map_lookup_elem(map, key);
-	if (hist_spill) {
-		z = bpf_map_lookup_elem(zero_map, &one);
-		if (!z)
-			return NULL;
-		err = bpf_map_update_elem(spill, key, z, BPF_NOEXIST);
-		if (!err || err == -17)
-			return bpf_map_lookup_elem(spill, key);
-	}
+	if (hist_spill)
+		return spill_new(spill, spill_idx, spill_free, key);
 	drop(DROP_HIST_FULL);
 	return NULL;
 }

@@ -37,8 +37,8 @@ struct hist {
 	__u64 max_ns;		/* exact */
 	__u64 unmeasured;	/* events seen whose value for this stage could not be known */
 	/*
-	 * BPF: nonzero in a spill map's values (docs/design.md, "Histogram keys on hosts with many
-	 * CPUs"), which every CPU writes at once and so updates atomically; 0 anywhere else.
+	 * BPF: nonzero in spill slots (docs/design.md, "Histogram keys on hosts with many CPUs"),
+	 * which every CPU writes at once and so updates atomically; 0 anywhere else.
 	 */
 	__u64 shared;
 	__u64 slots[HIST_NSLOTS];

@@ -52,10 +52,10 @@ const volatile __u64 kc_aio;			/* aio_complete_rw */
 
 /*
  * A request layer's histogram maps: prefix_hists, per-CPU by struct ioreq_key (preallocated:
- * see hist_map_keys() in user/layer.c; resized by the loader), and prefix_spill for the keys it
- * has no room for (hists_lookup_or_init); prefix_flat, without -O, -P and -C, the same
+ * see hist_map_keys() in user/layer.c; resized by the loader), and its spill maps for the keys
+ * it has no room for (HIST_SPILL_MAPS); prefix_flat, without -O, -P and -C, the same
  * histograms at generation * REQ_FLAT_PER_GEN + path flags (1 slot when unused); prefix_zero,
- * the first values of new hash keys (too big for the stack): 0 zeroed, 1 the spill template.
+ * one zeroed value to create hash keys from (too big for the stack).
  */
 #define REQ_HIST_MAPS(prefix)							\
 struct {									\
@@ -64,7 +64,7 @@ struct {									\
 	__type(key, struct ioreq_key);						\
 	__type(value, struct ioreq_hists);					\
 } prefix##_hists SEC(".maps");							\
-HIST_SPILL_MAP(prefix##_spill, struct ioreq_key, struct ioreq_hists);		\
+HIST_SPILL_MAPS(prefix, struct ioreq_key, struct ioreq_hists);			\
 struct {									\
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);				\
 	__uint(max_entries, REQ_FLAT_SLOTS);					\
@@ -73,7 +73,7 @@ struct {									\
 } prefix##_flat SEC(".maps");							\
 struct {									\
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);				\
-	__uint(max_entries, 2);							\
+	__uint(max_entries, 1);							\
 	__type(key, __u32);							\
 	__type(value, struct ioreq_hists);					\
 } prefix##_zero SEC(".maps")
@@ -89,9 +89,10 @@ const volatile bool flat_hists;
  * is (generation, path flags) alone; else in `map`, a per-CPU hash. Looked up at every CQE and
  * every reap, so the array spares two hash lookups per request.
  */
-static __always_inline struct ioreq_hists *req_hists_of(void *map, void *spill, void *flat,
-							void *zero, __u16 opcode, __u16 flags,
-							__u32 tgid, __u64 cgroup)
+static __always_inline struct ioreq_hists *req_hists_of(void *map, void *flat, void *zero,
+							void *spill, void *spill_idx,
+							void *spill_free, __u16 opcode,
+							__u16 flags, __u32 tgid, __u64 cgroup)
 {
 	struct ioreq_key key = { .gen = cur_gen(), .flags = flags };
 
@@ -104,7 +105,7 @@ static __always_inline struct ioreq_hists *req_hists_of(void *map, void *spill, 
 	key.opcode = per_opcode ? opcode : 0xffff;
 	key.tgid = per_process ? tgid : 0;
 	key.cgroup = key_cgroup(cgroup);
-	return hists_lookup_or_init(map, spill, &key, zero);
+	return hists_lookup_or_init(map, &key, zero, spill, spill_idx, spill_free);
 }
 
 /* A new entry's submitter, where it runs: its thread and cgroup for snoop and -C. */

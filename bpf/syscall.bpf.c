@@ -48,12 +48,11 @@ struct {
 	__type(key, struct syscall_key);
 	__type(value, struct hist);
 } sc_hists SEC(".maps");
-HIST_SPILL_MAP(sc_spill, struct syscall_key, struct hist);
+HIST_SPILL_MAPS(sc, struct syscall_key, struct hist);
 
-/* New histogram keys' first values: 0 zeroed, 1 the spill template (hists_lookup_or_init) */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 2);
+	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct hist);
 } sc_zero SEC(".maps");
@@ -195,7 +194,7 @@ static __always_inline int on_exit(struct trace_event_raw_sys_exit *ctx, __u32 s
 		}
 		/* the calling thread's: the exit runs in it, as the entry did */
 		key.cgroup = key_cgroup(bpf_get_current_cgroup_id());
-		h = hists_lookup_or_init(&sc_hists, &sc_spill, &key, &sc_zero);
+		h = hists_lookup_or_init(&sc_hists, &key, &sc_zero, HIST_SPILL_ARGS(sc));
 	} else {
 		__u32 idx = cur_gen() * SC_N + sc;
 

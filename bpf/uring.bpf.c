@@ -139,8 +139,8 @@ static __always_inline __u64 arg_u64(__u64 *ctx, int i)
 static __always_inline struct ioreq_hists *hists_of(__u16 opcode, __u16 flags, __u32 tgid,
 						    __u64 cgroup)
 {
-	return req_hists_of(&uring_hists, &uring_spill, &uring_flat, &uring_zero, opcode, flags,
-			    tgid, cgroup);
+	return req_hists_of(&uring_hists, &uring_flat, &uring_zero, HIST_SPILL_ARGS(uring), opcode,
+			    flags, tgid, cgroup);
 }
 
 struct reap_ctx {

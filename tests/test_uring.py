@@ -78,8 +78,8 @@ def test_counts_per_opcode(keys, no_bpf_leak):
 def test_full_histogram_maps_count_every_request_they_lose(no_bpf_leak):
     """One key per-CPU and one spilled: the other processes' requests find no room. Each
     request is looked up twice (at its CQE: submit_cqe; at its reap: cqe_reap and total), and
-    each lookup that finds no room is one uring_hist_full: per stage, the requests counted plus
-    those lost equal the requests made."""
+    each lookup that finds no room is one uring_hist_full: the requests missing from submit_cqe
+    and those missing from cqe_reap add up to it."""
     # one interval (no key freed by a drain): the first key per-CPU, the second spilled
     tracer = Tracer(["-l", "uring", "-P", "-O", "-j", "600", "--hist-keys", "1,1"])
     load("--rw", "randread", "--ios", "300", "--qd", "8")
@@ -93,6 +93,37 @@ def test_full_histogram_maps_count_every_request_they_lose(no_bpf_leak):
     print(f"counted {seen}, uring_hist_full {lost}")
     assert 0 < seen["submit_cqe"] < 920 and seen["cqe_reap"] == seen["total"], seen
     assert (920 - seen["submit_cqe"]) + (920 - seen["cqe_reap"]) == lost, (seen, lost)
+    # two keys had room: the per-CPU one and the spilled one
+    assert len({(k[1], k[2]) for k, v in st.items() if k[0] == "submit_cqe" and v["count"]}) == 2
+
+
+def test_spill_slots_of_keys_gone_are_used_again(no_bpf_leak):
+    """Two per-CPU keys, both taken by a process of TIMEOUTs running throughout (one key per
+    generation), and two spill slots: a second process, running across intervals, takes both;
+    once it is gone and its keys have stayed empty, they are dropped and their slots, held back
+    for a drain, freed; a third process, across intervals too, then finds them. Every request
+    of the three is counted, none lost."""
+    tracer = Tracer(["-l", "uring", "-P", "-O", "-j", "0.25", "--hist-keys", "2,2"])
+    bg = subprocess.Popen([str(LOAD), "--engine", "io_uring", "--op", "timeout", "--latency",
+                           "1ms", "--ios", "4000", "--qd", "1"], stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(1)           # its keys of both generations made first
+        load("--op", "timeout", "--latency", "1ms", "--ios", "600", "--qd", "1")
+        time.sleep(1.5)         # empty for both generations: dropped, held, then freed
+        load("--op", "timeout", "--latency", "1ms", "--ios", "400", "--qd", "1")
+        assert bg.poll() is None, "the first process ended too soon: its keys were freed"
+    finally:
+        assert bg.wait(timeout=60) == 0
+    recs = records(tracer.stop())
+    per = {}
+    for rec in recs:
+        for h in rec["hists"]:
+            if h["layer"] == "uring" and h["stage"] == "submit_cqe":
+                pid = h["labels"]["pid"]
+                per[pid] = per.get(pid, 0) + h["count"]
+    assert per.pop(bg.pid, None) == 4000, per
+    assert sorted(per.values()) == [400, 600], per
+    assert "uring_hist_full" not in drops_of(recs), drops_of(recs)
 
 
 def test_direct_reads_on_a_loop_device_are_linked(loopdev, no_bpf_leak):

@@ -31,7 +31,7 @@ def test_debian_61_kernel():
     full = r.stdout
     uring = r.stdout.split("=== URING")[1].split("=== SCENARIOS")[0]
     r.stdout = r.stdout.split("=== URING")[0]
-    timeouts, preads, linked, hist_full = [], 0, {}, {"uring": 0, "aio": 0}
+    timeouts, preads, linked, hist_full = [], 0, {}, {"uring": 0, "aio": 0, "syscall": 0}
     for line in uring.splitlines():
         if line.startswith('{"type":"interval"'):
             for layer in hist_full:
@@ -51,7 +51,7 @@ def test_debian_61_kernel():
     # io_uring and aio O_DIRECT reads on null_blk, linked to their bios on 6.1 too; their
     # device stage is null_blk's 2 ms. One key per per-CPU map (--hist-keys 1): the rest
     # counted in the spill maps, none lost
-    assert hist_full == {"uring": 0, "aio": 0}, hist_full
+    assert hist_full == {"uring": 0, "aio": 0, "syscall": 0}, hist_full
     # when a device figure is off, whose it is: the block layer's own device stage on nullb0,
     # the loads' own latency (min, mean, p50, ...), and the guest's clock
     block_dev = [b for line in uring.splitlines() if line.startswith('{"type":"interval"')

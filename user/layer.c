@@ -302,6 +302,7 @@ void layer_free(struct layer_inst *l)
 	free(l->vals);
 	free(l->blank);
 	free(l->spill_blank);
+	free(l->held);
 	free(l);
 }
 
@@ -321,26 +322,30 @@ static int cgroup_filter_set(struct bpf_map *map, const char *path)
 }
 
 /*
- * After load: slot 1 of each zero map, from which the programs create a spill map's keys
- * (hists_lookup_or_init), every histogram marked shared and its min at the top, on every CPU.
+ * After load, with spill slots: every slot emptied (its histograms marked shared, min_ns at the
+ * top, for hist_add_shared) and queued as free for the programs to take.
  */
-static int spill_templates(struct layer_inst *l)
+static int spill_init(struct layer_inst *l)
 {
 	const struct layer *d = l->desc;
-	uint32_t one = 1;
-	int i, h;
+	uint32_t slot, n;
+	int i, h, fd, qfd;
 
 	if (!l->spill)
 		return 0;
 	for (i = 0; i < d->nstages; i++)
 		l->spill_blank[i] = (struct hist){ .min_ns = UINT64_MAX, .shared = 1 };
-	for (i = 0; i < l->ncpus; i++)
-		memcpy(&l->vals[(size_t)i * (size_t)d->nstages], l->spill_blank,
-		       (size_t)d->nstages * sizeof(struct hist));
-	for (h = 0; h < d->nhists; h++)
-		if (d->hists[h].spill &&
-		    bpf_map_update_elem(bpf_map__fd(layer_map(l, d->hists[h].zero)), &one, l->vals, 0))
-			return -errno;
+	for (h = 0; h < d->nhists; h++) {
+		if (!d->hists[h].spill)
+			continue;
+		fd = bpf_map__fd(layer_map(l, d->hists[h].spill));
+		qfd = bpf_map__fd(layer_map(l, d->hists[h].spill_free));
+		n = bpf_map__max_entries(layer_map(l, d->hists[h].spill));
+		for (slot = 0; slot < n; slot++)
+			if (bpf_map_update_elem(fd, &slot, l->spill_blank, 0) ||
+			    bpf_map_update_elem(qfd, NULL, &slot, 0))
+				return -errno;
+	}
 	return 0;
 }
 
@@ -386,8 +391,11 @@ static int load(struct layer_inst *l)
 		n = hm->key_size ? hist_map_keys(l, want) : want;
 		spill = hm->spill ? hist_spill_keys(l, want, n) : 0;
 		if (bpf_map__set_max_entries(layer_map(l, hm->map), n) ||
-		    (hm->spill && bpf_map__set_max_entries(layer_map(l, hm->spill),
-							    spill ? spill : 1)))
+		    (hm->spill && (bpf_map__set_max_entries(layer_map(l, hm->spill), spill ?: 1) ||
+				   bpf_map__set_max_entries(layer_map(l, hm->spill_idx),
+							    spill ?: 1) ||
+				   bpf_map__set_max_entries(layer_map(l, hm->spill_free),
+							    spill ?: 1))))
 			return -errno;
 		l->spill |= spill > 0;
 	}
@@ -397,7 +405,7 @@ static int load(struct layer_inst *l)
 	err = bpf_object__load_skeleton(h->skeleton);
 	if (err)
 		return err;
-	err = spill_templates(l);
+	err = spill_init(l);
 	if (err)
 		return err;
 	if (l->cfg->cgroup && cgroup_filter_set(layer_map(l, d->cgroup_map), l->cfg->cgroup))
@@ -439,6 +447,17 @@ static int attach(struct layer_inst *l, bool tp_btf)
 	return 0;
 }
 
+/* Is map a spill array of the layer's histograms? */
+static bool is_spill(const struct layer_inst *l, const struct bpf_map *map)
+{
+	int h;
+
+	for (h = 0; h < l->desc->nhists; h++)
+		if (l->desc->hists[h].spill && layer_map(l, l->desc->hists[h].spill) == map)
+			return true;
+	return false;
+}
+
 /* Every map of the object but its .rodata/.bss and the session's shared ones: their memory. */
 static void report_maps(struct layer_inst *l)
 {
@@ -463,16 +482,17 @@ static void report_maps(struct layer_inst *l)
 				 "%u keys", bpf_map__value_size(map), l->ncpus,
 				 bpf_map__max_entries(map));
 			break;
-		case BPF_MAP_TYPE_HASH:	/* a spill map: the only hash of histograms */
-			if (!l->spill)
-				snprintf(m->note, sizeof(m->note), "spill map, unused: the "
-					 "per-CPU map holds every key these options need");
-			else
-				snprintf(m->note, sizeof(m->note), "spill map, preallocated, shared "
-					 "by the CPUs: %u B per key, %u keys",
-					 bpf_map__value_size(map), bpf_map__max_entries(map));
-			break;
 		case BPF_MAP_TYPE_ARRAY:
+			if (is_spill(l, map)) {
+				if (!l->spill)
+					snprintf(m->note, sizeof(m->note), "spill slots, unused: "
+						 "the per-CPU map holds the keys these options need");
+				else
+					snprintf(m->note, sizeof(m->note), "spill slots, shared by "
+						 "the CPUs: %u x %u B", bpf_map__max_entries(map),
+						 bpf_map__value_size(map));
+				break;
+			}
 			snprintf(m->note, sizeof(m->note), "%u slots x %u B",
 				 bpf_map__max_entries(map), bpf_map__value_size(map));
 			break;
@@ -580,12 +600,12 @@ fail:
 /* ---- draining */
 
 /*
- * Read a retired key's values (ncpus x nstages histograms; one copy in a spill map) into vals,
- * then empty them in place: blank is an emptied value, zeros or the spill template. Emptying,
- * not deleting: a program preempted past the grace period still holds a pointer to the element,
- * and its late write then lands in the emptied element, reported when this generation is read
- * again, where a deleted element would lose it. A hash key that held nothing is deleted, so keys
- * of processes and disks gone free their room. False when the key held nothing.
+ * Read a retired key's per-CPU values (ncpus x nstages histograms) into vals, then zero them in
+ * place (blank: zeros; a per-CPU update copies into the element). Zeroing, not deleting: a
+ * program preempted past the grace period still holds a pointer to the element, and its late
+ * write then lands in the zeroed element, reported when this generation is read again, where a
+ * deleted element would lose it. A hash key that held nothing is deleted, so keys of processes
+ * and disks gone free their room. False when the key held nothing.
  */
 static bool read_and_empty(int fd, const void *key, void *vals, const void *blank, size_t size)
 {
@@ -760,11 +780,11 @@ int table_spill_check(int fd, const char *name, uint32_t nslots, size_t value_si
 	return err ?: bad;
 }
 
-/* The keys of generation gen in a hash of histograms, ncpus copies of each: records, emptied. */
-static int drain_hash(struct layer_inst *l, int fd, size_t key_size, uint32_t gen, int ncpus,
-		      const void *blank, struct interval *iv)
+/* The keys of generation gen in a per-CPU hash of histograms: records, emptied. */
+static int drain_hash(struct layer_inst *l, int fd, size_t key_size, uint32_t gen,
+		      struct interval *iv)
 {
-	size_t size = (size_t)ncpus * (size_t)l->desc->nstages * sizeof(struct hist), nkeys, i;
+	size_t size = (size_t)l->ncpus * (size_t)l->desc->nstages * sizeof(struct hist), nkeys, i;
 	char *keys = NULL;
 	uint32_t g;
 	int err;
@@ -774,8 +794,88 @@ static int drain_hash(struct layer_inst *l, int fd, size_t key_size, uint32_t ge
 		const char *k = keys + i * key_size;
 
 		memcpy(&g, k, sizeof(g));
-		if (g == gen && read_and_empty(fd, k, l->vals, blank, size))
-			err = to_recs(l, k, ncpus, iv);
+		if (g == gen && read_and_empty(fd, k, l->vals, l->blank, size))
+			err = to_recs(l, k, l->ncpus, iv);
+	}
+	free(keys);
+	return err;
+}
+
+/* Read spill slot into l->vals; if it held anything, empty it in place: true. */
+static bool spill_take(struct layer_inst *l, int fd, uint32_t slot)
+{
+	size_t size = (size_t)l->desc->nstages * sizeof(struct hist);
+
+	if (bpf_map_lookup_elem(fd, &slot, l->vals) || !memcmp(l->vals, l->spill_blank, size))
+		return false;
+	bpf_map_update_elem(fd, &slot, l->spill_blank, BPF_EXIST);	/* an array: in place */
+	return true;
+}
+
+/*
+ * Spill slots freed by an earlier drain go back to the free queue, each read once more first:
+ * a program that looked its key up before the key was dropped may have written since (as into a
+ * per-CPU value emptied in place: reported late, under its own key, never another's).
+ */
+static int spill_release(struct layer_inst *l, struct interval *iv)
+{
+	size_t i, n = 0;
+	int err = 0;
+
+	for (i = 0; i < l->nheld; i++) {
+		struct spill_held *e = &l->held[i];
+		const struct layer_hists *hm = &l->desc->hists[e->hists];
+
+		if (e->drain == l->drains || err) {
+			l->held[n++] = *e;
+			continue;
+		}
+		if (spill_take(l, bpf_map__fd(layer_map(l, hm->spill)), e->slot))
+			err = to_recs(l, e->key, 1, iv);
+		bpf_map_update_elem(bpf_map__fd(layer_map(l, hm->spill_free)), NULL, &e->slot, 0);
+	}
+	l->nheld = n;
+	return err;
+}
+
+/* The spill slots of generation gen's keys: records, emptied; a key that held nothing is dropped. */
+static int drain_spill(struct layer_inst *l, int h, uint32_t gen, struct interval *iv)
+{
+	const struct layer_hists *hm = &l->desc->hists[h];
+	int fd = bpf_map__fd(layer_map(l, hm->spill));
+	int ifd = bpf_map__fd(layer_map(l, hm->spill_idx));
+	size_t nkeys, i;
+	char *keys = NULL;
+	uint32_t g, slot;
+	int err;
+
+	err = map_keys(ifd, hm->key_size, &keys, &nkeys);
+	for (i = 0; i < nkeys && !err; i++) {
+		const char *k = keys + i * hm->key_size;
+
+		memcpy(&g, k, sizeof(g));
+		if (g != gen || bpf_map_lookup_elem(ifd, k, &slot))
+			continue;
+		if (spill_take(l, fd, slot)) {
+			err = to_recs(l, k, 1, iv);
+			continue;
+		}
+		if (l->nheld == l->held_cap) {
+			size_t cap = l->held_cap ? 2 * l->held_cap : 64;
+			struct spill_held *p = realloc(l->held, cap * sizeof(*p));
+
+			if (!p) {
+				err = -ENOMEM;
+				break;
+			}
+			l->held = p;
+			l->held_cap = cap;
+		}
+		if (bpf_map_delete_elem(ifd, k))
+			continue;
+		l->held[l->nheld] = (struct spill_held){ .slot = slot, .hists = h,
+							 .drain = l->drains };
+		memcpy(l->held[l->nheld++].key, k, hm->key_size);
 	}
 	free(keys);
 	return err;
@@ -785,8 +885,10 @@ int layer_drain(struct layer_inst *l, uint32_t gen, struct interval *iv)
 {
 	const struct layer *d = l->desc;
 	size_t size = (size_t)l->ncpus * (size_t)d->nstages * sizeof(struct hist);
-	int h, err = 0;
+	int h, err;
 
+	l->drains++;
+	err = spill_release(l, iv);
 	for (h = 0; h < d->nhists && !err; h++) {
 		const struct layer_hists *hm = &d->hists[h];
 		struct bpf_map *map = layer_map(l, hm->map);
@@ -795,11 +897,10 @@ int layer_drain(struct layer_inst *l, uint32_t gen, struct interval *iv)
 		uint32_t i, idx;
 
 		if (hm->key_size) {
-			err = drain_hash(l, fd, hm->key_size, gen, l->ncpus, l->blank, iv);
-			/* a key can be in both maps (room freed meanwhile): its records fold */
+			err = drain_hash(l, fd, hm->key_size, gen, iv);
+			/* a key can be in both (room freed meanwhile): its records fold */
 			if (!err && hm->spill && l->spill)
-				err = drain_hash(l, bpf_map__fd(layer_map(l, hm->spill)),
-						 hm->key_size, gen, 1, l->spill_blank, iv);
+				err = drain_spill(l, h, gen, iv);
 			continue;
 		}
 		for (i = 0; i < hm->per_gen && !err; i++) {

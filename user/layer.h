@@ -49,7 +49,7 @@ enum ev_kind {
 
 #define MAX_EVENTS 40
 #define MAX_STAGES 8
-#define MAX_MAPS 24	/* the block object has 16 (layer_report: every map its memory) */
+#define MAX_MAPS 24	/* the block object has 18 (layer_report: every map its memory) */
 
 struct layer_event {
 	const char *tp;		/* tracepoint; EV_SYSCALL: its name under syscalls/ */
@@ -86,6 +86,14 @@ struct layer_stage {
 
 struct layer_inst;
 
+/* A spill slot freed with its key, and the drain that freed it. */
+struct spill_held {
+	char key[64];
+	uint32_t slot;
+	int hists;		/* its layer_hists */
+	uint64_t drain;
+};
+
 /* A histogram map: per-CPU values of nstages histograms. */
 struct layer_hists {
 	size_t map;
@@ -98,9 +106,9 @@ struct layer_hists {
 	 * the rest go to its spill map, up to hist_spill_keys().
 	 */
 	uint32_t (*entries)(const struct layer_inst *l);
-	/* a hash: its shared spill map of the same keys and values (HIST_SPILL_MAP), and the
-	 * per-CPU array whose slot 0 is zeroed and slot 1 the spill template */
-	size_t spill, zero;
+	/* a hash: its spill maps (HIST_SPILL_MAPS): the slots shared by the CPUs, key -> slot,
+	 * and the free slots; 0: none */
+	size_t spill, spill_idx, spill_free;
 };
 
 
@@ -199,8 +207,12 @@ struct layer_inst {
 	int ncpus;
 	struct hist *vals;	/* read buffer: ncpus x nstages histograms */
 	struct hist *blank;	/* ncpus x nstages zeroed histograms: a per-CPU value emptied */
-	struct hist *spill_blank;	/* nstages: a spill map's value emptied (its template) */
-	bool spill;		/* a spill map has room: hist_spill in the programs */
+	struct hist *spill_blank;	/* nstages: a spill slot emptied (marked shared) */
+	bool spill;		/* the spill maps have room: hist_spill in the programs */
+	/* spill slots whose keys were dropped, kept from reuse until a later drain (layer_drain) */
+	struct spill_held *held;
+	size_t nheld, held_cap;
+	uint64_t drains;
 	char drop_names[DROP_NREASONS][40];
 	uint64_t prev_drops[DROP_NREASONS];
 	uint64_t prev_events[EV_NEVENTS];
@@ -270,8 +282,8 @@ struct bpf_map *layer_map(const struct layer_inst *l, size_t off);
 #define HIST_MAP_BUDGET (32u << 20)
 uint32_t hist_map_keys(const struct layer_inst *l, uint32_t want);
 /*
- * Keys of the shared spill map beside it (0: none needed): the want - percpu keys the per-CPU
- * map has no room for, no more than HIST_MAP_BUDGET bytes hold (one copy per key, not one
+ * Slots of the spill maps beside it (0: none needed): the want - percpu keys the per-CPU map
+ * has no room for, no more than HIST_MAP_BUDGET bytes of slots hold (one copy per key, not one
  * per CPU), and at least 16.
  */
 uint32_t hist_spill_keys(const struct layer_inst *l, uint32_t want, uint32_t percpu);

@@ -249,10 +249,10 @@ static int features_print(const struct layer_report *reps, const char *const *na
 		fprintf(f, "\nBPF memory (kernel's memlock figures)\n");
 		for (l = 0; l < n; l++)
 			for (i = 0; i < reps[l].nmaps; i++)
-				fprintf(f, "  %-8s %-12s %8" PRIu64 " KiB  %s\n", names[l],
+				fprintf(f, "  %-8s %-16s %8" PRIu64 " KiB  %s\n", names[l],
 					reps[l].maps[i].name, reps[l].maps[i].bytes / 1024,
 					reps[l].maps[i].note);
-		fprintf(f, "  %-21s %8" PRIu64 " KiB\n", "total", total / 1024);
+		fprintf(f, "  %-25s %8" PRIu64 " KiB\n", "total", total / 1024);
 	}
 	return ferror(f) ? -1 : 0;
 }

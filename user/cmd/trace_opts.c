@@ -40,7 +40,7 @@ const char trace_opts_help_knobs[] =
 "      --stale-after=SEC testing: take table entries older than SEC (default\n"
 "                        120) for leftovers where nothing better tells them\n"
 "      --hist-keys=N[,M] testing: at most N keys in each per-CPU histogram map\n"
-"                        (-D, -F, -O, -P, -C), M in the shared map past it\n"
+"                        (-D, -F, -O, -P, -C), M spill slots past it\n"
 "  -v, --verbose         show probing and libbpf diagnostics (-vv: more)\n"
 "  -h, --help            show this help\n"
 "  -V, --version         show the version\n";
@@ -157,7 +157,7 @@ int parse_long(const char *what, const char *s, long min, long max, long *out)
 	return 0;
 }
 
-/* --hist-keys=N[,M]: N keys per per-CPU histogram map, M per spill map (default: as sized) */
+/* --hist-keys=N[,M]: N keys per per-CPU histogram map, M spill slots (default: as sized) */
 static int parse_hist_keys(struct trace_config *c, const char *arg)
 {
 	const unsigned long max = 1ul << 20;

@@ -68,7 +68,8 @@ static uint32_t hist_keys(const struct layer_inst *l)
 static const struct layer_hists hists[] = {
 	{ .map = SKEL_MAP(block, block_hists), .key_size = sizeof(struct block_key),
 	  .entries = hist_keys, .spill = SKEL_MAP(block, block_spill),
-	  .zero = SKEL_MAP(block, block_zero) },
+	  .spill_idx = SKEL_MAP(block, block_spill_idx),
+	  .spill_free = SKEL_MAP(block, block_spill_free) },
 	{ .map = SKEL_MAP(block, block_total), .per_gen = 1, .array_key = total_key },
 };
 

@@ -55,7 +55,8 @@ int req_pending_final(struct layer_inst *l, bool aio, struct interval *iv);
 static const struct layer_hists hists[] = {					\
 	{ .map = SKEL_MAP(sk, sk##_hists), .key_size = sizeof(struct ioreq_key),	\
 	  .entries = req_hist_keys, .spill = SKEL_MAP(sk, sk##_spill),		\
-	  .zero = SKEL_MAP(sk, sk##_zero) },					\
+	  .spill_idx = SKEL_MAP(sk, sk##_spill_idx),				\
+	  .spill_free = SKEL_MAP(sk, sk##_spill_free) },			\
 	{ .map = SKEL_MAP(sk, sk##_flat), .per_gen = REQ_FLAT_PER_GEN,		\
 	  .array_key = req_flat_key, .entries = req_flat_slots },		\
 }

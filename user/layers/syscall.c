@@ -47,7 +47,8 @@ static uint32_t array_slots(const struct layer_inst *l)
 static const struct layer_hists hists[] = {
 	{ .map = SKEL_MAP(syscall, sc_hists), .key_size = sizeof(struct syscall_key),
 	  .entries = hash_keys, .spill = SKEL_MAP(syscall, sc_spill),
-	  .zero = SKEL_MAP(syscall, sc_zero) },
+	  .spill_idx = SKEL_MAP(syscall, sc_spill_idx),
+	  .spill_free = SKEL_MAP(syscall, sc_spill_free) },
 	{ .map = SKEL_MAP(syscall, sc_total), .per_gen = SC_N, .array_key = total_key,
 	  .entries = array_slots },
 };
