@@ -801,38 +801,43 @@ static int drain_hash(struct layer_inst *l, int fd, size_t key_size, uint32_t ge
 	return err;
 }
 
-/* Read spill slot into l->vals; if it held anything, empty it in place: true. */
-static bool spill_take(struct layer_inst *l, int fd, uint32_t slot)
+/*
+ * Read spill slot into l->vals and empty it in place (an array: the update copies into it).
+ * 1: it held something, now in l->vals; 0: empty; -1: not read or not emptied, left as it is
+ * for a later drain (reported then, never twice).
+ */
+static int spill_take(struct layer_inst *l, int fd, uint32_t slot)
 {
 	size_t size = (size_t)l->desc->nstages * sizeof(struct hist);
 
-	if (bpf_map_lookup_elem(fd, &slot, l->vals) || !memcmp(l->vals, l->spill_blank, size))
-		return false;
-	bpf_map_update_elem(fd, &slot, l->spill_blank, BPF_EXIST);	/* an array: in place */
-	return true;
+	if (bpf_map_lookup_elem(fd, &slot, l->vals))
+		return -1;
+	if (!memcmp(l->vals, l->spill_blank, size))
+		return 0;
+	return bpf_map_update_elem(fd, &slot, l->spill_blank, BPF_EXIST) ? -1 : 1;
 }
 
 /*
- * Spill slots freed by an earlier drain go back to the free queue, each read once more first:
- * a program that looked its key up before the key was dropped may have written since (as into a
- * per-CPU value emptied in place: reported late, under its own key, never another's).
+ * Spill slots whose keys an earlier drain dropped go back to the free queue, each read once
+ * more first: a program that looked its key up before the drop may have written since, and that
+ * is reported late under its own key (as a late write into a per-CPU value zeroed in place).
+ * A slot that cannot be emptied or queued now stays held, for the next drain.
  */
 static int spill_release(struct layer_inst *l, struct interval *iv)
 {
 	size_t i, n = 0;
-	int err = 0;
+	int err = 0, r;
 
 	for (i = 0; i < l->nheld; i++) {
 		struct spill_held *e = &l->held[i];
 		const struct layer_hists *hm = &l->desc->hists[e->hists];
 
-		if (e->drain == l->drains || err) {
-			l->held[n++] = *e;
-			continue;
-		}
-		if (spill_take(l, bpf_map__fd(layer_map(l, hm->spill)), e->slot))
+		r = err ? -1 : spill_take(l, bpf_map__fd(layer_map(l, hm->spill)), e->slot);
+		if (r > 0)
 			err = to_recs(l, e->key, 1, iv);
-		bpf_map_update_elem(bpf_map__fd(layer_map(l, hm->spill_free)), NULL, &e->slot, 0);
+		if (r < 0 || bpf_map_update_elem(bpf_map__fd(layer_map(l, hm->spill_free)), NULL,
+						 &e->slot, 0))
+			l->held[n++] = *e;
 	}
 	l->nheld = n;
 	return err;
@@ -847,7 +852,7 @@ static int drain_spill(struct layer_inst *l, int h, uint32_t gen, struct interva
 	size_t nkeys, i;
 	char *keys = NULL;
 	uint32_t g, slot;
-	int err;
+	int err, r;
 
 	err = map_keys(ifd, hm->key_size, &keys, &nkeys);
 	for (i = 0; i < nkeys && !err; i++) {
@@ -856,10 +861,11 @@ static int drain_spill(struct layer_inst *l, int h, uint32_t gen, struct interva
 		memcpy(&g, k, sizeof(g));
 		if (g != gen || bpf_map_lookup_elem(ifd, k, &slot))
 			continue;
-		if (spill_take(l, fd, slot)) {
+		r = spill_take(l, fd, slot);
+		if (r > 0)
 			err = to_recs(l, k, 1, iv);
+		if (r)
 			continue;
-		}
 		if (l->nheld == l->held_cap) {
 			size_t cap = l->held_cap ? 2 * l->held_cap : 64;
 			struct spill_held *p = realloc(l->held, cap * sizeof(*p));
@@ -873,8 +879,7 @@ static int drain_spill(struct layer_inst *l, int h, uint32_t gen, struct interva
 		}
 		if (bpf_map_delete_elem(ifd, k))
 			continue;
-		l->held[l->nheld] = (struct spill_held){ .slot = slot, .hists = h,
-							 .drain = l->drains };
+		l->held[l->nheld] = (struct spill_held){ .slot = slot, .hists = h };
 		memcpy(l->held[l->nheld++].key, k, hm->key_size);
 	}
 	free(keys);
@@ -887,8 +892,7 @@ int layer_drain(struct layer_inst *l, uint32_t gen, struct interval *iv)
 	size_t size = (size_t)l->ncpus * (size_t)d->nstages * sizeof(struct hist);
 	int h, err;
 
-	l->drains++;
-	err = spill_release(l, iv);
+	err = spill_release(l, iv);	/* before this drain holds any */
 	for (h = 0; h < d->nhists && !err; h++) {
 		const struct layer_hists *hm = &d->hists[h];
 		struct bpf_map *map = layer_map(l, hm->map);

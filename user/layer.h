@@ -86,12 +86,11 @@ struct layer_stage {
 
 struct layer_inst;
 
-/* A spill slot freed with its key, and the drain that freed it. */
+/* A spill slot whose key a drain dropped, held from reuse until the next drain. */
 struct spill_held {
 	char key[64];
 	uint32_t slot;
 	int hists;		/* its layer_hists */
-	uint64_t drain;
 };
 
 /* A histogram map: per-CPU values of nstages histograms. */
@@ -209,10 +208,9 @@ struct layer_inst {
 	struct hist *blank;	/* ncpus x nstages zeroed histograms: a per-CPU value emptied */
 	struct hist *spill_blank;	/* nstages: a spill slot emptied (marked shared) */
 	bool spill;		/* the spill maps have room: hist_spill in the programs */
-	/* spill slots whose keys were dropped, kept from reuse until a later drain (layer_drain) */
+	/* spill slots whose keys were dropped, kept from reuse until the next drain */
 	struct spill_held *held;
 	size_t nheld, held_cap;
-	uint64_t drains;
 	char drop_names[DROP_NREASONS][40];
 	uint64_t prev_drops[DROP_NREASONS];
 	uint64_t prev_events[EV_NEVENTS];

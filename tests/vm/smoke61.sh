@@ -72,6 +72,8 @@ uring_section() {
 	/iostrata -v -l block,uring,aio,syscall -P -O -j --hist-keys 1 > /tmp/u.json 2>/tmp/u.err &
 	tracer=$!
 	until grep -q "iostrata: tracing" /tmp/u.err; do sleep 0.2; done
+	# an aio key first, so that the libaio reads' keys below spill too
+	/iostrata-load --engine libaio --op poll --latency 1ms --ios 5 > /dev/null
 	/iostrata-load --engine io_uring --op timeout --latency 10ms --ios 40 > /dev/null &&
 		echo "URING LOAD OK"
 	/iostrata-load --device /dev/nullb0 --force --engine psync --ios 30 --size 64m >/dev/null

@@ -44,6 +44,8 @@ struct serve {
 	struct http_server *http;
 	int bpo;
 	bool http_failed;		/* set by the HTTP thread, atomically */
+	bool caps_kept;			/* the HTTP thread could not drop its capabilities
+					 * (written before the barrier, read after it) */
 	bool drop_caps;			/* the process kept CAP_BPF: the HTTP thread drops it */
 	/* the HTTP thread's own */
 	struct http_blob *rendered, *index;
@@ -331,11 +333,12 @@ static void *http_thread(void *arg)
 	struct serve *sv = arg;
 
 	/* the network-facing thread needs no capability, even where the session keeps one; its
-	 * starter waits for that (what "serving" promises), then it serves */
-	bool failed = sv->drop_caps && thread_caps_clear();
-
+	 * starter waits for that (what "serving" promises), and gives up if it failed */
+	sv->caps_kept = sv->drop_caps && thread_caps_clear();
 	pthread_barrier_wait(&sv->started);
-	if (failed || http_run(sv->http, handle, sv)) {
+	if (sv->caps_kept)
+		return NULL;
+	if (http_run(sv->http, handle, sv)) {
 		__atomic_store_n(&sv->http_failed, true, __ATOMIC_RELAXED);
 		kill(getpid(), SIGTERM);	/* the session stops too */
 	}
@@ -377,6 +380,10 @@ static int start_http(struct serve *sv, pthread_t *th)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err)
 		errorf("cannot start the HTTP thread: %s", strerror(err));
+	if (!err && sv->caps_kept) {	/* it said why, and ended */
+		pthread_join(*th, NULL);
+		return -1;
+	}
 	return err ? -1 : 0;
 }
 
