@@ -34,6 +34,12 @@ const volatile bool link_reqs;	/* an io_uring or aio layer runs: link their requ
 /* wait and total are asked for (or bios are needed by -p/-c or linking): bios are tracked */
 const volatile bool queue_stages = true;
 const volatile __u32 flags_mask;	/* request flag bits kept in the key (per-flags mode) */
+/*
+ * REQ_PREFLUSH | REQ_FUA as this kernel numbers them, when -F or snoop shows flags: a write the
+ * kernel runs as a flush sequence has them cleared from its request (blk_insert_flush), so they
+ * are taken from the request's first bio, which keeps what was asked. 0: not wanted.
+ */
+const volatile __u32 bio_flush_flags;
 /* Index of the pointer argument: 1 where the prototype still has a request_queue first. */
 const volatile __u32 rq_issue_arg;
 const volatile __u32 rq_requeue_arg;

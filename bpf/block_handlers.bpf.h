@@ -19,6 +19,20 @@ static __always_inline struct gendisk *H(rq_disk)(struct request *rq)
 	return KR(rq, q, disk);
 }
 
+/* The request's op and flags, with the PREFLUSH and FUA its first bio asked (bio_flush_flags) */
+static __always_inline __u32 H(rq_opf)(struct request *rq)
+{
+	__u32 opf = KR(rq, cmd_flags);
+	struct bio *bio;
+
+	if (bio_flush_flags) {
+		bio = KR(rq, bio);
+		if (bio)
+			opf |= KR(bio, bi_opf) & bio_flush_flags;
+	}
+	return opf;
+}
+
 static __always_inline struct gendisk *H(bio_disk)(struct bio *bio)
 {
 	struct bio___old *old = (void *)bio;
@@ -245,7 +259,7 @@ static __always_inline void H(snoop_block)(struct request *rq, const struct who 
 	disk = H(rq_disk)(rq);
 	if (disk)
 		r->disk = H(disk_dev)(disk);
-	r->opf = KR(rq, cmd_flags);
+	r->opf = H(rq_opf)(rq);
 	r->sector = KR(rq, __sector);
 	r->bytes = KR(rq, __data_len);
 	if (r->tgid)
@@ -316,7 +330,7 @@ static __always_inline int H(on_rq_complete)(struct request *rq, unsigned int nr
 		H(snoop_block)(rq, &w, queued, issued, now);
 
 	if (per_op)
-		opf = KR(rq, cmd_flags);
+		opf = H(rq_opf)(rq);
 	h = hists_get(dev, opf, w.cgroup);
 	if (!h)
 		return 0;

@@ -168,6 +168,17 @@ def test_dsync_writes_are_counted_once_as_the_kernel_counts_them(loopdev, varian
         assert (counts["write", "total"], unmeasured["write", "total"]) == (2 * n, 0), counts
     print(f"{variant}: kernel writes {writes} flushes {flushes}; iostrata {dict(counts)} "
           f"unmeasured {dict(unmeasured)}")
+    # -F names what each write asked, though the flush sequence clears it from the request:
+    # the data writes FUA (the device has none: a flush after each), the fsyncs' empty writes
+    # PREFLUSH (a flush before)
+    asked = Counter()
+    for rec in recs:
+        for h in rec["hists"]:
+            lab = h["labels"]
+            if lab.get("disk") == disk and lab["op"] == "write" and h["stage"] == "device":
+                flags = set(lab.get("flags", "").split("|"))
+                asked["fua" in flags, "preflush" in flags] += h["count"] + h["unmeasured"]
+    assert asked == {(True, False): n, (False, True): n}, asked
 
 
 def test_device_stage_alone_runs_two_programs_and_counts_exactly(loopdev, no_bpf_leak):

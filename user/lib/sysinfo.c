@@ -223,6 +223,21 @@ uint32_t req_flags_mask(void)
 	return mask;
 }
 
+uint32_t req_flush_flags(void)
+{
+	static const char *const names[] = { "__REQ_PREFLUSH", "__REQ_FUA" };
+	uint32_t bits = 0;
+	long long v;
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		v = enum_value(flag_enums, names[i]);
+		if (v >= REQ_OP_BITS && v < 32)
+			bits |= 1u << v;
+	}
+	return bits;
+}
+
 const char *req_flags_str(uint32_t flags, char *buf, size_t len)
 {
 	char name[32];

@@ -27,6 +27,8 @@ bool tp_arg_is_struct_ptr(const char *tp, int i, const char *name);
 /* REQ_OP_* and request-flag names as this kernel numbers them. */
 const char *op_name(unsigned int op, char *buf, size_t len);
 uint32_t req_flags_mask(void);
+/* REQ_PREFLUSH | REQ_FUA in cmd_flags as this kernel numbers them (0 where unknown) */
+uint32_t req_flush_flags(void);
 const char *req_flags_str(uint32_t flags, char *buf, size_t len);
 
 /* The lower-case name of value val of a BTF enum, without prefix ("read" for IORING_OP_READ). */
