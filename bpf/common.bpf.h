@@ -296,28 +296,18 @@ static __always_inline void *hists_lookup_or_init(void *map, const void *key, vo
 	return NULL;
 }
 
-/* Lower (cas_min) or raise (cas_max) *p to v unless another CPU's value already passes it. */
+/*
+ * Lower (lower: min) or raise (max) *p to v unless another CPU's value already passes it.
+ * After 16 tries (16 other CPUs moved it meanwhile) it is left: the loader's hist_mend() keeps
+ * min and max in their buckets.
+ */
 #define HIST_CAS_TRIES 16
-static __always_inline void cas_min(__u64 *p, __u64 v)
+static __always_inline void cas_bound(__u64 *p, __u64 v, bool lower)
 {
 	__u64 old = *(volatile __u64 *)p, seen;
 	int i;
 
-	for (i = 0; i < HIST_CAS_TRIES && v < old; i++) {
-		seen = __sync_val_compare_and_swap(p, old, v);
-		if (seen == old)
-			return;
-		old = seen;
-	}
-	/* 16 other CPUs lowered it meanwhile: the loader's hist_mend() keeps min in its bucket */
-}
-
-static __always_inline void cas_max(__u64 *p, __u64 v)
-{
-	__u64 old = *(volatile __u64 *)p, seen;
-	int i;
-
-	for (i = 0; i < HIST_CAS_TRIES && v > old; i++) {
+	for (i = 0; i < HIST_CAS_TRIES && (lower ? v < old : v > old); i++) {
 		seen = __sync_val_compare_and_swap(p, old, v);
 		if (seen == old)
 			return;
@@ -338,8 +328,8 @@ static __always_inline void hist_add_shared(struct hist *h, __u64 v)
 		i = HIST_NSLOTS - 1;
 	__sync_fetch_and_add(&h->slots[i], 1);
 	__sync_fetch_and_add(&h->sum_ns, v);
-	cas_min(&h->min_ns, v);
-	cas_max(&h->max_ns, v);
+	cas_bound(&h->min_ns, v, true);
+	cas_bound(&h->max_ns, v, false);
 }
 
 /* Count v in h, per-CPU or shared. */

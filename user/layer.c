@@ -607,15 +607,17 @@ fail:
  * deleted element would lose it. A hash key that held nothing is deleted, so keys of processes
  * and disks gone free their room. False when the key held nothing.
  */
-static bool read_and_empty(int fd, const void *key, void *vals, const void *blank, size_t size)
+static bool read_and_empty(struct layer_inst *l, int fd, const void *key)
 {
-	if (bpf_map_lookup_elem(fd, key, vals))
+	size_t size = (size_t)l->ncpus * (size_t)l->desc->nstages * sizeof(struct hist);
+
+	if (bpf_map_lookup_elem(fd, key, l->vals))
 		return false;
-	if (!memcmp(vals, blank, size)) {
+	if (!memcmp(l->vals, l->blank, size)) {
 		bpf_map_delete_elem(fd, key);	/* arrays refuse: their slots stay */
 		return false;
 	}
-	bpf_map_update_elem(fd, key, blank, BPF_EXIST);
+	bpf_map_update_elem(fd, key, l->blank, BPF_EXIST);
 	return true;
 }
 
@@ -784,7 +786,7 @@ int table_spill_check(int fd, const char *name, uint32_t nslots, size_t value_si
 static int drain_hash(struct layer_inst *l, int fd, size_t key_size, uint32_t gen,
 		      struct interval *iv)
 {
-	size_t size = (size_t)l->ncpus * (size_t)l->desc->nstages * sizeof(struct hist), nkeys, i;
+	size_t nkeys, i;
 	char *keys = NULL;
 	uint32_t g;
 	int err;
@@ -794,7 +796,7 @@ static int drain_hash(struct layer_inst *l, int fd, size_t key_size, uint32_t ge
 		const char *k = keys + i * key_size;
 
 		memcpy(&g, k, sizeof(g));
-		if (g == gen && read_and_empty(fd, k, l->vals, l->blank, size))
+		if (g == gen && read_and_empty(l, fd, k))
 			err = to_recs(l, k, l->ncpus, iv);
 	}
 	free(keys);
@@ -889,7 +891,6 @@ static int drain_spill(struct layer_inst *l, int h, uint32_t gen, struct interva
 int layer_drain(struct layer_inst *l, uint32_t gen, struct interval *iv)
 {
 	const struct layer *d = l->desc;
-	size_t size = (size_t)l->ncpus * (size_t)d->nstages * sizeof(struct hist);
 	int h, err;
 
 	err = spill_release(l, iv);	/* before this drain holds any */
@@ -911,7 +912,7 @@ int layer_drain(struct layer_inst *l, uint32_t gen, struct interval *iv)
 			idx = gen * hm->per_gen + i;
 			if (idx >= bpf_map__max_entries(map))
 				break;
-			if (!read_and_empty(fd, &idx, l->vals, l->blank, size))
+			if (!read_and_empty(l, fd, &idx))
 				continue;
 			memset(key, 0, sizeof(key));
 			hm->array_key(gen, i, key);
