@@ -29,6 +29,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const volatile bool filter_comm;
 const volatile char comm_filter[16];
 const volatile bool per_process;
+/* Neither -P nor -C, and sc_total fits the histogram budget: (generation, syscall) a slot */
+const volatile bool sc_flat = true;
 
 /*
  * Entry time by thread, in the thread's own storage: a thread is in at most one syscall at a
@@ -58,9 +60,11 @@ struct {
 } sc_zero SEC(".maps");
 
 /*
- * Without -P the key is only (generation, syscall): an array indexed by gen * SC_N + sc, whose
- * lookup the JIT inlines, where the hash lookup cost ~40 ns per exit. The loader shrinks it to
- * one entry with -P, where sc_hists is used instead.
+ * Without -P and -C the key is only (generation, syscall): an array indexed by gen * SC_N + sc,
+ * whose lookup the JIT inlines, where the hash lookup cost ~40 ns per exit. The loader shrinks
+ * it to one entry where sc_hists is used instead: with -P or -C, and on hosts with so many CPUs
+ * that the array's per-CPU copies would pass the budget every histogram map keeps to
+ * (hist_map_keys() in user/layer.c; from 231 CPUs).
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -185,7 +189,7 @@ static __always_inline int on_exit(struct trace_event_raw_sys_exit *ctx, __u32 s
 		return 0;
 	if (snoop_slow(start, now))
 		snoop_syscall(id, sc, st->fd, start, now, ctx->ret);
-	if (per_process || per_cgroup) {
+	if (!sc_flat) {
 		key.gen = cur_gen();
 		key.sc = sc;
 		if (per_process) {

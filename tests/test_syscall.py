@@ -1,5 +1,6 @@
 """Live-kernel tests of the syscall layer: the test's own syscalls, counted exactly per process."""
 import json
+import re
 import subprocess
 import tempfile
 from collections import Counter
@@ -64,17 +65,25 @@ def test_whole_host_counts_without_per_process_keys(no_bpf_leak):
 
     whole = Tracer(["-l", "syscall", "--comm", "iostrata-load", "-j", "0.2"])
     per = Tracer(["-l", "syscall", "-P", "--comm", "iostrata-load", "-j", "0.2"])
-    # one key per-CPU (as few as a host with many CPUs holds): the rest in the spill map
+    # one key per-CPU (as few as a host with many CPUs holds): the rest in the spill map,
+    # by process (-P) and, where the array would not fit either, by syscall alone
     spill = Tracer(["-l", "syscall", "-P", "--comm", "iostrata-load", "-j", "0.2",
-                    "--hist-keys", "1"])
+                    "--hist-keys", "1", "-v"])
+    spill_whole = Tracer(["-l", "syscall", "--comm", "iostrata-load", "-j", "0.2",
+                          "--hist-keys", "1", "-v"])
     run_load("--engine", "psync", "--rw", "randread", "--ios", "300")
     run_load("--engine", "psync", "--rw", "randwrite", "--ios", "120")
     recs = records(whole.stop())
     a, b = totals(recs), totals(records(per.stop()))
     c = totals(records(spill.stop()))
+    d = totals(records(spill_whole.stop()))
     assert all("pid" not in h["labels"] for rec in recs for h in rec["hists"])
     # 120 writes and each load laying its file out with one 1 MiB pwrite (tools/load/target.c)
-    assert a == b == c and a["pread64"] == 300 and a["pwrite64"] == 122, (a, b, c)
+    assert a == b == c == d and a["pread64"] == 300 and a["pwrite64"] == 122, (a, b, c, d)
+    for t in (spill, spill_whole):
+        keys = re.search(r"syscall: histogram keys: at most (\d+) per CPU \(room for 1\), "
+                         r"(\d+) in spill slots", t.stderr)
+        assert keys and int(keys[1]) == 1 and int(keys[2]) >= 1, t.stderr
 
 
 def test_libaio_and_io_uring_entry_points(no_bpf_leak):

@@ -1,6 +1,7 @@
 """Live-kernel tests of the io_uring layer: the test's own requests, counted exactly per opcode,
 path and process; linked to their bios; their reap bounded from the ring."""
 import json
+import re
 import signal
 import subprocess
 import tempfile
@@ -60,7 +61,8 @@ def load(*args, target=None):
 # other (process, opcode, path) keys go to the shared spill map, counted with atomics
 @pytest.mark.parametrize("keys", [None, "1"])
 def test_counts_per_opcode(keys, no_bpf_leak):
-    tracer = Tracer(["-l", "uring", "-P", "-O", "-j"] + (["--hist-keys", keys] if keys else []))
+    tracer = Tracer(["-l", "uring", "-P", "-O", "-j", "-v"] +
+                    (["--hist-keys", keys] if keys else []))
     load("--rw", "randread", "--ios", "300", "--qd", "8")
     load("--rw", "write", "--ios", "120", "--qd", "4")
     load("--op", "nop", "--ios", "500")
@@ -73,6 +75,10 @@ def test_counts_per_opcode(keys, no_bpf_leak):
     assert not drops_of(recs)
     # NOPs have no bios: never "unlinked"
     assert total(st, "device", "nop") == 0 and total(st, "device", "nop", field="unmeasured") == 0
+    if keys:    # the other keys were in spill slots, not per-CPU
+        held = re.search(r"uring: histogram keys: at most (\d+) per CPU \(room for 1\), "
+                         r"(\d+) in spill slots", tracer.stderr)
+        assert held and int(held[1]) == 1 and int(held[2]) >= 2, tracer.stderr
 
 
 def test_full_histogram_maps_count_every_request_they_lose(no_bpf_leak):

@@ -782,9 +782,10 @@ int table_spill_check(int fd, const char *name, uint32_t nslots, size_t value_si
 	return err ?: bad;
 }
 
-/* The keys of generation gen in a per-CPU hash of histograms: records, emptied. */
+/* The keys of generation gen in a per-CPU hash of histograms: records, emptied; *held counts
+ * them. */
 static int drain_hash(struct layer_inst *l, int fd, size_t key_size, uint32_t gen,
-		      struct interval *iv)
+		      struct interval *iv, size_t *held)
 {
 	size_t nkeys, i;
 	char *keys = NULL;
@@ -796,7 +797,10 @@ static int drain_hash(struct layer_inst *l, int fd, size_t key_size, uint32_t ge
 		const char *k = keys + i * key_size;
 
 		memcpy(&g, k, sizeof(g));
-		if (g == gen && read_and_empty(l, fd, k))
+		if (g != gen)
+			continue;
+		(*held)++;
+		if (read_and_empty(l, fd, k))
 			err = to_recs(l, k, l->ncpus, iv);
 	}
 	free(keys);
@@ -845,8 +849,12 @@ static int spill_release(struct layer_inst *l, struct interval *iv)
 	return err;
 }
 
-/* The spill slots of generation gen's keys: records, emptied; a key that held nothing is dropped. */
-static int drain_spill(struct layer_inst *l, int h, uint32_t gen, struct interval *iv)
+/*
+ * The spill slots of generation gen's keys: records, emptied; a key that held nothing is
+ * dropped. *held counts the keys.
+ */
+static int drain_spill(struct layer_inst *l, int h, uint32_t gen, struct interval *iv,
+		       size_t *held)
 {
 	const struct layer_hists *hm = &l->desc->hists[h];
 	int fd = bpf_map__fd(layer_map(l, hm->spill));
@@ -863,6 +871,7 @@ static int drain_spill(struct layer_inst *l, int h, uint32_t gen, struct interva
 		memcpy(&g, k, sizeof(g));
 		if (g != gen || bpf_map_lookup_elem(ifd, k, &slot))
 			continue;
+		(*held)++;
 		r = spill_take(l, fd, slot);
 		if (r > 0)
 			err = to_recs(l, k, 1, iv);
@@ -891,6 +900,7 @@ static int drain_spill(struct layer_inst *l, int h, uint32_t gen, struct interva
 int layer_drain(struct layer_inst *l, uint32_t gen, struct interval *iv)
 {
 	const struct layer *d = l->desc;
+	size_t held = 0, spilled = 0;
 	int h, err;
 
 	err = spill_release(l, iv);	/* before this drain holds any */
@@ -902,10 +912,10 @@ int layer_drain(struct layer_inst *l, uint32_t gen, struct interval *iv)
 		uint32_t i, idx;
 
 		if (hm->key_size) {
-			err = drain_hash(l, fd, hm->key_size, gen, iv);
+			err = drain_hash(l, fd, hm->key_size, gen, iv, &held);
 			/* a key can be in both (room freed meanwhile): its records fold */
 			if (!err && hm->spill && l->spill)
-				err = drain_spill(l, h, gen, iv);
+				err = drain_spill(l, h, gen, iv, &spilled);
 			continue;
 		}
 		for (i = 0; i < hm->per_gen && !err; i++) {
@@ -919,7 +929,32 @@ int layer_drain(struct layer_inst *l, uint32_t gen, struct interval *iv)
 			err = to_recs(l, key, l->ncpus, iv);
 		}
 	}
+	if (held > l->keys_peak)
+		l->keys_peak = held;
+	if (spilled > l->spill_peak)
+		l->spill_peak = spilled;
 	return err;
+}
+
+void layer_log_keys(const struct layer_inst *l)
+{
+	const struct layer *d = l->desc;
+	uint64_t room = 0, spill_room = 0;
+	int h;
+
+	for (h = 0; h < d->nhists; h++) {
+		const struct layer_hists *hm = &d->hists[h];
+
+		if (!hm->key_size)
+			continue;
+		room += bpf_map__max_entries(layer_map(l, hm->map));
+		if (hm->spill && l->spill)
+			spill_room += bpf_map__max_entries(layer_map(l, hm->spill));
+	}
+	if (l->keys_peak || l->spill_peak)	/* else unused, or nothing came */
+		vlog("%s: histogram keys: at most %zu per CPU (room for %llu), %zu in spill slots "
+		     "(room for %llu)", d->name, l->keys_peak, (unsigned long long)room,
+		     l->spill_peak, (unsigned long long)spill_room);
 }
 
 /* The growth since the last call of a per-CPU counter array's named slots. */

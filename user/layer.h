@@ -211,6 +211,8 @@ struct layer_inst {
 	/* spill slots whose keys were dropped, kept from reuse until the next drain */
 	struct spill_held *held;
 	size_t nheld, held_cap;
+	/* the most keys one drain found in the per-CPU hashes and in the spill slots (-v) */
+	size_t keys_peak, spill_peak;
 	char drop_names[DROP_NREASONS][40];
 	uint64_t prev_drops[DROP_NREASONS];
 	uint64_t prev_events[EV_NEVENTS];
@@ -230,6 +232,8 @@ void layer_free(struct layer_inst *l);
 void layer_report_static(const struct layer *d, const struct trace_config *cfg,
 			 struct layer_report *rep);
 
+/* -v: the most histogram keys the layer held per CPU and in spill slots, and their room. */
+void layer_log_keys(const struct layer_inst *l);
 /* Append generation gen's records to iv, reading and zeroing them. */
 int layer_drain(struct layer_inst *l, uint32_t gen, struct interval *iv);
 /* One request of histogram key `key` in stage slot `stage`, from user space (what a program's

@@ -307,6 +307,8 @@ static int pending(struct session *s, bool final, struct interval *iv)
 	int i, err = 0;
 
 	for (i = 0; i < NLAYERS && !err; i++) {
+		if (s->inst[i] && final)
+			layer_log_keys(s->inst[i]);
 		if (!s->inst[i] || !layers[i]->pending)
 			continue;
 		err = layers[i]->pending(s->inst[i], final, iv);

@@ -33,15 +33,27 @@ static void total_key(uint32_t gen, uint32_t i, void *key)
 	*(struct syscall_key *)key = (struct syscall_key){ .gen = gen, .sc = i };
 }
 
-/* -P, -C: their keys in the hash; else (generation, syscall) in the array */
+/*
+ * (generation, syscall) in the array, unless -P or -C key by more, or the array's copy per CPU
+ * would pass the budget every histogram map keeps to: then those keys are the hash's, which
+ * holds what fits per CPU and spills the rest to slots all CPUs share.
+ */
+static bool sc_flat(const struct layer_inst *l)
+{
+	return !l->cfg->per_process && !l->cfg->per_cgroup &&
+	       hist_map_keys(l, 2 * SC_N) == 2 * SC_N;
+}
+
 static uint32_t hash_keys(const struct layer_inst *l)
 {
-	return l->cfg->per_process || l->cfg->per_cgroup ? 2 * 4096 : 1;
+	if (sc_flat(l))
+		return 1;	/* unused */
+	return l->cfg->per_process || l->cfg->per_cgroup ? 2 * 4096 : 2 * SC_N;
 }
 
 static uint32_t array_slots(const struct layer_inst *l)
 {
-	return l->cfg->per_process || l->cfg->per_cgroup ? 1 : 2 * SC_N;
+	return sc_flat(l) ? 2 * SC_N : 1;
 }
 
 static const struct layer_hists hists[] = {
@@ -77,6 +89,7 @@ static int configure(struct layer_inst *l)
 
 	COMMON_RODATA(skel->rodata, l);
 	skel->rodata->per_process = l->cfg->per_process;
+	skel->rodata->sc_flat = sc_flat(l);
 	if (l->cfg->comm) {
 		skel->rodata->filter_comm = true;
 		strncpy((char *)skel->rodata->comm_filter, l->cfg->comm, 15);
