@@ -15,6 +15,13 @@
  * the completion ring in user space never returns its iocbs through io_getevents: when one of
  * its iocbs is submitted again, the old entry is still there. That reap is counted as not
  * observable, never given a time.
+ *
+ * So the entry io_getevents finds for an iocb is its latest submission's, at any age, as long
+ * as every submission since was followed: a later one would have claimed it. A submission not
+ * followed (its iocb unreadable, past AIO_BATCH_MAX, no call slot) may have been of that iocb,
+ * leaving the entry an earlier one's: entries older than the last such submission are taken
+ * for leftovers past stale_ns, as the tables do. An iocb in flight for minutes (the hung
+ * device) is otherwise measured.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -43,6 +50,15 @@ struct aio_call {
 	__u32 unread_refused;	/* of those, in the refused tail: set by unsubmit_one */
 	__u64 unread_bits[AIO_BATCH_MAX / 64];
 };
+
+/* The last io_submit entry time some iocb of which was not followed (its entry not made). */
+__u64 unfollowed_ts;
+
+static __always_inline void unfollowed(__u64 now)
+{
+	if (now > unfollowed_ts)
+		unfollowed_ts = now;
+}
 
 /* In the thread's own storage, as the syscall layer keeps its entry times. */
 struct {
@@ -143,6 +159,7 @@ static long submit_one(__u64 i, struct walk *w)
 unread:
 	c->unread_bits[i / 64] |= 1ULL << (i % 64);
 	c->unread++;
+	unfollowed(w->now);
 	return 0;
 }
 
@@ -205,7 +222,7 @@ static long reap_one(__u64 i, struct walk *w)
 	if (!e)
 		return 0;
 	ts = e->ts;
-	if (ts && w->now >= ts && w->now - ts <= stale_ns) {
+	if (ts && w->now >= ts && (ts > unfollowed_ts || w->now - ts <= stale_ns)) {
 		if (snoop_slow(ts, w->now))
 			snoop_aio(e, &ev, w->now);
 		h = hists_of(e->opcode, (e->flags & REQ_FL_KEY) | (ev.res < 0 ? REQ_FL_FAILED : 0),
@@ -243,11 +260,15 @@ int aio_submit_enter(struct trace_event_raw_sys_enter *ctx)
 	if (nr <= 0 || !owner_passes(id))
 		return 0;
 	call = call_enter();
-	if (!call)
+	if (!call) {
+		unfollowed(bpf_ktime_get_ns());
 		return 0;
+	}
 	req_note_comm(id >> 32);
 	w.ptr = ctx->args[2];
 	w.now = bpf_ktime_get_ns();
+	if (nr > AIO_BATCH_MAX)
+		unfollowed(w.now);
 	w.tgid = id >> 32;
 	w.id = id;
 	w.cgroup = owner_cgroup();

@@ -109,6 +109,24 @@ def test_partial_submit(tmp_path, no_bpf_leak):
     assert set(drops_of(recs)) <= {"complete_unseen"}, drops_of(recs)
 
 
+def test_an_entry_left_behind_is_not_taken_for_a_later_submission(tmp_path, no_bpf_leak):
+    """An iocb's entry is its latest submission's at any age (a read held for minutes is
+    measured: tests/test_long.py) only while every submission since was followed. Here a read
+    is reaped from the ring in user memory, so its entry stays; 1.5 s later the same iocb is
+    submitted through an iocbpp array no program can read, and reaped by io_getevents. The
+    entry found is the first read's, older than that unfollowed submission and than the 1 s
+    bound: a leftover, counted, never a 1.5 s read."""
+    f = tmp_path / "data"
+    f.write_bytes(bytes(range(256)) * 16)
+    tracer = Tracer(["-l", "aio", "-P", "-O", "-j", "--stale-after", "1"])
+    subprocess.run([str(REAPER), "aio-leftover", "1500", str(f)], check=True)
+    recs = records(tracer.stop())
+    st, events = aio_stages(recs, "reaper")
+    assert all(v["count"] == 0 for v in st.values()), st
+    assert not any(events.values()), events
+    assert drops_of(recs) == {"aio_unreadable": 1, "aio_inflight_stale": 1}, drops_of(recs)
+
+
 @pytest.mark.parametrize("mode,timed", [("aio-unreadable", 10), ("aio-unread-tail", 0)])
 def test_unreadable_iocbs_are_counted_once(tmp_path, mode, timed, no_bpf_leak):
     """aio-unreadable: 10 reads whose iocbpp array sits in a file mapping the process never

@@ -2,9 +2,10 @@
 count + unmeasured = requests seen starting it).
 
 The in-flight tables take an entry older than 120 s for a leftover (an I/O whose end never came)
-where nothing better tells one. A block request at its tag slot and an io_uring request at its
-address are told apart from leftovers otherwise (the kernel's allocation time of the request;
-every submission claiming or forgetting its address), so a request that takes minutes, the
+where nothing better tells one. A block request at its tag slot, an io_uring request at its
+address and an aio iocb are told apart from leftovers otherwise (the kernel's allocation time
+of the request; every submission claiming or forgetting its address; every io_submit claiming
+its iocbs, unless one went unfollowed), so a request that takes minutes, the
 hung device someone runs iostrata to find, is measured like any other. It used to be neither:
 the block request counted unmeasured in every stage and the io_uring request in no stage at all,
 both only as inflight_stale drops.
@@ -32,8 +33,8 @@ def hists(recs, layer, stage, op=None):
             and (op is None or h["labels"].get("op") == op)]
 
 
-def load_reads(dev):
-    out = subprocess.run([str(LOAD), "--engine", "io_uring", "--device", dev, "--force",
+def load_reads(dev, engine="io_uring"):
+    out = subprocess.run([str(LOAD), "--engine", engine, "--device", dev, "--force",
                           "--rw", "randread", "--qd", "1", "--ios", str(IOS), "--json"],
                          capture_output=True, text=True, check=True, timeout=120)
     assert json.loads(out.stdout)["jobs"][0]["read"]["total_ios"] == IOS
@@ -63,6 +64,24 @@ def test_requests_past_the_stale_bound_are_measured(slow_loopdev, no_bpf_leak):
         count, unmeasured = (sum(h[k] for h in hs) for k in ("count", "unmeasured"))
         assert count + unmeasured == IOS, (stage, hs)
         assert unmeasured == 0 or stage == "total", (stage, hs)
+        assert min(h["min_ns"] for h in hs if h["count"]) >= DELAY_US * 1000, (stage, hs)
+
+
+def test_aio_requests_past_the_stale_bound_are_measured(slow_loopdev, no_bpf_leak):
+    """An aio entry has no kernel time to check it by, but every submission claims its iocb's
+    entry: the one io_getevents finds is its latest submission's unless a submission since went
+    unfollowed (tests/test_aio.py), so its age does not matter."""
+    dev = slow_loopdev(DELAY_US)
+    tracer = Tracer(["-d", Path(dev).name, "-l", "block,aio", "-j", "--stale-after", "1"])
+    load_reads(dev, "libaio")
+    recs = records(tracer.stop())
+    drops = drops_of(recs)
+    assert "aio_inflight_stale" not in drops, drops
+    # linked: submit_complete ends at the block completion, 2.5 s on; then the reap follows
+    for stage in ("submit_complete", "device", "total"):
+        hs = hists(recs, "aio", stage)
+        assert sum(h["count"] for h in hs) == IOS and not sum(h["unmeasured"] for h in hs), \
+            (stage, hs)
         assert min(h["min_ns"] for h in hs if h["count"]) >= DELAY_US * 1000, (stage, hs)
 
 

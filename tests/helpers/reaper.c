@@ -29,6 +29,10 @@
  *   reaper aio-ring N FILE         N O_DIRECT 4 KiB reads of FILE through io_submit, one at a
  *                                  time with the same iocb, each reaped from the aio ring in
  *                                  user memory, never through io_getevents
+ *   reaper aio-leftover MS FILE    an O_DIRECT 4 KiB read of FILE reaped from the aio ring in
+ *                                  user memory; MS ms later the same iocb submitted again
+ *                                  through an iocbpp array in a fresh file mapping (unreadable
+ *                                  to a BPF program), and reaped through io_getevents
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -399,6 +403,51 @@ static int aio_unread_tail(int n, const char *path)
 	return 0;
 }
 
+static int aio_leftover(int delay_ms, const char *path)
+{
+	char map_path[] = "/tmp/reaper-iocbpp-XXXXXX";
+	struct timespec pause = { delay_ms / 1000, (delay_ms % 1000) * 1000000L };
+	struct iocb cb, *cbs[1] = { &cb }, **far;
+	aio_context_t ctx = 0;
+	struct aio_ring *r;
+	void *buf;
+	int fd, mfd;
+
+	fd = open(path, O_RDONLY | O_DIRECT);
+	if (fd < 0)
+		return die(path);
+	if (posix_memalign(&buf, 4096, 4096) || syscall(SYS_io_setup, 8, &ctx))
+		return die("io_setup");
+	memset(&cb, 0, sizeof(cb));
+	cb.aio_lio_opcode = IOCB_CMD_PREAD;
+	cb.aio_fildes = (unsigned)fd;
+	cb.aio_buf = (unsigned long)buf;
+	cb.aio_nbytes = 4096;
+	r = (struct aio_ring *)ctx;
+	if (syscall(SYS_io_submit, ctx, 1, cbs) != 1)
+		return die("io_submit");
+	while (__atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) == r->head)
+		;
+	__atomic_store_n(&r->head, (r->head + 1) % r->nr, __ATOMIC_RELEASE);
+	nanosleep(&pause, NULL);
+	mfd = mkstemp(map_path);
+	if (mfd < 0)
+		return die("mkstemp");
+	unlink(map_path);
+	if (pwrite(mfd, cbs, sizeof(cbs), 0) != (ssize_t)sizeof(cbs))
+		return die("pwrite");
+	far = mmap(NULL, 4096, PROT_READ, MAP_SHARED, mfd, 0);
+	if (far == MAP_FAILED)
+		return die("mmap");
+	if (aio_read_one(ctx, &cb, far))
+		return 1;
+	munmap(far, 4096);
+	close(mfd);
+	syscall(SYS_io_destroy, ctx);
+	close(fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 4 && !strcmp(argv[1], "uring-lazy"))
@@ -417,7 +466,10 @@ int main(int argc, char **argv)
 		return aio_unread_tail(atoi(argv[2]), argv[3]);
 	if (argc == 4 && !strcmp(argv[1], "aio-ring"))
 		return aio_ring(atoi(argv[2]), argv[3]);
+	if (argc == 4 && !strcmp(argv[1], "aio-leftover"))
+		return aio_leftover(atoi(argv[2]), argv[3]);
 	fprintf(stderr, "usage: reaper uring-lazy N DELAY_MS | uring-rings N | uring-paths N |"
-		" uring-skip N | aio-partial FILE | aio-unreadable N FILE | aio-ring N FILE\n");
+		" uring-skip N | aio-partial FILE | aio-unreadable N FILE |"
+		" aio-unread-tail N FILE | aio-ring N FILE | aio-leftover MS FILE\n");
 	return 2;
 }
