@@ -10,7 +10,9 @@ during an attach or a detach may or may not reach a program. Per op, the request
 (count + unmeasured of the device stage) are printed beside the kernel's; every request the
 kernel completed must be in iostrata's counts or in drops.complete_unseen (exit 1 if not), and
 complete_unseen is printed: 0 is the goal (issue 11), a non-zero figure is a completion the kernel
-made without running any BPF program (docs/trust.md).
+made without running any BPF program (docs/trust.md). "Idle" is /sys/block/DISK/inflight, which
+leaves flushes out: a flush in flight at the attach ends inside the window, and iostrata counts
+it (device unmeasured; tests/test_exact.py).
 
 Other processes' I/O on the disk during the window (journal, logs) is in both counts alike.
 

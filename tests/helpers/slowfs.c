@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * slowfs: a FUSE filesystem holding one file, "disk", whose every read and write takes at
- * least a set time. A loop device over it is a block device with a known minimum latency:
- * each request the loop driver issues becomes one FUSE read or write that sleeps DELAY_US.
+ * slowfs: a FUSE filesystem holding one file, "disk", whose every read, write and fsync takes
+ * at least a set time. A loop device over it is a block device with a known minimum latency:
+ * each request the loop driver issues becomes one FUSE read, write or fsync (a flush) that
+ * sleeps DELAY_US.
  *
- *   slowfs MOUNTPOINT DELAY_US SIZE_MIB      (runs in the foreground until unmounted)
+ *   slowfs MOUNTPOINT DELAY_US SIZE_MIB [FSYNC_US]   (in the foreground until unmounted)
+ *
+ * FSYNC_US, if given, is the fsync's own time instead of DELAY_US (flushes alone slow).
  *
  * Files are opened in FUSE direct_io mode: no page cache, so every request reaches us.
  */
@@ -16,15 +19,20 @@
 #include <string.h>
 #include <time.h>
 
-static long delay_us;
+static long delay_us, fsync_us;
 static off_t disk_size;
 
-static void delay(void)
+static void sleep_us(long us)
 {
-	struct timespec ts = { delay_us / 1000000, (delay_us % 1000000) * 1000 };
+	struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
 
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
+}
+
+static void delay(void)
+{
+	sleep_us(delay_us);
 }
 
 static int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
@@ -82,23 +90,31 @@ static int fs_write(const char *path, const char *buf, size_t size, off_t off,
 	return (int)size;
 }
 
+static int fs_fsync(const char *path, int datasync, struct fuse_file_info *fi)
+{
+	sleep_us(fsync_us);
+	return 0;
+}
+
 static const struct fuse_operations ops = {
 	.getattr = fs_getattr,
 	.readdir = fs_readdir,
 	.open = fs_open,
 	.read = fs_read,
 	.write = fs_write,
+	.fsync = fs_fsync,
 };
 
 int main(int argc, char **argv)
 {
 	char *fargv[] = { argv[0], "-f", "-s", NULL, NULL };
 
-	if (argc != 4) {
-		fprintf(stderr, "usage: slowfs MOUNTPOINT DELAY_US SIZE_MIB\n");
+	if (argc != 4 && argc != 5) {
+		fprintf(stderr, "usage: slowfs MOUNTPOINT DELAY_US SIZE_MIB [FSYNC_US]\n");
 		return 2;
 	}
 	delay_us = atol(argv[2]);
+	fsync_us = argc == 5 ? atol(argv[4]) : delay_us;
 	disk_size = (off_t)atol(argv[3]) << 20;
 	fargv[3] = argv[1];
 	return fuse_main(4, fargv, &ops, NULL);
