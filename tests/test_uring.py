@@ -159,6 +159,25 @@ def test_direct_reads_on_a_loop_device_are_linked(loopdev, no_bpf_leak):
     assert abs(parts_p50 - med["submit_cqe"]) <= 0.5 * med["submit_cqe"], med
 
 
+def test_direct_reads_run_by_io_wq_are_linked(loopdev, no_bpf_leak):
+    """IOSQE_ASYNC hands every O_DIRECT read to an io-wq worker, a thread of the submitter's
+    process that queues the bios in its place: each read is still linked to them, counted under
+    the io-wq path, and its linked stages add up to submit_cqe to the nanosecond."""
+    def run():
+        tracer = Tracer(["-l", "block,uring", "-P", "-O", "-j"])
+        load("--rw", "randread", "--ios", "300", "--qd", "8", "--async", target=loopdev)
+        return tracer, records(tracer.stop())
+    st = uring_stages(without_unseen(run)[1])
+    assert total(st, "submit_cqe", "read") == total(st, "submit_cqe", "read", "io-wq") == 300, \
+        st.keys()
+    for stage in ("submit_bio", "wait", "device", "device_cqe"):
+        assert total(st, stage, "read", "io-wq") == 300, (stage, st.keys())
+        assert total(st, stage, "read", field="unmeasured") == 0, (stage, st)
+    parts = sum(total(st, s, "read", field="sum_ns")
+                for s in ("submit_bio", "wait", "device", "device_cqe"))
+    assert parts == total(st, "submit_cqe", "read", field="sum_ns")
+
+
 def test_no_linked_stage_asked_no_bio_walk(loopdev, no_bpf_leak):
     """--stages with no stage bounded by block times: the bios are not tracked (block_bio_queue
     is not attached: two block programs per I/O, not three), and the stages asked still count

@@ -472,6 +472,8 @@ fill:
 				}
 				if (lo.fixed_files)
 					sqe->flags |= IOSQE_FIXED_FILE;
+				if (lo.force_async)	/* straight to an io-wq worker */
+					sqe->flags |= IOSQE_ASYNC;
 			}
 			io_uring_sqe_set_data(sqe, io);
 			batch[n++] = io;

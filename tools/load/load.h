@@ -54,6 +54,7 @@ struct lopts {
 	int sqpoll_cpu;		/* -1 = kernel's choice */
 	bool fixed_bufs;
 	bool fixed_files;
+	bool force_async;	/* --async: IOSQE_ASYNC on every read/write SQE */
 	uint32_t submit_batch;	/* SQEs/iocbs per submit call; 0 = as many as free */
 	uint32_t complete_batch;	/* completions to wait for; 0 = 1 */
 	uint32_t hold_submits;	/* testing: every Nth submit is refused as -EAGAIN; 0 = none */

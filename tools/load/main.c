@@ -309,6 +309,7 @@ static const char usage[] =
 "  --sqpoll [--sqpoll-cpu=N]  a kernel thread polls the submission queue\n"
 "  --iopoll             the ring polls for completions (devices with poll queues)\n"
 "  --fixed-bufs, --fixed-files  registered buffers / file\n"
+"  --async              IOSQE_ASYNC: each read/write runs in an io-wq worker\n"
 "  --submit-batch=N     SQEs (or iocbs) per submit call (default 8)\n"
 "  --complete-batch=N   completions to wait for at once (default 1)\n"
 "  --spin, --no-spin    busy-poll for completions instead of sleeping (io_uring,\n"
@@ -329,7 +330,7 @@ static const char usage[] =
 enum {
 	O_ENGINE = 256, O_RW, O_BS, O_QD, O_JOBS, O_SIZE, O_RUNTIME, O_IOS, O_RATE, O_DIRECT,
 	O_BUFFERED, O_FSYNC, O_FILE, O_DEVICE, O_FORCE, O_KEEP, O_SEED, O_CPUS, O_JSON, O_SQPOLL,
-	O_SQPOLL_CPU, O_FIXED_BUFS, O_FIXED_FILES, O_SUBMIT_BATCH, O_COMPLETE_BATCH, O_WORKERS,
+	O_SQPOLL_CPU, O_FIXED_BUFS, O_FIXED_FILES, O_ASYNC, O_SUBMIT_BATCH, O_COMPLETE_BATCH, O_WORKERS,
 	O_OP, O_LATENCY, O_SPIN, O_NO_SPIN, O_IOPOLL, O_POLL_TIME, O_HOLD_SUBMITS,
 };
 
@@ -358,6 +359,7 @@ static const struct option long_opts[] = {
 	{ "sqpoll-cpu", required_argument, NULL, O_SQPOLL_CPU },
 	{ "fixed-bufs", no_argument, NULL, O_FIXED_BUFS },
 	{ "fixed-files", no_argument, NULL, O_FIXED_FILES },
+	{ "async", no_argument, NULL, O_ASYNC },
 	{ "submit-batch", required_argument, NULL, O_SUBMIT_BATCH },
 	{ "complete-batch", required_argument, NULL, O_COMPLETE_BATCH },
 	{ "hold-submits", required_argument, NULL, O_HOLD_SUBMITS },
@@ -610,6 +612,7 @@ static int parse_args(int argc, char **argv)
 			break;
 		case O_FIXED_BUFS: lo.fixed_bufs = eng_uring_opts = true; break;
 		case O_FIXED_FILES: lo.fixed_files = eng_uring_opts = true; break;
+		case O_ASYNC: lo.force_async = eng_uring_opts = true; break;
 		case O_SUBMIT_BATCH:
 			if (parse_num("--submit-batch", optarg, 1, MAX_QD, &v))
 				return -1;
@@ -661,8 +664,8 @@ static int parse_args(int argc, char **argv)
 	/* combinations */
 	if (need(!(lo.sqpoll_cpu >= 0 && !lo.sqpoll), "--sqpoll-cpu needs --sqpoll") ||
 	    need(!eng_uring_opts || lo.engine == ENG_IO_URING,
-		 "--sqpoll, --iopoll, --fixed-bufs, --fixed-files and --hold-submits are "
-		 "io_uring options") ||
+		 "--sqpoll, --iopoll, --fixed-bufs, --fixed-files, --async and --hold-submits "
+		 "are io_uring options") ||
 	    need(!(lo.iopoll && (!lo.direct || lo.op != OP_RW)),
 		 "--iopoll polls O_DIRECT reads and writes: it needs --direct and no --op") ||
 	    need(!lo.poll_ns || lo.engine == ENG_IO_URING, "--poll-time is an io_uring option") ||
