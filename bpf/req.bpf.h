@@ -54,8 +54,8 @@ const volatile __u64 kc_aio;			/* aio_complete_rw */
  * A request layer's histogram maps: prefix_hists, per-CPU by struct ioreq_key (preallocated:
  * see hist_map_keys() in user/layer.c; resized by the loader), and its spill maps for the keys
  * it has no room for (HIST_SPILL_MAPS); prefix_flat, without -O, -P and -C, the same
- * histograms at generation * REQ_FLAT_PER_GEN + path flags (1 slot when unused); prefix_zero,
- * one zeroed value to create hash keys from (too big for the stack).
+ * histograms at path flags * 2 + generation for the path flags below flat_per_gen (1 slot when
+ * unused); prefix_zero, one zeroed value to create hash keys from (too big for the stack).
  */
 #define REQ_HIST_MAPS(prefix)							\
 struct {									\
@@ -81,13 +81,17 @@ struct {									\
 /* Histogram keys of the io_uring and aio layers: -P and -O */
 const volatile bool per_process;
 const volatile bool per_opcode;
-/* Neither -O, -P nor -C: a key is its generation and path flags, an array slot (flat). */
-const volatile bool flat_hists;
+/*
+ * Neither -O, -P nor -C: a key is its generation and path flags, an array slot (flat) for the
+ * path flags below this (all REQ_FLAT_PER_GEN where the budget holds them, the commonest
+ * ones on hosts with many CPUs: plain, io-wq, poll), a hash key for the others. 0: no array.
+ */
+const volatile __u32 flat_per_gen;
 
 /*
  * The histograms of a request's key: in `flat`, a per-CPU array the JIT inlines, when the key
- * is (generation, path flags) alone; else in `map`, a per-CPU hash. Looked up at every CQE and
- * every reap, so the array spares two hash lookups per request.
+ * is (generation, path flags) alone and the array has its slot; else in `map`, a per-CPU hash.
+ * Looked up at every CQE and every reap, so the array spares two hash lookups per request.
  */
 static __always_inline struct ioreq_hists *req_hists_of(void *map, void *flat, void *zero,
 							void *spill, void *spill_idx,
@@ -96,8 +100,8 @@ static __always_inline struct ioreq_hists *req_hists_of(void *map, void *flat, v
 {
 	struct ioreq_key key = { .gen = cur_gen(), .flags = flags };
 
-	if (flat_hists) {
-		__u32 idx = key.gen * REQ_FLAT_PER_GEN + (flags & REQ_FL_KEY);
+	if ((flags & REQ_FL_KEY) < flat_per_gen) {
+		__u32 idx = (flags & REQ_FL_KEY) * 2 + key.gen;
 
 		return bpf_map_lookup_elem(flat, &idx);
 	}

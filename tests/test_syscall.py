@@ -68,9 +68,9 @@ def test_whole_host_counts_without_per_process_keys(no_bpf_leak):
     # one key per-CPU (as few as a host with many CPUs holds): the rest in the spill map,
     # by process (-P) and, where the array would not fit either, by syscall alone
     spill = Tracer(["-l", "syscall", "-P", "--comm", "iostrata-load", "-j", "0.2",
-                    "--hist-keys", "1", "-v"])
+                    "--hist-keys", "1"])
     spill_whole = Tracer(["-l", "syscall", "--comm", "iostrata-load", "-j", "0.2",
-                          "--hist-keys", "1", "-v"])
+                          "--hist-keys", "1"])
     run_load("--engine", "psync", "--rw", "randread", "--ios", "300")
     run_load("--engine", "psync", "--rw", "randwrite", "--ios", "120")
     recs = records(whole.stop())

@@ -389,6 +389,8 @@ static int load(struct layer_inst *l)
 			continue;
 		want = hm->entries(l);
 		n = hm->key_size ? hist_map_keys(l, want) : want;
+		if (hm->percpu && hm->percpu(l) < n)
+			n = hm->percpu(l);
 		spill = hm->spill ? hist_spill_keys(l, want, n) : 0;
 		if (bpf_map__set_max_entries(layer_map(l, hm->map), n) ||
 		    (hm->spill && (bpf_map__set_max_entries(layer_map(l, hm->spill), spill ?: 1) ||
@@ -782,8 +784,8 @@ int table_spill_check(int fd, const char *name, uint32_t nslots, size_t value_si
 	return err ?: bad;
 }
 
-/* The keys of generation gen in a per-CPU hash of histograms: records, emptied; *held counts
- * them. */
+/* The keys of generation gen in a per-CPU hash of histograms: records, emptied. *held counts
+ * the keys of both generations, which share the map's room. */
 static int drain_hash(struct layer_inst *l, int fd, size_t key_size, uint32_t gen,
 		      struct interval *iv, size_t *held)
 {
@@ -797,9 +799,9 @@ static int drain_hash(struct layer_inst *l, int fd, size_t key_size, uint32_t ge
 		const char *k = keys + i * key_size;
 
 		memcpy(&g, k, sizeof(g));
+		(*held)++;
 		if (g != gen)
 			continue;
-		(*held)++;
 		if (read_and_empty(l, fd, k))
 			err = to_recs(l, k, l->ncpus, iv);
 	}
@@ -851,7 +853,7 @@ static int spill_release(struct layer_inst *l, struct interval *iv)
 
 /*
  * The spill slots of generation gen's keys: records, emptied; a key that held nothing is
- * dropped. *held counts the keys.
+ * dropped. *held counts the keys of both generations, which share the slots.
  */
 static int drain_spill(struct layer_inst *l, int h, uint32_t gen, struct interval *iv,
 		       size_t *held)
@@ -869,9 +871,9 @@ static int drain_spill(struct layer_inst *l, int h, uint32_t gen, struct interva
 		const char *k = keys + i * hm->key_size;
 
 		memcpy(&g, k, sizeof(g));
+		(*held)++;
 		if (g != gen || bpf_map_lookup_elem(ifd, k, &slot))
 			continue;
-		(*held)++;
 		r = spill_take(l, fd, slot);
 		if (r > 0)
 			err = to_recs(l, k, 1, iv);
@@ -919,7 +921,7 @@ int layer_drain(struct layer_inst *l, uint32_t gen, struct interval *iv)
 			continue;
 		}
 		for (i = 0; i < hm->per_gen && !err; i++) {
-			idx = gen * hm->per_gen + i;
+			idx = hm->interleaved ? i * 2 + gen : gen * hm->per_gen + i;
 			if (idx >= bpf_map__max_entries(map))
 				break;
 			if (!read_and_empty(l, fd, &idx))
@@ -1084,7 +1086,8 @@ uint32_t hist_spill_keys(const struct layer_inst *l, uint32_t want, uint32_t per
 
 	if (want <= percpu)
 		return 0;
-	want -= percpu;
+	/* twice the shortfall: a key dropped and back finds a slot while its old one is held */
+	want = 2 * (want - percpu);
 	if (fit < 16)
 		fit = 16;
 	if (l->cfg->spill_keys && fit > l->cfg->spill_keys)

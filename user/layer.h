@@ -97,7 +97,10 @@ struct spill_held {
 struct layer_hists {
 	size_t map;
 	size_t key_size;	/* a hash whose keys start with their __u32 generation; 0: an array */
-	uint32_t per_gen;	/* array: slots per generation, at gen * per_gen + i */
+	/* array: slots per generation (at most), at gen * per_gen + i, or i * 2 + gen when
+	 * interleaved (the loader may size it to fewer: the slots past its end are not read) */
+	uint32_t per_gen;
+	bool interleaved;
 	/* array: the hash key the slot stands for, for the label decoder */
 	void (*array_key)(uint32_t gen, uint32_t i, void *key);
 	/*
@@ -105,6 +108,8 @@ struct layer_hists {
 	 * the rest go to its spill map, up to hist_spill_keys().
 	 */
 	uint32_t (*entries)(const struct layer_inst *l);
+	/* a hash: at most this many of them per CPU, below hist_map_keys() (NULL: no less) */
+	uint32_t (*percpu)(const struct layer_inst *l);
 	/* a hash: its spill maps (HIST_SPILL_MAPS): the slots shared by the CPUs, key -> slot,
 	 * and the free slots; 0: none */
 	size_t spill, spill_idx, spill_free;
@@ -284,9 +289,10 @@ struct bpf_map *layer_map(const struct layer_inst *l, size_t off);
 #define HIST_MAP_BUDGET (32u << 20)
 uint32_t hist_map_keys(const struct layer_inst *l, uint32_t want);
 /*
- * Slots of the spill maps beside it (0: none needed): the want - percpu keys the per-CPU map
- * has no room for, no more than HIST_MAP_BUDGET bytes of slots hold (one copy per key, not one
- * per CPU), and at least 16.
+ * Slots of the spill maps beside it (0: none needed): twice the want - percpu keys the per-CPU
+ * map has no room for (a dropped key's slot is held back for a drain before it is free: a key
+ * back meanwhile needs another), no more than HIST_MAP_BUDGET bytes of slots hold (one copy
+ * per key, not one per CPU), and at least 16.
  */
 uint32_t hist_spill_keys(const struct layer_inst *l, uint32_t want, uint32_t percpu);
 /*

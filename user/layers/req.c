@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <bpf/bpf.h>
@@ -7,23 +8,45 @@
 #include "req.h"
 #include "sysinfo.h"
 
-bool req_flat(const struct layer_inst *l)
+/* Keys the per-CPU budget holds for the layer's histograms (hist_map_keys). */
+static uint32_t budget_keys(const struct layer_inst *l)
 {
-	return !l->cfg->per_opcode && !l->cfg->per_process && !l->cfg->per_cgroup &&
-	       hist_map_keys(l, REQ_FLAT_SLOTS) == REQ_FLAT_SLOTS;
+	return hist_map_keys(l, REQ_FLAT_SLOTS);
+}
+
+uint32_t req_flat(const struct layer_inst *l)
+{
+	uint32_t fit;
+
+	if (l->cfg->per_opcode || l->cfg->per_process || l->cfg->per_cgroup)
+		return 0;
+	fit = budget_keys(l);
+	return fit == REQ_FLAT_SLOTS ? REQ_FLAT_PER_GEN : fit / 4;
 }
 
 uint32_t req_hist_keys(const struct layer_inst *l)
 {
-	if (req_flat(l))
+	uint32_t flat = req_flat(l);
+
+	if (flat == REQ_FLAT_PER_GEN)
 		return 1;	/* unused */
+	if (flat)	/* the path flags the array has no slot for */
+		return 2 * (REQ_FLAT_PER_GEN - flat);
 	return 2 * 32 * (l->cfg->per_opcode ? 8 : 1) * (l->cfg->per_process ? 32 : 1) *
 	       (l->cfg->per_cgroup ? 32 : 1);
 }
 
+uint32_t req_hash_percpu(const struct layer_inst *l)
+{
+	uint32_t flat = req_flat(l);
+
+	/* beside part of the array: what the budget has left, the rest in spill slots */
+	return flat && flat < REQ_FLAT_PER_GEN ? budget_keys(l) - 2 * flat : UINT32_MAX;
+}
+
 uint32_t req_flat_slots(const struct layer_inst *l)
 {
-	return req_flat(l) ? REQ_FLAT_SLOTS : 1;
+	return req_flat(l) ? 2 * req_flat(l) : 1;
 }
 
 void req_flat_key(uint32_t gen, uint32_t i, void *key)

@@ -12,13 +12,17 @@
  * *_hist_full).
  */
 uint32_t req_hist_keys(const struct layer_inst *l);
+/* Of them, at most this many per CPU (the rest of the budget the flat array leaves). */
+uint32_t req_hash_percpu(const struct layer_inst *l);
 
 /*
- * Without -O, -P and -C (and where the per-CPU budget holds all REQ_FLAT_SLOTS), the programs
- * keep the histograms in a per-CPU array at generation * REQ_FLAT_PER_GEN + path flags instead
- * of the hash: its slots (1 when unused), and the hash key slot i of generation gen stands for.
+ * Without -O, -P and -C, the programs keep the histograms of the path flags below req_flat()
+ * in a per-CPU array at path flags * 2 + generation instead of the hash: all REQ_FLAT_PER_GEN
+ * where the per-CPU budget holds them, else the commonest (0: plain, 1: io-wq, 2: poll, ...)
+ * in a quarter of the budget, the others in the hash. req_flat: 0 with -O, -P or -C. Then
+ * the array's slots (1 when unused), and the hash key slot i of generation gen stands for.
  */
-bool req_flat(const struct layer_inst *l);
+uint32_t req_flat(const struct layer_inst *l);
 uint32_t req_flat_slots(const struct layer_inst *l);
 void req_flat_key(uint32_t gen, uint32_t i, void *key);
 
@@ -54,11 +58,12 @@ int req_pending_final(struct layer_inst *l, bool aio, struct interval *iv);
 #define REQ_HISTS(sk)								\
 static const struct layer_hists hists[] = {					\
 	{ .map = SKEL_MAP(sk, sk##_hists), .key_size = sizeof(struct ioreq_key),	\
-	  .entries = req_hist_keys, .spill = SKEL_MAP(sk, sk##_spill),		\
+	  .entries = req_hist_keys, .percpu = req_hash_percpu,			\
+	  .spill = SKEL_MAP(sk, sk##_spill),					\
 	  .spill_idx = SKEL_MAP(sk, sk##_spill_idx),				\
 	  .spill_free = SKEL_MAP(sk, sk##_spill_free) },			\
 	{ .map = SKEL_MAP(sk, sk##_flat), .per_gen = REQ_FLAT_PER_GEN,		\
-	  .array_key = req_flat_key, .entries = req_flat_slots },		\
+	  .interleaved = true, .array_key = req_flat_key, .entries = req_flat_slots },	\
 }
 
 /* The fields of struct layer the io_uring and aio layers fill alike: code_name names their
@@ -85,7 +90,7 @@ static int configure(struct layer_inst *l)					\
 	LINK_SYMS_RODATA(s->rodata, link_syms());				\
 	s->rodata->per_process = l->cfg->per_process;				\
 	s->rodata->per_opcode = l->cfg->per_opcode;				\
-	s->rodata->flat_hists = req_flat(l);					\
+	s->rodata->flat_per_gen = req_flat(l);					\
 	return 0;								\
 }
 
