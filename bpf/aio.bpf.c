@@ -18,10 +18,11 @@
  *
  * So the entry io_getevents finds for an iocb is its latest submission's, at any age, as long
  * as every submission since was followed: a later one would have claimed it. A submission not
- * followed (its iocb unreadable, past AIO_BATCH_MAX, no call slot) may have been of that iocb,
- * leaving the entry an earlier one's: entries older than the last such submission are taken
- * for leftovers past stale_ns, as the tables do. An iocb in flight for minutes (the hung
- * device) is otherwise measured.
+ * followed (its iocb unreadable, past AIO_BATCH_MAX, no call slot, or, with -c, a submitter
+ * outside the cgroup: a process moved out and back in) may have been of that iocb, leaving the
+ * entry an earlier one's: entries older than the last such submission are taken for leftovers
+ * past stale_ns, as the tables do. An iocb in flight for minutes (the hung device) is
+ * otherwise measured.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -51,13 +52,16 @@ struct aio_call {
 	__u64 unread_bits[AIO_BATCH_MAX / 64];
 };
 
-/* The last io_submit entry time some iocb of which was not followed (its entry not made). */
+/*
+ * The last io_submit entry time some iocb of which was not followed (its entry not made), on
+ * the host: its process may have left an older entry in place. Raised with compare-and-swap,
+ * so that two CPUs raising it at once leave the later time.
+ */
 __u64 unfollowed_ts;
 
 static __always_inline void unfollowed(__u64 now)
 {
-	if (now > unfollowed_ts)
-		unfollowed_ts = now;
+	cas_bound(&unfollowed_ts, now, false);
 }
 
 /* In the thread's own storage, as the syscall layer keeps its entry times. */
@@ -257,8 +261,14 @@ int aio_submit_enter(struct trace_event_raw_sys_enter *ctx)
 	struct walk w = {};
 	struct aio_call *call;
 
-	if (nr <= 0 || !owner_passes(id))
+	if (nr <= 0)
 		return 0;
+	if (!owner_passes(id)) {
+		/* -c: the same process may submit from outside the cgroup, then reap inside */
+		if (filter_cgroup && !is_self(id))
+			unfollowed(bpf_ktime_get_ns());
+		return 0;
+	}
 	call = call_enter();
 	if (!call) {
 		unfollowed(bpf_ktime_get_ns());

@@ -315,15 +315,15 @@ SLOWFS = ROOT / "bin" / "slowfs"
 
 @pytest.fixture
 def slow_loopdev(tmp_path):
-    """Factory: a loop device over a slowfs file whose every I/O sleeps delay_us (known latency),
-    each flush fsync_us if given."""
+    """Factory: a loop device over a slowfs file whose every read and write sleeps delay_us
+    (known latency), each flush fsync_us (creating the file fsync_mark as it starts)."""
     made = []
 
-    def make(delay_us, fsync_us=None):
+    def make(delay_us, fsync_us=0, fsync_mark=None):
         mnt = tmp_path / f"slowfs-{delay_us}-{fsync_us}"
         mnt.mkdir()
-        daemon = subprocess.Popen([str(SLOWFS), str(mnt), str(delay_us), "64"] +
-                                  ([str(fsync_us)] if fsync_us is not None else []))
+        daemon = subprocess.Popen([str(SLOWFS), str(mnt), str(delay_us), "64", str(fsync_us)] +
+                                  ([str(fsync_mark)] if fsync_mark else []))
         made.append((mnt, daemon, None))
         deadline = time.monotonic() + 10
         while not (mnt / "disk").exists():

@@ -113,7 +113,7 @@ def quiet(disk):
     raise AssertionError(f"{disk} did not go quiet in 20 s")
 
 
-def test_a_flush_in_flight_at_the_attach_is_counted(slow_loopdev, no_bpf_leak):
+def test_a_flush_in_flight_at_the_attach_is_counted(slow_loopdev, tmp_path, no_bpf_leak):
     """A flush issued before the tracer attached and completed after it: the kernel counts it
     in /sys/block stat (flushes completed), so iostrata must count it too, as a request whose
     issue it did not see (unmeasured). /sys/block/DEV/inflight does not show flushes, so no
@@ -121,14 +121,18 @@ def test_a_flush_in_flight_at_the_attach_is_counted(slow_loopdev, no_bpf_leak):
     on 2026-11-27 (kernel 1, iostrata 0, complete_unseen short by 1). Here slowfs holds each
     flush 5 s (reads and writes at once), so the one an fsync of the device issues is in flight
     across the attach; the empty write the fsync's request is ends with it."""
-    dev = slow_loopdev(0, FLUSH_US)
+    mark = tmp_path / "flushing"
+    dev = slow_loopdev(0, FLUSH_US, mark)
     disk = Path(dev).name
     fsync = [sys.executable, "-c", "import os, sys; os.fsync(os.open(sys.argv[1], os.O_RDONLY))",
              dev]
     quiet(disk)     # udev's probe of the new device done
     flusher = subprocess.Popen(fsync)
     try:
-        time.sleep(0.5)     # the fsync's flush issued: held 5 s
+        deadline = time.monotonic() + 10
+        while not mark.exists():    # the flush reached slowfs: held 5 s from now
+            assert flusher.poll() is None and time.monotonic() < deadline, "no flush came"
+            time.sleep(0.01)
         before = stat_requests(disk)
         tracer = Tracer(["-d", disk, "-D", "-F", "-j"])
         # still in flight after the attach: nothing completed meanwhile

@@ -1,25 +1,28 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * slowfs: a FUSE filesystem holding one file, "disk", whose every read, write and fsync takes
- * at least a set time. A loop device over it is a block device with a known minimum latency:
- * each request the loop driver issues becomes one FUSE read, write or fsync (a flush) that
- * sleeps DELAY_US.
+ * slowfs: a FUSE filesystem holding one file, "disk", whose every read and write takes at
+ * least a set time. A loop device over it is a block device with a known minimum latency:
+ * each request the loop driver issues becomes one FUSE read or write that sleeps DELAY_US, or
+ * for a flush an fsync that sleeps FSYNC_US (default 0).
  *
- *   slowfs MOUNTPOINT DELAY_US SIZE_MIB [FSYNC_US]   (in the foreground until unmounted)
+ *   slowfs MOUNTPOINT DELAY_US SIZE_MIB [FSYNC_US [MARK]]   (in the foreground until unmounted)
  *
- * FSYNC_US, if given, is the fsync's own time instead of DELAY_US (flushes alone slow).
+ * MARK: a file each fsync creates as it starts (a test then knows a flush is in flight).
  *
  * Files are opened in FUSE direct_io mode: no page cache, so every request reaches us.
  */
 #define FUSE_USE_VERSION 31
 #include <errno.h>
+#include <fcntl.h>
 #include <fuse.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static long delay_us, fsync_us;
+static const char *fsync_mark;
 static off_t disk_size;
 
 static void sleep_us(long us)
@@ -92,6 +95,10 @@ static int fs_write(const char *path, const char *buf, size_t size, off_t off,
 
 static int fs_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 {
+	int fd;
+
+	if (fsync_mark && (fd = open(fsync_mark, O_WRONLY | O_CREAT, 0600)) >= 0)
+		close(fd);
 	sleep_us(fsync_us);
 	return 0;
 }
@@ -109,12 +116,13 @@ int main(int argc, char **argv)
 {
 	char *fargv[] = { argv[0], "-f", "-s", NULL, NULL };
 
-	if (argc != 4 && argc != 5) {
-		fprintf(stderr, "usage: slowfs MOUNTPOINT DELAY_US SIZE_MIB [FSYNC_US]\n");
+	if (argc < 4 || argc > 6) {
+		fprintf(stderr, "usage: slowfs MOUNTPOINT DELAY_US SIZE_MIB [FSYNC_US [MARK]]\n");
 		return 2;
 	}
 	delay_us = atol(argv[2]);
-	fsync_us = argc == 5 ? atol(argv[4]) : delay_us;
+	fsync_us = argc >= 5 ? atol(argv[4]) : 0;
+	fsync_mark = argc == 6 ? argv[5] : NULL;
 	disk_size = (off_t)atol(argv[3]) << 20;
 	fargv[3] = argv[1];
 	return fuse_main(4, fargv, &ops, NULL);
