@@ -12,7 +12,8 @@ kernel completed must be in iostrata's counts or in drops.complete_unseen (exit 
 complete_unseen is printed: 0 is the goal (issue 11), a non-zero figure is a completion the kernel
 made without running any BPF program (docs/trust.md). "Idle" is /sys/block/DISK/inflight, which
 leaves flushes out: a flush in flight at the attach ends inside the window, and iostrata counts
-it (device unmeasured; tests/test_exact.py).
+it (device unmeasured), and the write it may be for, which the kernel counts only then
+(tests/test_exact.py).
 
 Other processes' I/O on the disk during the window (journal, logs) is in both counts alike.
 

@@ -302,18 +302,21 @@ static __always_inline int H(on_rq_complete)(struct request *rq, unsigned int nr
 	now = bpf_ktime_get_ns();
 	issued = rq_take(RQ_AT(rq), PTR_U64(rq), now, KR(rq, start_time_ns), &queued, &w, &link);
 	/*
-	 * Not issued, and ended with 0 bytes though its bio has data buffers: the end of a write
-	 * the kernel ran as a flush sequence (PREFLUSH with data, or FUA emulated by a flush after
-	 * it). Its data part was issued and completed, and counted, here; the kernel ends the
-	 * request again, its bio put back, once the flush after it is done, and its /sys/block
-	 * stat counts the write once. Not counted again. (An empty flush's request, whose bio has
-	 * no buffers, is never issued, a flush request standing for it: it is counted at its end,
-	 * as the kernel counts it, beside that flush request.) A request with no bio at all, the
-	 * flush request itself, is counted, unmeasured, when its issue was not seen: it was issued
-	 * before tracing began, and /sys/block/DEV/inflight, which leaves flushes out, cannot tell.
+	 * Not issued, and ended with 0 bytes though its bio has data buffers: the second end of a
+	 * write the kernel ran as a flush sequence (fseq_counted). Not counted again when its data
+	 * part was; counted (unmeasured) when that ended before tracing began. (An empty flush's
+	 * request, whose bio has no buffers, is never issued, a flush request standing for it: it
+	 * is counted at its end, as the kernel counts it, beside that flush request.) A request
+	 * with no bio at all, the flush request itself, is counted, unmeasured, when its issue was
+	 * not seen: it was issued before tracing began, and /sys/block/DEV/inflight, which leaves
+	 * flushes out, cannot tell.
 	 */
-	if (!issued && !nr_bytes && KR(rq, bio) && KR(rq, bio, bi_io_vec))
-		return 0;
+	if (!issued && !nr_bytes && KR(rq, bio) && KR(rq, bio, bi_io_vec)) {
+		if (fseq_was_counted(PTR_U64(rq)))
+			return 0;
+	} else if (nr_bytes && KR(rq, rq_flags) & rqf_flush_seq) {
+		fseq_note(PTR_U64(rq));		/* a flush sequence's data part, counted below */
+	}
 	/* issue not seen (before tracing began, or no block_rq_issue): the bios still hold it */
 	if (!issued && queue_stages)
 		queued = H(bios_queued)(rq, now, &w, &link);

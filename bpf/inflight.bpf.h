@@ -207,6 +207,37 @@ static __always_inline int rq_region(__u64 hctx, bool claim)
 	return -1;
 }
 
+/*
+ * Writes the kernel runs as a flush sequence (PREFLUSH with data, or FUA emulated by a flush
+ * after it) end twice: their data part, counted here, then, once the flush after it is done,
+ * the request again with 0 bytes and its bio put back, which the kernel's /sys/block stat
+ * counts. The requests whose data part was counted (or counted as complete_unseen) are noted
+ * here, so that their second end is not counted again; one whose data part ended before
+ * tracing began is not here, and its second end is counted, as the kernel counts it.
+ * rqf_flush_seq: RQF_FLUSH_SEQ (set by the loader from BTF).
+ */
+const volatile __u32 rqf_flush_seq = 1u << 4;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, __u8);
+} fseq_counted SEC(".maps");
+
+static __always_inline void fseq_note(__u64 rq)
+{
+	__u8 one = 1;
+
+	bpf_map_update_elem(&fseq_counted, &rq, &one, BPF_ANY);
+}
+
+/* Was rq's data part counted? Forgotten once asked: its second end is its last. */
+static __always_inline bool fseq_was_counted(__u64 rq)
+{
+	return !bpf_map_delete_elem(&fseq_counted, &rq);
+}
+
 /* Cleared by the loader for --no-tag-slots (testing): every request in the in-flight table. */
 const volatile bool tag_slots = true;
 
@@ -248,6 +279,15 @@ static __always_inline int rq_put(__u64 hctx, __u32 tag, __u64 ptr, __u64 ts, __
 			return 0;
 	} else if (k && e->ts) {
 		drop(DROP_COMPLETE_UNSEEN);
+		/*
+		 * A flush sequence's data part whose end went unseen (the flush after it borrows
+		 * its tag): its second end is to come. Its bios are done (bio is NULL until that
+		 * end puts them back), so it is told from a flush request, which never has one,
+		 * by biotail.
+		 */
+		if (BPF_CORE_READ((struct request *)k, rq_flags) & rqf_flush_seq &&
+		    BPF_CORE_READ((struct request *)k, biotail))
+			fseq_note(k);
 	}
 	e->key = ptr;
 	e->rq_link = link;

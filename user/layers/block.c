@@ -183,6 +183,7 @@ static int configure(struct layer_inst *l)
 	skel->rodata->per_op = c->per_op;
 	skel->rodata->flags_mask = c->per_op ? req_flags_mask() : 0;
 	skel->rodata->bio_flush_flags = c->per_op || c->snoop ? req_flush_flags() : 0;
+	skel->rodata->rqf_flush_seq = rq_flush_seq_flag();
 	skel->rodata->bio_queue_arg = l->rep.events[EV_BIO_QUEUE].arg;
 	skel->rodata->split_arg = l->rep.events[EV_SPLIT].arg;
 	skel->rodata->rq_issue_arg = l->rep.events[EV_RQ_ISSUE].arg;

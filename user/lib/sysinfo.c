@@ -238,6 +238,15 @@ uint32_t req_flush_flags(void)
 	return bits;
 }
 
+uint32_t rq_flush_seq_flag(void)
+{
+	static const char *const rqf_enums[] = { "rqf_flags", NULL };
+	long long v = enum_value(rqf_enums, "__RQF_FLUSH_SEQ");
+
+	/* an enum since v6.11; before, #define RQF_FLUSH_SEQ (1 << 4) from v4.x on */
+	return v >= 0 && v < 32 ? 1u << v : 1u << 4;
+}
+
 const char *req_flags_str(uint32_t flags, char *buf, size_t len)
 {
 	char name[32];
