@@ -128,6 +128,14 @@ def test_raw_tp_twins_count_the_same(loopdev, no_bpf_leak):
     assert_exact(recs, Path(loopdev).name, 150, 90)
 
 
+def skip_without_flush_sequences(disk):
+    """Writes with FUA run as a flush sequence only on a write-back cache without FUA."""
+    q = Path(f"/sys/block/{disk}/queue")
+    if "write back" not in (q / "write_cache").read_text() or \
+            (q / "fua").read_text().strip() != "0":
+        pytest.skip(f"{disk} has no write-back cache without FUA: no flush sequence to count")
+
+
 @pytest.mark.parametrize("variant", [[], ["--force-raw-tp"], ["--stages", "device"]],
                          ids=["tp_btf", "raw_tp", "device-only"])
 def test_dsync_writes_are_counted_once_as_the_kernel_counts_them(loopdev, variant,
@@ -138,10 +146,7 @@ def test_dsync_writes_are_counted_once_as_the_kernel_counts_them(loopdev, varian
     the flush after it is done; that end was counted as a second, unmeasured write (300
     writes for the kernel's 200). Per op, count + unmeasured are the kernel's own counts."""
     disk = Path(loopdev).name
-    q = Path(f"/sys/block/{disk}/queue")
-    if "write back" not in (q / "write_cache").read_text() or \
-            (q / "fua").read_text().strip() != "0":
-        pytest.skip(f"{disk} has no write-back cache without FUA: no flush sequence to count")
+    skip_without_flush_sequences(disk)
     n = 100
 
     def run():
@@ -190,10 +195,7 @@ def test_dsync_writes_whose_ends_go_unseen_are_counted_once(loopdev, variant, no
     end, which follows that flush, must not count it again. Per op, count + unmeasured, plus
     complete_unseen, are the kernel's own counts."""
     disk = Path(loopdev).name
-    q = Path(f"/sys/block/{disk}/queue")
-    if "write back" not in (q / "write_cache").read_text() or \
-            (q / "fua").read_text().strip() != "0":
-        pytest.skip(f"{disk} has no write-back cache without FUA: no flush sequence to count")
+    skip_without_flush_sequences(disk)
     n = 100
     tracer = Tracer(["-d", disk, "-D", "-F", "-j", "-l", "block", "--lose-completions", "2",
                      *variant])

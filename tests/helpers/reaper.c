@@ -300,30 +300,53 @@ static int aio_read_one(aio_context_t ctx, struct iocb *cb, struct iocb **cbs)
 	return 0;
 }
 
-static int aio_unreadable(int n, const char *path)
+/* An aio context and one O_DIRECT 4 KiB read of path at offset 0 in *cb; 1 (said) on error. */
+static int aio_read_setup(const char *path, aio_context_t *ctx, struct iocb *cb, int *fd)
+{
+	void *buf;
+
+	*fd = open(path, O_RDONLY | O_DIRECT);
+	if (*fd < 0)
+		return die(path);
+	if (posix_memalign(&buf, 4096, 4096) || syscall(SYS_io_setup, 8, ctx))
+		return die("io_setup");
+	memset(cb, 0, sizeof(*cb));
+	cb->aio_lio_opcode = IOCB_CMD_PREAD;
+	cb->aio_fildes = (unsigned)*fd;
+	cb->aio_buf = (unsigned long)buf;
+	cb->aio_nbytes = 4096;
+	return 0;
+}
+
+/*
+ * A file, unlinked, holding the iocbpp array cbs (one pointer): each mmap of it is a mapping
+ * whose page table entry is empty until the kernel reads it, so no BPF program can. -1 (said).
+ */
+static int unreadable_array_file(struct iocb **cbs)
 {
 	char map_path[] = "/tmp/reaper-iocbpp-XXXXXX";
+	int mfd = mkstemp(map_path);
+
+	if (mfd < 0) {
+		die("mkstemp");
+		return -1;
+	}
+	unlink(map_path);
+	if (pwrite(mfd, cbs, sizeof(*cbs), 0) != (ssize_t)sizeof(*cbs)) {
+		die("pwrite");
+		return -1;
+	}
+	return mfd;
+}
+
+static int aio_unreadable(int n, const char *path)
+{
 	aio_context_t ctx = 0;
 	struct iocb cb, *cbs[1] = { &cb };
-	void *buf;
 	int fd, mfd, i;
 
-	fd = open(path, O_RDONLY | O_DIRECT);
-	if (fd < 0)
-		return die(path);
-	if (posix_memalign(&buf, 4096, 4096) || syscall(SYS_io_setup, 8, &ctx))
-		return die("io_setup");
-	memset(&cb, 0, sizeof(cb));
-	cb.aio_lio_opcode = IOCB_CMD_PREAD;
-	cb.aio_fildes = (unsigned)fd;
-	cb.aio_buf = (unsigned long)buf;
-	cb.aio_nbytes = 4096;
-	mfd = mkstemp(map_path);
-	if (mfd < 0)
-		return die("mkstemp");
-	unlink(map_path);
-	if (pwrite(mfd, cbs, sizeof(cbs), 0) != (ssize_t)sizeof(cbs))
-		return die("pwrite");
+	if (aio_read_setup(path, &ctx, &cb, &fd) || (mfd = unreadable_array_file(cbs)) < 0)
+		return 1;
 	for (i = 0; i < n; i++) {
 		/* a new mapping each time: its page table entry is empty until the kernel reads it */
 		struct iocb **far = mmap(NULL, 4096, PROT_READ, MAP_SHARED, mfd, 0);
@@ -405,24 +428,14 @@ static int aio_unread_tail(int n, const char *path)
 
 static int aio_leftover(int delay_ms, const char *path)
 {
-	char map_path[] = "/tmp/reaper-iocbpp-XXXXXX";
 	struct timespec pause = { delay_ms / 1000, (delay_ms % 1000) * 1000000L };
 	struct iocb cb, *cbs[1] = { &cb }, **far;
 	aio_context_t ctx = 0;
 	struct aio_ring *r;
-	void *buf;
 	int fd, mfd;
 
-	fd = open(path, O_RDONLY | O_DIRECT);
-	if (fd < 0)
-		return die(path);
-	if (posix_memalign(&buf, 4096, 4096) || syscall(SYS_io_setup, 8, &ctx))
-		return die("io_setup");
-	memset(&cb, 0, sizeof(cb));
-	cb.aio_lio_opcode = IOCB_CMD_PREAD;
-	cb.aio_fildes = (unsigned)fd;
-	cb.aio_buf = (unsigned long)buf;
-	cb.aio_nbytes = 4096;
+	if (aio_read_setup(path, &ctx, &cb, &fd))
+		return 1;
 	r = (struct aio_ring *)ctx;
 	if (syscall(SYS_io_submit, ctx, 1, cbs) != 1)
 		return die("io_submit");
@@ -430,12 +443,8 @@ static int aio_leftover(int delay_ms, const char *path)
 		;
 	__atomic_store_n(&r->head, (r->head + 1) % r->nr, __ATOMIC_RELEASE);
 	nanosleep(&pause, NULL);
-	mfd = mkstemp(map_path);
-	if (mfd < 0)
-		return die("mkstemp");
-	unlink(map_path);
-	if (pwrite(mfd, cbs, sizeof(cbs), 0) != (ssize_t)sizeof(cbs))
-		return die("pwrite");
+	if ((mfd = unreadable_array_file(cbs)) < 0)
+		return 1;
 	far = mmap(NULL, 4096, PROT_READ, MAP_SHARED, mfd, 0);
 	if (far == MAP_FAILED)
 		return die("mmap");
