@@ -55,13 +55,18 @@ struct aio_call {
 /*
  * The last io_submit entry time some iocb of which was not followed (its entry not made), on
  * the host: its process may have left an older entry in place. Raised with compare-and-swap,
- * so that two CPUs raising it at once leave the later time.
+ * so that two CPUs raising it at once leave the later time, and at most once a millisecond
+ * (with -c, every submit outside the cgroup raises it): it matters only to entries older than
+ * stale_ns.
  */
 __u64 unfollowed_ts;
 
+#define UNFOLLOWED_SLACK_NS	1000000ULL	/* the last such submit: at most this after it */
+
 static __always_inline void unfollowed(__u64 now)
 {
-	cas_bound(&unfollowed_ts, now, false);
+	if (now > *(volatile __u64 *)&unfollowed_ts + UNFOLLOWED_SLACK_NS)
+		cas_bound(&unfollowed_ts, now, false);
 }
 
 /* In the thread's own storage, as the syscall layer keeps its entry times. */
@@ -226,7 +231,8 @@ static long reap_one(__u64 i, struct walk *w)
 	if (!e)
 		return 0;
 	ts = e->ts;
-	if (ts && w->now >= ts && (ts > unfollowed_ts || w->now - ts <= stale_ns)) {
+	if (ts && w->now >= ts &&
+	    (ts > unfollowed_ts + UNFOLLOWED_SLACK_NS || w->now - ts <= stale_ns)) {
 		if (snoop_slow(ts, w->now))
 			snoop_aio(e, &ev, w->now);
 		h = hists_of(e->opcode, (e->flags & REQ_FL_KEY) | (ev.res < 0 ? REQ_FL_FAILED : 0),

@@ -312,7 +312,7 @@ static __always_inline int H(on_rq_complete)(struct request *rq, unsigned int nr
 	 * flushes out, cannot tell.
 	 */
 	if (!issued && !nr_bytes && KR(rq, bio) && KR(rq, bio, bi_io_vec)) {
-		if (fseq_was_counted(PTR_U64(rq)))
+		if (!rqf_flush_seq || fseq_was_counted(PTR_U64(rq)))
 			return 0;
 	} else if (nr_bytes && KR(rq, rq_flags) & rqf_flush_seq) {
 		fseq_note(PTR_U64(rq));		/* a flush sequence's data part, counted below */

@@ -214,13 +214,15 @@ static __always_inline int rq_region(__u64 hctx, bool claim)
  * counts. The requests whose data part was counted (or counted as complete_unseen) are noted
  * here, so that their second end is not counted again; one whose data part ended before
  * tracing began is not here, and its second end is counted, as the kernel counts it.
- * rqf_flush_seq: RQF_FLUSH_SEQ (set by the loader from BTF).
+ * rqf_flush_seq: RQF_FLUSH_SEQ (set by the loader from BTF); 0 where its value cannot be
+ * told: then no second end is counted (a data part that ended before tracing is missed). The
+ * loader sizes the map by the CPUs: the LRU's free lists are per CPU.
  */
 const volatile __u32 rqf_flush_seq = 1u << 4;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
+	__uint(max_entries, 4096);	/* the loader adds 256 per CPU */
 	__type(key, __u64);
 	__type(value, __u8);
 } fseq_counted SEC(".maps");
@@ -286,6 +288,7 @@ static __always_inline int rq_put(__u64 hctx, __u32 tag, __u64 ptr, __u64 ts, __
 		 * by biotail.
 		 */
 		if (BPF_CORE_READ((struct request *)k, rq_flags) & rqf_flush_seq &&
+		    !BPF_CORE_READ((struct request *)k, bio) &&
 		    BPF_CORE_READ((struct request *)k, biotail))
 			fseq_note(k);
 	}

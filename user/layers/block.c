@@ -184,6 +184,10 @@ static int configure(struct layer_inst *l)
 	skel->rodata->flags_mask = c->per_op ? req_flags_mask() : 0;
 	skel->rodata->bio_flush_flags = c->per_op || c->snoop ? req_flush_flags() : 0;
 	skel->rodata->rqf_flush_seq = rq_flush_seq_flag();
+	/* the LRU hands each CPU free nodes of its own: room for them all, and the notes */
+	if (bpf_map__set_max_entries(skel->maps.fseq_counted,
+				     4096 + 256 * (uint32_t)(l->ncpus > 0 ? l->ncpus : 1)))
+		return -errno;
 	skel->rodata->bio_queue_arg = l->rep.events[EV_BIO_QUEUE].arg;
 	skel->rodata->split_arg = l->rep.events[EV_SPLIT].arg;
 	skel->rodata->rq_issue_arg = l->rep.events[EV_RQ_ISSUE].arg;

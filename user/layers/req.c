@@ -21,7 +21,10 @@ uint32_t req_flat(const struct layer_inst *l)
 	if (l->cfg->per_opcode || l->cfg->per_process || l->cfg->per_cgroup)
 		return 0;
 	fit = budget_keys(l);
-	return fit == REQ_FLAT_SLOTS ? REQ_FLAT_PER_GEN : fit / 4;
+	if (fit == REQ_FLAT_SLOTS)
+		return REQ_FLAT_PER_GEN;
+	/* the most the array can hold and leave the hash 4 keys per CPU (then spill slots) */
+	return fit >= 6 ? (fit - 4) / 2 : 0;
 }
 
 uint32_t req_hist_keys(const struct layer_inst *l)

@@ -19,7 +19,7 @@ uint32_t req_hash_percpu(const struct layer_inst *l);
  * Without -O, -P and -C, the programs keep the histograms of the path flags below req_flat()
  * in a per-CPU array at path flags * 2 + generation instead of the hash: all REQ_FLAT_PER_GEN
  * where the per-CPU budget holds them, else the commonest (0: plain, 1: io-wq, 2: poll, ...)
- * in a quarter of the budget, the others in the hash. req_flat: 0 with -O, -P or -C. Then
+ * in all but 4 keys of the budget, the others in the hash. req_flat: 0 with -O, -P or -C. Then
  * the array's slots (1 when unused), and the hash key slot i of generation gen stands for.
  */
 uint32_t req_flat(const struct layer_inst *l);

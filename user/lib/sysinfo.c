@@ -238,13 +238,39 @@ uint32_t req_flush_flags(void)
 	return bits;
 }
 
+/* The value of enumerator `name` in any enum of the kernel's BTF, named or not; -1: none. */
+static long long enumerator_value(const char *name)
+{
+	const struct btf_enum *m;
+	const struct btf_type *t;
+	__u32 id, n;
+	int i;
+
+	if (!vmlinux_btf())
+		return -1;
+	n = btf__type_cnt(btf);
+	for (id = 1; id < n; id++) {
+		t = btf__type_by_id(btf, id);
+		if (!btf_is_enum(t))
+			continue;
+		for (i = 0, m = btf_enum(t); i < btf_vlen(t); i++, m++)
+			if (!strcmp(btf__name_by_offset(btf, m->name_off), name))
+				return m->val;
+	}
+	return -1;
+}
+
 uint32_t rq_flush_seq_flag(void)
 {
-	static const char *const rqf_enums[] = { "rqf_flags", NULL };
-	long long v = enum_value(rqf_enums, "__RQF_FLUSH_SEQ");
+	long long v = enumerator_value("__RQF_FLUSH_SEQ");
 
-	/* an enum since v6.11; before, #define RQF_FLUSH_SEQ (1 << 4) from v4.x on */
-	return v >= 0 && v < 32 ? 1u << v : 1u << 4;
+	/*
+	 * An enumerator since v6.11 (of an unnamed enum until v6.15, enum rqf_flags since);
+	 * before, #define RQF_FLUSH_SEQ (1 << 4) from v4.x on, and no __RQF_ enumerator at all.
+	 */
+	if (v >= 0)
+		return v < 32 ? 1u << v : 0;
+	return enumerator_value("__RQF_STARTED") < 0 ? 1u << 4 : 0;
 }
 
 const char *req_flags_str(uint32_t flags, char *buf, size_t len)

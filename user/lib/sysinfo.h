@@ -29,7 +29,8 @@ const char *op_name(unsigned int op, char *buf, size_t len);
 uint32_t req_flags_mask(void);
 /* REQ_PREFLUSH | REQ_FUA in cmd_flags as this kernel numbers them (0 where unknown) */
 uint32_t req_flush_flags(void);
-/* RQF_FLUSH_SEQ in struct request's rq_flags: a request the flush state machine runs. */
+/* RQF_FLUSH_SEQ in struct request's rq_flags: a request the flush state machine runs; 0 when
+ * this kernel's value cannot be told. */
 uint32_t rq_flush_seq_flag(void);
 const char *req_flags_str(uint32_t flags, char *buf, size_t len);
 
