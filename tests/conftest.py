@@ -316,14 +316,16 @@ SLOWFS = ROOT / "bin" / "slowfs"
 @pytest.fixture
 def slow_loopdev(tmp_path):
     """Factory: a loop device over a slowfs file whose every read and write sleeps delay_us
-    (known latency), each flush fsync_us (creating the file fsync_mark as it starts)."""
+    (known latency), each flush fsync_us (creating the file fsync_mark as it starts; with
+    fsync_hold, held while that file exists, fsync_us then bounding the hold)."""
     made = []
 
-    def make(delay_us, fsync_us=0, fsync_mark=None):
+    def make(delay_us, fsync_us=0, fsync_mark=None, fsync_hold=None):
         mnt = tmp_path / f"slowfs-{delay_us}-{fsync_us}"
         mnt.mkdir()
         daemon = subprocess.Popen([str(SLOWFS), str(mnt), str(delay_us), "64", str(fsync_us)] +
-                                  ([str(fsync_mark)] if fsync_mark else []))
+                                  ([str(fsync_mark)] if fsync_mark else []) +
+                                  ([str(fsync_hold)] if fsync_hold else []))
         made.append((mnt, daemon, None))
         deadline = time.monotonic() + 10
         while not (mnt / "disk").exists():

@@ -97,7 +97,7 @@ def test_block_counts_equal_the_kernels_stat_under_randrw_qd32(loopdev, schedule
               "docs/trust.md, complete_unseen")
 
 
-FLUSH_US = 5_000_000
+FLUSH_HOLD_US = 60_000_000     # at most: the test ends the hold itself once attached
 
 
 def quiet(disk):
@@ -131,26 +131,30 @@ def test_a_flush_in_flight_at_the_attach_is_counted(slow_loopdev, tmp_path, flus
     issue it did not see (unmeasured). /sys/block/DEV/inflight does not show flushes, so no
     window can be made to start without one: `make check-exact` missed exactly one such flush
     on 2026-11-27 (kernel 1, iostrata 0, complete_unseen short by 1). Here slowfs holds each
-    flush 5 s (reads and writes at once), so the flush is in flight across the attach, and the
-    write it was for ends with it: an fsync's empty write, or a dsync write whose data ended
-    before the attach, which the kernel counts only at that second end (iostrata did not)."""
-    mark = tmp_path / "flushing"
-    dev = slow_loopdev(0, FLUSH_US, mark)
+    flush (reads and writes at once) until the tracer has attached, so the flush is in flight
+    across the attach, and the write it was for ends with it: an fsync's empty write, or a dsync
+    write whose data ended before the attach, which the kernel counts only at that second end
+    (iostrata did not)."""
+    mark, hold = tmp_path / "flushing", tmp_path / "hold"
+    dev = slow_loopdev(0, FLUSH_HOLD_US, mark, hold)
     disk = Path(dev).name
     quiet(disk)     # udev's probe of the new device done
+    hold.touch()
     flusher = subprocess.Popen([sys.executable, "-c", FLUSHERS[flusher_kind], dev])
     try:
         deadline = time.monotonic() + 10
-        while not mark.exists():    # the flush reached slowfs: held 5 s from now
+        while not mark.exists():    # the flush reached slowfs: held until hold goes
             assert flusher.poll() is None and time.monotonic() < deadline, "no flush came"
             time.sleep(0.01)
         before = stat_requests(disk)
         tracer = Tracer(["-d", disk, "-D", "-F", "-j"])
         # still in flight after the attach: nothing completed meanwhile
         assert flusher.poll() is None and stat_requests(disk) == before, \
-            "the flush ended before iostrata had attached (a slow attach): not this case"
+            "the flush ended before iostrata had attached"
+        hold.unlink()
         assert flusher.wait(timeout=60) == 0
     finally:
+        hold.unlink(missing_ok=True)
         flusher.kill()
         flusher.wait()
     quiet(disk)     # udev may probe the device after a writer closed it: in both counts

@@ -5,9 +5,12 @@
  * each request the loop driver issues becomes one FUSE read or write that sleeps DELAY_US, or
  * for a flush an fsync that sleeps FSYNC_US (default 0).
  *
- *   slowfs MOUNTPOINT DELAY_US SIZE_MIB [FSYNC_US [MARK]]   (in the foreground until unmounted)
+ *   slowfs MOUNTPOINT DELAY_US SIZE_MIB [FSYNC_US [MARK [HOLD]]]   (in the foreground until
+ *   unmounted)
  *
  * MARK: a file each fsync creates as it starts (a test then knows a flush is in flight).
+ * HOLD: while this file exists, an fsync waits for its removal instead of sleeping FSYNC_US,
+ * FSYNC_US then bounding the wait: a test ends the flush when it is ready, not on a timer.
  *
  * Files are opened in FUSE direct_io mode: no page cache, so every request reaches us.
  */
@@ -22,7 +25,7 @@
 #include <unistd.h>
 
 static long delay_us, fsync_us;
-static const char *fsync_mark;
+static const char *fsync_mark, *fsync_hold;
 static off_t disk_size;
 
 static void sleep_us(long us)
@@ -95,11 +98,17 @@ static int fs_write(const char *path, const char *buf, size_t size, off_t off,
 
 static int fs_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 {
+	long waited;
 	int fd;
 
 	if (fsync_mark && (fd = open(fsync_mark, O_WRONLY | O_CREAT, 0600)) >= 0)
 		close(fd);
-	sleep_us(fsync_us);
+	if (!fsync_hold) {
+		sleep_us(fsync_us);
+		return 0;
+	}
+	for (waited = 0; waited < fsync_us && !access(fsync_hold, F_OK); waited += 1000)
+		sleep_us(1000);
 	return 0;
 }
 
@@ -116,13 +125,14 @@ int main(int argc, char **argv)
 {
 	char *fargv[] = { argv[0], "-f", "-s", NULL, NULL };
 
-	if (argc < 4 || argc > 6) {
-		fprintf(stderr, "usage: slowfs MOUNTPOINT DELAY_US SIZE_MIB [FSYNC_US [MARK]]\n");
+	if (argc < 4 || argc > 7) {
+		fprintf(stderr, "usage: slowfs MOUNTPOINT DELAY_US SIZE_MIB [FSYNC_US [MARK [HOLD]]]\n");
 		return 2;
 	}
 	delay_us = atol(argv[2]);
 	fsync_us = argc >= 5 ? atol(argv[4]) : 0;
-	fsync_mark = argc == 6 ? argv[5] : NULL;
+	fsync_mark = argc >= 6 ? argv[5] : NULL;
+	fsync_hold = argc == 7 ? argv[6] : NULL;
 	disk_size = (off_t)atol(argv[3]) << 20;
 	fargv[3] = argv[1];
 	return fuse_main(4, fargv, &ops, NULL);
