@@ -7,6 +7,7 @@ import jsonschema
 import pytest
 
 from conftest import ROOT, SCHEMA, Tracer, drops_of, records, without_unseen
+from test_snoop import cgroups  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.root
 LOAD = ROOT / "bin" / "iostrata-load"
@@ -125,6 +126,24 @@ def test_an_entry_left_behind_is_not_taken_for_a_later_submission(tmp_path, no_b
     assert all(v["count"] == 0 for v in st.values()), st
     assert not any(events.values()), events
     assert drops_of(recs) == {"aio_unreadable": 1, "aio_inflight_stale": 1}, drops_of(recs)
+
+
+def test_a_submission_outside_the_traced_cgroup_is_not_taken_for_its_entry(tmp_path, cgroups,
+                                                                           no_bpf_leak):
+    """-c: the same, but the second submission is made from outside the traced cgroup, so no
+    program follows it, and the iocb is reaped back inside. The entry found is still the first
+    read's, 1.5 s old: a leftover, counted, never a 1.5 s read."""
+    inside, outside = cgroups("aio-in"), cgroups("aio-out")
+    f = tmp_path / "data"
+    f.write_bytes(bytes(range(256)) * 16)
+    tracer = Tracer(["-l", "aio", "-P", "-O", "-j", "--stale-after", "1", "-c", str(inside)])
+    subprocess.run([str(REAPER), "aio-leftover", "1500", str(f), str(inside), str(outside)],
+                   check=True)
+    recs = records(tracer.stop())
+    st, events = aio_stages(recs, "reaper")
+    assert all(v["count"] == 0 for v in st.values()), st
+    assert not any(events.values()), events
+    assert drops_of(recs) == {"aio_inflight_stale": 1}, drops_of(recs)
 
 
 @pytest.mark.parametrize("mode,timed", [("aio-unreadable", 10), ("aio-unread-tail", 0)])

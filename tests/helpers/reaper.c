@@ -33,6 +33,10 @@
  *                                  user memory; MS ms later the same iocb submitted again
  *                                  through an iocbpp array in a fresh file mapping (unreadable
  *                                  to a BPF program), and reaped through io_getevents
+ *   reaper aio-leftover MS FILE IN OUT
+ *                                  the same, in cgroup IN (a cgroup v2 directory), but the
+ *                                  second submission made from cgroup OUT through an ordinary
+ *                                  array, and reaped back in IN
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -426,14 +430,40 @@ static int aio_unread_tail(int n, const char *path)
 	return 0;
 }
 
-static int aio_leftover(int delay_ms, const char *path)
+/* Move this process into the cgroup v2 directory dir; 1 (said) on error. */
+static int cgroup_enter(const char *dir)
+{
+	char procs[4096];
+	FILE *f;
+	int bad;
+
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
+	f = fopen(procs, "w");
+	if (!f)
+		return die(procs);
+	bad = fprintf(f, "%d\n", (int)getpid()) < 0;
+	bad |= fclose(f) != 0;
+	if (bad)
+		return die(procs);
+	return 0;
+}
+
+/*
+ * The same iocb read twice: first reaped from the ring in user memory (its entry stays), then,
+ * delay_ms later, submitted where no program follows it (an unreadable array, or from cgroup
+ * out when in and out are given) and reaped through io_getevents (back in cgroup in).
+ */
+static int aio_leftover(int delay_ms, const char *path, const char *in, const char *out)
 {
 	struct timespec pause = { delay_ms / 1000, (delay_ms % 1000) * 1000000L };
 	struct iocb cb, *cbs[1] = { &cb }, **far;
 	aio_context_t ctx = 0;
+	struct io_event ev;
 	struct aio_ring *r;
 	int fd, mfd;
 
+	if (in && cgroup_enter(in))
+		return 1;
 	if (aio_read_setup(path, &ctx, &cb, &fd))
 		return 1;
 	r = (struct aio_ring *)ctx;
@@ -443,6 +473,21 @@ static int aio_leftover(int delay_ms, const char *path)
 		;
 	__atomic_store_n(&r->head, (r->head + 1) % r->nr, __ATOMIC_RELEASE);
 	nanosleep(&pause, NULL);
+	if (out) {
+		if (cgroup_enter(out))
+			return 1;
+		if (syscall(SYS_io_submit, ctx, 1, cbs) != 1)
+			return die("io_submit");
+		if (cgroup_enter(in))
+			return 1;
+		if (syscall(SYS_io_getevents, ctx, 1, 1, &ev, NULL) != 1)
+			return die("io_getevents");
+		if (ev.obj != (unsigned long)&cb || ev.res != 4096) {
+			fprintf(stderr, "aio read: result %lld\n", (long long)ev.res);
+			return 1;
+		}
+		goto done;
+	}
 	if ((mfd = unreadable_array_file(cbs)) < 0)
 		return 1;
 	far = mmap(NULL, 4096, PROT_READ, MAP_SHARED, mfd, 0);
@@ -452,6 +497,7 @@ static int aio_leftover(int delay_ms, const char *path)
 		return 1;
 	munmap(far, 4096);
 	close(mfd);
+done:
 	syscall(SYS_io_destroy, ctx);
 	close(fd);
 	return 0;
@@ -476,9 +522,11 @@ int main(int argc, char **argv)
 	if (argc == 4 && !strcmp(argv[1], "aio-ring"))
 		return aio_ring(atoi(argv[2]), argv[3]);
 	if (argc == 4 && !strcmp(argv[1], "aio-leftover"))
-		return aio_leftover(atoi(argv[2]), argv[3]);
+		return aio_leftover(atoi(argv[2]), argv[3], NULL, NULL);
+	if (argc == 6 && !strcmp(argv[1], "aio-leftover"))
+		return aio_leftover(atoi(argv[2]), argv[3], argv[4], argv[5]);
 	fprintf(stderr, "usage: reaper uring-lazy N DELAY_MS | uring-rings N | uring-paths N |"
 		" uring-skip N | aio-partial FILE | aio-unreadable N FILE |"
-		" aio-unread-tail N FILE | aio-ring N FILE | aio-leftover MS FILE\n");
+		" aio-unread-tail N FILE | aio-ring N FILE | aio-leftover MS FILE [IN OUT]\n");
 	return 2;
 }
