@@ -17,6 +17,7 @@ import select
 import signal
 import subprocess
 import time
+import zlib
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -228,13 +229,14 @@ def test_force_keeps_a_file_until_the_recording_begins(tmp_path, no_bpf_leak):
     start leaves it as it was. A device node, a FIFO or a symlink is refused even with --force
     (a FIFO without a reader once blocked the open for ever). A disk with no room for the meta
     record leaves no file."""
-    keep = tmp_path / "keep.ndjson"
-    keep.write_text("precious\n")
-    r = subprocess.run([str(IOSTRATA), "record", "-o", str(keep), "--force", "--fail-probe",
-                        "block_rq_complete", "-l", "block", "--duration", "1"],
-                       capture_output=True, text=True, timeout=60)
-    assert_one_line_error(r, "block_rq_complete", "unavailable")
-    assert keep.read_text() == "precious\n"
+    for name in ("keep.ndjson.gz", "keep.ndjson"):  # .gz: zlib once wrote an empty stream
+        keep = tmp_path / name
+        keep.write_text("precious\n")
+        r = subprocess.run([str(IOSTRATA), "record", "-o", str(keep), "--force", "--fail-probe",
+                            "block_rq_complete", "-l", "block", "--duration", "1"],
+                           capture_output=True, text=True, timeout=60)
+        assert_one_line_error(r, "block_rq_complete", "unavailable")
+        assert keep.read_text() == "precious\n", name
     nf = NotFiles(tmp_path, keep)
     for target in nf.all:
         r = subprocess.run([str(IOSTRATA), "record", "-o", str(target), "--force", "-l", "block",
@@ -250,6 +252,42 @@ def test_force_keeps_a_file_until_the_recording_begins(tmp_path, no_bpf_leak):
                             "--duration", "1"], capture_output=True, text=True, timeout=60)
         assert_one_line_error(r, "No space left")
         assert sorted(os.listdir(full)) == ["fill"]
+    finally:
+        subprocess.run(["umount", str(full)], check=True)
+    assert wait_no_bpf_programs() == []
+
+
+def whole_lines(path):
+    """The lines of a recording, a cut gzip stream read as far as it goes; and whether the file
+    ends at the end of a line."""
+    data = path.read_bytes()
+    if path.name.endswith(".gz"):
+        data = zlib.decompressobj(wbits=31).decompress(data)
+    return data.decode().splitlines(), data.endswith(b"\n")
+
+
+@pytest.mark.parametrize("name", ["rec.ndjson", "rec.ndjson.gz"])
+def test_a_disk_filling_up_keeps_the_whole_records(tmp_path, name, no_bpf_leak):
+    """The disk fills during the recording: one error line, exit 1, and the file keeps every
+    record written whole, ending with the last of them (a cut line once stayed at the end)."""
+    full = tmp_path / "full"
+    full.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(full)], check=True)
+    try:
+        (full / "fill").write_bytes(b"x" * (65536 - 16384))
+        rec = full / name
+        r = subprocess.run([str(IOSTRATA), "record", "-o", str(rec), "-l", "block", "-D", "-F",
+                            "0.05", "--duration", "30"], capture_output=True, text=True,
+                           timeout=60)
+        # the intervals before it were shown as they came
+        assert_one_line_error(r, "No space left", "last whole record", quiet_stdout=False)
+        lines, whole = whole_lines(rec)
+        assert whole and len(lines) >= 2, (whole, len(lines))
+        recs = [json.loads(l) for l in lines]
+        for x in recs:
+            jsonschema.validate(x, SCHEMA_DOC)
+        assert recs[0]["type"] == "meta" and {x["type"] for x in recs[1:]} == {"interval"}
+        print(f"{name}: {len(recs)} whole records, {rec.stat().st_size} bytes")
     finally:
         subprocess.run(["umount", str(full)], check=True)
     assert wait_no_bpf_programs() == []

@@ -70,7 +70,8 @@ static int emit(struct recorder *rc)
 		return 1;
 	}
 	if (!rc->failed && recfile_line(rc->file, rc->w.buf, rc->w.len)) {
-		errorf("writing %s: %s", rc->path, strerror(errno));
+		errorf("writing %s: %s (it ends with its last whole record)", rc->path,
+		       strerror(errno));
 		rc->failed = true;
 	}
 	err = rc->failed;
