@@ -261,6 +261,30 @@ def test_device_with_a_filesystem_is_refused_and_a_blank_one_works(loopdev):
                                check=False), "refusing", "ext2/3/4 signature")
 
 
+@pytest.mark.root
+def test_the_file_under_a_mounted_loop_device_is_refused(loopdev, tmp_path):
+    """--file over the image a mounted loop device reads from wrote under the filesystem, even
+    its superblock, with --force (a helper's fuzzing found it). Refused while mounted, whatever
+    --force says; once unmounted, --force writes it, as for any existing file."""
+    img = tmp_path / "disk.img"     # loopdev's backing file
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    subprocess.run(["mkfs.ext4", "-q", "-F", loopdev], check=True, capture_output=True)
+    subprocess.run(["mount", loopdev, str(mnt)], check=True)
+    try:
+        before = hashlib.sha256(img.read_bytes()).hexdigest()
+        line = assert_one_line_error(load("--file", img, "--force", "--rw", "write", "--ios", 5,
+                                          "--size", "1m", check=False), "refusing", "mounted")
+        assert Path(loopdev).name in line
+        assert hashlib.sha256(img.read_bytes()).hexdigest() == before
+        # reading it is harmless
+        load("--file", img, "--rw", "randread", "--ios", 5, "--size", "1m", "--buffered")
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+    doc = load_json("--file", img, "--force", "--rw", "write", "--ios", 5, "--size", "1m")
+    assert doc["total"]["write"]["total_ios"] == 5
+
+
 def job_fd_on(pid, dev):
     """Has process pid an O_DIRECT fd on dev (what the load's jobs open)?"""
     try:

@@ -4,6 +4,7 @@
  * existing one, read-only unless --force), or a block device (--force, never one that is
  * mounted, used by another device, partitioned or holding a filesystem signature).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -281,6 +282,54 @@ static int open_device(void)
 	return 0;
 }
 
+/*
+ * An existing file to be written that backs a loop device: refused when that device is in use
+ * (a filesystem mounted from it: writing the file would write under it), whatever --force
+ * says; else that device is held for exclusive use until the load exits, as --device holds
+ * its disk, so nothing mounts it meanwhile. 0, or -1 said.
+ */
+static int loop_backing_check(const struct stat *file)
+{
+	char p[PATH_MAX], back[PATH_MAX], why[1200], dev[300];
+	struct dirent *de;
+	struct stat st;
+	DIR *d = opendir("/sys/block");
+	size_t n;
+	FILE *f;
+	int fd, err = 0;
+
+	while (d && !err && (de = readdir(d))) {
+		if (strncmp(de->d_name, "loop", 4))
+			continue;
+		snprintf(p, sizeof(p), "/sys/block/%s/loop/backing_file", de->d_name);
+		f = fopen(p, "r");
+		if (!f)
+			continue;	/* not bound to a file */
+		n = fgets(back, sizeof(back), f) ? strcspn(back, "\n") : 0;
+		fclose(f);
+		back[n] = 0;
+		if (!n || stat(back, &st) || st.st_dev != file->st_dev || st.st_ino != file->st_ino)
+			continue;
+		if (blkdev_in_use(de->d_name, why, sizeof(why)) ||
+		    blkdev_has_partitions(de->d_name, why, sizeof(why))) {
+			lerr("refusing to write %s: it backs %s, and %s", lo.file, de->d_name, why);
+			err = -1;
+			break;
+		}
+		snprintf(dev, sizeof(dev), "/dev/%s", de->d_name);
+		fd = open(dev, O_RDONLY | O_CLOEXEC | O_EXCL);
+		if (fd < 0 && errno == EBUSY) {
+			lerr("refusing to write %s: it backs %s, which the kernel holds for "
+			     "exclusive use (mounted or claimed)", lo.file, de->d_name);
+			err = -1;
+		}
+		/* held until the load exits; a device node that cannot be opened is no holder */
+	}
+	if (d)
+		closedir(d);
+	return err;
+}
+
 int target_open(void)
 {
 	struct stat st;
@@ -322,6 +371,8 @@ int target_open(void)
 		     "--force allows it)", lo.file);
 		return -1;
 	}
+	if (writes() && loop_backing_check(&st))
+		return -1;
 	if (!lo.size)
 		lo.size = (uint64_t)st.st_size;
 	if ((uint64_t)st.st_size < lo.size) {
