@@ -483,7 +483,31 @@ def make_meta_only(tmp_path):
     return lognormal_rec(tmp_path / "a.ndjson", 8), m
 
 
+def forged(samples=1):
+    """A histogram of `samples` samples of 1 ns."""
+    return {"layer": "block", "stage": "device", "labels": {}, "count": samples,
+            "sum_ns": samples, "min_ns": 1, "max_ns": 1, "unmeasured": 0,
+            "buckets": [[1, 2, samples]]}
+
+
+def make_wrapping_counts(tmp_path):
+    """Two intervals of 2^63 samples: their sum, 2^64, once printed as a count of 0."""
+    a = lognormal_rec(tmp_path / "a.ndjson", 8)
+    b = write_rec(tmp_path / "b.ndjson", [[forged(2**63)]] * 2 + [[forged()]] * 6)
+    return a, b
+
+
+def make_wrapping_drops(tmp_path):
+    """Drops of 2^64 - 1 and 1: their sum once wrapped to 0, and the warning went with it."""
+    a = lognormal_rec(tmp_path / "a.ndjson", 8)
+    b = with_drops(lognormal_rec(tmp_path / "b0.ndjson", 8), tmp_path / "b.ndjson",
+                   {"inflight_full": 2**64 - 1})
+    return a, b
+
+
 @pytest.mark.parametrize("make,needles", [
+    (make_wrapping_counts, ["b.ndjson", "pass 2^64"]),
+    (make_wrapping_drops, ["b.ndjson", "pass 2^64"]),
     (make_no_common, ["no layer, stage and label set in common"]),
     (make_foreign_buckets, ["another bucket scheme"]),
     (make_other_scheme, ["different bucket schemes"]),
@@ -492,7 +516,7 @@ def make_meta_only(tmp_path):
     (make_missing, ["nope.ndjson"]),
     (make_garbage, ["g.ndjson"]),
     (make_meta_only, ["no intervals in it"]),
-], ids=["no-common-stage", "foreign-buckets", "other-scheme", "empty-dir", "no-recordings",
+], ids=["wrapping-counts", "wrapping-drops", "no-common-stage", "foreign-buckets", "other-scheme", "empty-dir", "no-recordings",
         "missing", "garbage", "meta-only"])
 def test_bad_input_is_one_line_error(tmp_path, make, needles):
     a, b = make(tmp_path)

@@ -39,6 +39,7 @@ struct srow {
 	uint64_t *cnt;
 	size_t npairs, pcap;
 	uint64_t unmeasured;	/* the row's events whose value could not be known */
+	uint64_t count, sum;	/* over the set: checked against 2^64 as they are added */
 };
 
 struct cmp_set {
@@ -283,9 +284,17 @@ static int row_add_hist(struct srow *row, uint32_t iv, const struct hist *h)
 	return 0;
 }
 
+/*
+ * iv into the set's rows: 0; -1 said (out of memory); CMP_WRAPS, not said, when a sum the
+ * comparison keeps would pass 2^64 (a row's count, latency sum or unmeasured count over the
+ * set, the drops): only a damaged or forged file can do that. A row's bucket counts are parts
+ * of its count, and its cells' sums parts of its sums: checking the totals bounds them all.
+ */
 int cmp_set_add_interval(struct cmp_set *s, const struct interval *iv)
 {
 	const struct rec *r;
+	struct srow *row;
+	bool wrap = false;
 	size_t i;
 	long k;
 
@@ -298,19 +307,26 @@ int cmp_set_add_interval(struct cmp_set *s, const struct interval *iv)
 			errorf("out of memory reading intervals");
 			return -1;
 		}
-		s->rows[k].unmeasured += r->h.unmeasured;
+		row = &s->rows[k];
+		/* a label set twice in one interval: its sums checked against each other too */
+		if (__builtin_add_overflow(row->count, r->h.count, &row->count) ||
+		    __builtin_add_overflow(row->sum, r->h.sum_ns, &row->sum) ||
+		    __builtin_add_overflow(row->unmeasured, r->h.unmeasured, &row->unmeasured))
+			return CMP_WRAPS;
 	}
 	for (i = 0; i < (size_t)iv->ndrops; i++) {
 		int l;
 
 		if (!drop_loses_samples(iv->drops[i].name))
 			continue;
-		s->drops += iv->drops[i].n;
+		wrap |= __builtin_add_overflow(s->drops, iv->drops[i].n, &s->drops);
 		l = drop_layer(iv->drops[i].name);
 		for (k = 0; k < NLAYERS; k++)
 			if (l < 0 || l == k)
-				s->lost[k] += iv->drops[i].n;
+				wrap |= __builtin_add_overflow(s->lost[k], iv->drops[i].n, &s->lost[k]);
 	}
+	if (wrap)
+		return CMP_WRAPS;
 	s->nintervals++;
 	return 0;
 }
@@ -353,7 +369,11 @@ int cmp_set_add_file(struct cmp_set *s, const char *path)
 		return -1;
 	memset(&iv, 0, sizeof(iv));
 	while ((k = recread_next(rr, &iv)) != RR_EOF) {
-		if (k == RR_ERROR || (k == RR_INTERVAL && cmp_set_add_interval(s, &iv)) ||
+		if (k == RR_INTERVAL && (err = cmp_set_add_interval(s, &iv)) == CMP_WRAPS)
+			errorf("%s: its counts, latency sums or drops, summed over the set, pass 2^64 "
+			       "at its interval %u: not what a host can count", path,
+			       s->nintervals - before + 1);
+		if (err || k == RR_ERROR ||
 		    (k == RR_META && set_scheme(s, path, recread_meta(rr)))) {
 			err = -1;
 			break;
@@ -1161,10 +1181,10 @@ static int run_row(const struct cmp_set *a, const struct srow *ra, const struct 
 		goto out;
 	side_weigh(&A, NULL);
 	side_weigh(&B, NULL);
-	out->a.count = (uint64_t)A.total;
+	out->a.count = ra->count;	/* A.total, exact */
 	out->a.intervals = A.ndrawn;
 	out->a.unmeasured = ra->unmeasured;
-	out->b.count = (uint64_t)B.total;
+	out->b.count = rb->count;
 	out->b.intervals = B.ndrawn;
 	out->b.unmeasured = rb->unmeasured;
 	row_hist(ra, &out->a.h);

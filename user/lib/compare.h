@@ -50,7 +50,11 @@ struct cmp_set *cmp_set_new(void);
 int cmp_set_add_file(struct cmp_set *s, const char *path);
 /* A recording, or a directory: every *.ndjson and *.ndjson.gz in it. 0, or -1 said. */
 int cmp_set_add_path(struct cmp_set *s, const char *path);
-/* One interval from memory (its records need not be sorted). 0, or -1 said (out of memory). */
+/*
+ * One interval from memory (its records need not be sorted). 0; -1 said (out of memory);
+ * CMP_WRAPS, not said: a sum over the set would pass 2^64 (a damaged or forged file).
+ */
+#define CMP_WRAPS	(-2)
 int cmp_set_add_interval(struct cmp_set *s, const struct interval *iv);
 uint32_t cmp_set_intervals(const struct cmp_set *s);
 uint32_t cmp_set_files(const struct cmp_set *s);
