@@ -505,7 +505,25 @@ def make_wrapping_drops(tmp_path):
     return a, b
 
 
+def lax_json(edit):
+    def make(tmp_path):
+        a = lognormal_rec(tmp_path / "a.ndjson", 8)
+        b = tmp_path / "b.ndjson"
+        text = a.read_text()
+        assert edit(text) != text
+        b.write_text(edit(text))
+        return a, b
+    return make
+
+
 @pytest.mark.parametrize("make,needles", [
+    # what the JSON reader (jsmn) let through: a key without its value, whose next token
+    # then passed for it, and stray commas
+    (lax_json(lambda t: t.replace('"labels": {}', '"labels": {"disk"}', 1)), ["b.ndjson",
+                                                                               "not JSON"]),
+    (lax_json(lambda t: t.replace('"hists": [', '"hists": [,', 1)), ["b.ndjson", "not JSON"]),
+    (lax_json(lambda t: t.replace('"events": {}', '"events": {},', 1)), ["b.ndjson",
+                                                                          "not JSON"]),
     (make_wrapping_counts, ["b.ndjson", "pass 2^64"]),
     (make_wrapping_drops, ["b.ndjson", "pass 2^64"]),
     (make_no_common, ["no layer, stage and label set in common"]),
@@ -516,7 +534,7 @@ def make_wrapping_drops(tmp_path):
     (make_missing, ["nope.ndjson"]),
     (make_garbage, ["g.ndjson"]),
     (make_meta_only, ["no intervals in it"]),
-], ids=["wrapping-counts", "wrapping-drops", "no-common-stage", "foreign-buckets", "other-scheme", "empty-dir", "no-recordings",
+], ids=["key-without-value", "stray-comma", "trailing-comma", "wrapping-counts", "wrapping-drops", "no-common-stage", "foreign-buckets", "other-scheme", "empty-dir", "no-recordings",
         "missing", "garbage", "meta-only"])
 def test_bad_input_is_one_line_error(tmp_path, make, needles):
     a, b = make(tmp_path)

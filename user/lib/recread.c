@@ -714,7 +714,8 @@ static void meta_read(struct recread *r, const struct jdoc *d)
 	size_t used;
 	char *cmd, *v;
 
-	m->format = get_u64(d, 0, "format", &u) ? (int)(u > 1000000 ? 1000000 : u) : 1;
+	/* 0 is this struct's "no meta record": a meta record saying 0 is read as the first */
+	m->format = get_u64(d, 0, "format", &u) ? (int)(u > 1000000 ? 1000000 : u ? u : 1) : 1;
 	m->host = xstrdup(get_str(d, 0, "host", s1, sizeof(s1)));
 	m->version = xstrdup(get_str(d, 0, "version", s1, sizeof(s1)));
 	snprintf(line, sizeof(line), "%s %s", get_str(d, k, "release", s1, sizeof(s1)) ?: "",
@@ -814,6 +815,153 @@ static bool too_deep(const char *s, size_t len, int max)
 	return false;
 }
 
+/*
+ * Strict JSON (RFC 8259) over one line, depth already bounded by too_deep(). jsmn, even in its
+ * strict mode, takes an object key without a value ({"disk"}, whose next token then passed for
+ * it), stray or missing commas ([,1], {"a":1,}) and numbers with leading zeros: a damaged line
+ * must be refused, not read into something else.
+ */
+struct jcheck {
+	const char *s, *e;
+};
+
+static void jc_ws(struct jcheck *c)
+{
+	while (c->s < c->e && (*c->s == ' ' || *c->s == '\t' || *c->s == '\n' || *c->s == '\r'))
+		c->s++;
+}
+
+static bool jc_lit(struct jcheck *c, const char *lit)
+{
+	size_t n = strlen(lit);
+
+	if ((size_t)(c->e - c->s) < n || memcmp(c->s, lit, n))
+		return false;
+	c->s += n;
+	return true;
+}
+
+static bool jc_digits(struct jcheck *c)
+{
+	const char *from = c->s;
+
+	while (c->s < c->e && *c->s >= '0' && *c->s <= '9')
+		c->s++;
+	return c->s > from;
+}
+
+static bool jc_number(struct jcheck *c)
+{
+	if (c->s < c->e && *c->s == '-')
+		c->s++;
+	if (c->s < c->e && *c->s == '0')
+		c->s++;
+	else if (!(c->s < c->e && *c->s >= '1' && *c->s <= '9') || !jc_digits(c))
+		return false;
+	if (c->s < c->e && *c->s == '.' && (c->s++, !jc_digits(c)))
+		return false;
+	if (c->s < c->e && (*c->s == 'e' || *c->s == 'E')) {
+		c->s++;
+		if (c->s < c->e && (*c->s == '+' || *c->s == '-'))
+			c->s++;
+		if (!jc_digits(c))
+			return false;
+	}
+	return true;
+}
+
+static bool jc_string(struct jcheck *c)
+{
+	unsigned char ch;
+	int i;
+
+	if (c->s >= c->e || *c->s != '"')
+		return false;
+	for (c->s++; c->s < c->e;) {
+		ch = (unsigned char)*c->s++;
+		if (ch == '"')
+			return true;
+		if (ch < 0x20)
+			return false;
+		if (ch != '\\')
+			continue;
+		if (c->s >= c->e)
+			return false;
+		ch = (unsigned char)*c->s++;
+		if (ch == 'u') {
+			for (i = 0; i < 4; i++, c->s++)
+				if (c->s >= c->e || !((*c->s >= '0' && *c->s <= '9') ||
+						      ((*c->s | 0x20) >= 'a' && (*c->s | 0x20) <= 'f')))
+					return false;
+		} else if (!ch || !strchr("\"\\/bfnrt", ch)) {
+			return false;
+		}
+	}
+	return false;
+}
+
+static bool jc_value(struct jcheck *c)
+{
+	char open, close;
+
+	jc_ws(c);
+	if (c->s >= c->e)
+		return false;
+	switch (*c->s) {
+	case '"':
+		return jc_string(c);
+	case 't':
+		return jc_lit(c, "true");
+	case 'f':
+		return jc_lit(c, "false");
+	case 'n':
+		return jc_lit(c, "null");
+	case '{':
+	case '[':
+		break;
+	default:
+		return jc_number(c);
+	}
+	open = *c->s++;
+	close = open == '{' ? '}' : ']';
+	jc_ws(c);
+	if (c->s < c->e && *c->s == close) {
+		c->s++;
+		return true;
+	}
+	for (;;) {
+		if (open == '{') {
+			jc_ws(c);
+			if (!jc_string(c))
+				return false;
+			jc_ws(c);
+			if (c->s >= c->e || *c->s++ != ':')
+				return false;
+		}
+		if (!jc_value(c))
+			return false;
+		jc_ws(c);
+		if (c->s >= c->e)
+			return false;
+		if (*c->s == close) {
+			c->s++;
+			return true;
+		}
+		if (*c->s++ != ',')
+			return false;
+	}
+}
+
+static bool json_strict(const char *s, size_t len)
+{
+	struct jcheck c = { s, s + len };
+
+	if (!jc_value(&c))
+		return false;
+	jc_ws(&c);
+	return c.s == c.e;
+}
+
 /* Tokens of one line into r->tok: 0, or the problem. */
 static const char *tokenize(struct recread *r, const char *line, size_t len, struct jdoc *d)
 {
@@ -826,6 +974,8 @@ static const char *tokenize(struct recread *r, const char *line, size_t len, str
 	/* ours nest 4 deep (interval, hists, a histogram, its buckets, a bucket) */
 	if (too_deep(line, len, MAX_DEPTH))
 		return "nested deeper than any iostrata record";
+	if (!json_strict(line, len))
+		return "not JSON";
 	jsmn_init(&p);
 	for (n = JSMN_ERROR_NOMEM;;) {
 		if (r->tok)	/* (without tokens jsmn only counts) */
