@@ -829,3 +829,30 @@ def test_aa_false_positive_rate_of_a_real_load(tmp_path, loopdev, no_bpf_leak):
     compared = sum(q["compared"] for row in doc["rows"] for q in row["quantiles"])
     assert compared >= 200 * 20, "too little of the load had enough data to compare"
     assert doc["false_positive_rate"] <= 0.05
+
+
+def shell(cmd):
+    """cmd under bash: (the first command's exit status, stderr)."""
+    r = subprocess.run(["bash", "-c", cmd + '; exit "${PIPESTATUS[0]}"'], capture_output=True,
+                       text=True, timeout=300)
+    return r.returncode, r.stderr
+
+
+@pytest.mark.parametrize("args", [[], ["-j"], ["--aa", "5"], ["--aa", "5", "-j"]],
+                         ids=["text", "json", "aa", "aa-json"])
+def test_stdout_gone_or_full(tmp_path, args):
+    """A reader that went away (a pipe closed early) is a way to stop: status 0, nothing said
+    (SIGPIPE once killed compare, 141). A full disk is an error, one line, and --html leaves no
+    page: it is written only once the comparison is out (found by a helper's fuzzing: --aa
+    said nothing and exited 1; the page stayed)."""
+    a = lognormal_rec(tmp_path / "a.ndjson", 8)
+    b = lognormal_rec(tmp_path / "b.ndjson", 8, seed=2)
+    sets = f"{a}" if "--aa" in args else f"{a} {b}"
+    cmd = f"{IOSTRATA} compare {sets} {' '.join(args)}"
+    status, err = shell(f"(sleep 0.3; exec {cmd}) | true")
+    assert (status, err) == (0, ""), (status, err)
+    page = tmp_path / "c.html"
+    html = "" if "--aa" in args else f" --html {page}"
+    status, err = shell(f"{cmd}{html} >/dev/full")
+    assert status == 1 and len(err.splitlines()) == 1 and "No space left" in err, (status, err)
+    assert not page.exists()

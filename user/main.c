@@ -4,6 +4,7 @@
  * Each command builds its configuration and runs a session (session.h).
  */
 #include <ctype.h>
+#include <signal.h>
 #include <string.h>
 #include "cmd.h"
 #include "log.h"
@@ -28,6 +29,11 @@ int main(int argc, char **argv)
 	size_t i;
 	int a;
 
+	/*
+	 * A reader that goes away (head, a closed pipe) is a way to stop, exit 0 (iostrata.8):
+	 * every command sees EPIPE from its write instead of dying of SIGPIPE.
+	 */
+	signal(SIGPIPE, SIG_IGN);
 	/* -j is known before parsing, so that parse errors are JSON too */
 	for (a = 1; a < argc; a++)
 		json |= !strcmp(argv[a], "-j") || !strcmp(argv[a], "--json");

@@ -21,6 +21,12 @@ int cmd_report(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_sched_ab(int argc, char **argv);
 
+/*
+ * A command's answer after writing to stdout (err: its writer's -1, errno set): 0 written, -1 a
+ * closed pipe (a reader's way to stop: quietly), 1 any other error (said).
+ */
+int sink_written(int err);
+
 /* Root, or the capabilities loading and attaching tracing programs takes. */
 bool privileged(void);
 

@@ -184,21 +184,25 @@ static int run_aa(const struct compare_args *a)
 		jw_str(&w, "path", a->a);
 		cmp_aa_write_json(aa, &w);
 		jw_end_obj(&w);
-		err = jw_flush_line(&w, stdout);
+		err = w.oom ? (errno = ENOMEM, -1) : jw_flush_line(&w, stdout);
 		jw_free(&w);
 	} else {
 		cmp_aa_print_text(aa, stdout);
-		err = fflush(stdout);
+		err = fflush(stdout) || ferror(stdout) ? -1 : 0;
 	}
 	cmp_aa_free(aa);
-	return err ? 1 : 0;
+	return sink_written(err) > 0 ? 1 : 0;
 }
 
+/*
+ * The comparison to stdout, then the page (--html): an output that cannot be written leaves
+ * no page behind. A closed pipe on stdout is a reader's way to stop: the status stands.
+ */
 static int run_compare(const struct compare_args *a)
 {
 	struct cmp_set *sa = load(a->a), *sb = sa ? load(a->b) : NULL;
 	struct cmp_result *r = NULL;
-	int status = 1;
+	int status = 1, err;
 	struct jw w;
 
 	if (sb)
@@ -207,7 +211,7 @@ static int run_compare(const struct compare_args *a)
 	cmp_set_free(sb);
 	if (!r)
 		return 1;
-	if (cmp_gates_check(&a->g, r) || (a->html && cmp_write_html(r, a->a, a->b, a->html, a->force)))
+	if (cmp_gates_check(&a->g, r))
 		goto out;
 	if (a->json) {
 		jw_init(&w);
@@ -218,23 +222,19 @@ static int run_compare(const struct compare_args *a)
 		cmp_write_json(r, &w);
 		status = cmp_gates_say(&a->g, r, true, &w);
 		jw_end_obj(&w);
-		if (w.oom)
-			errorf("out of memory");
-		if (jw_flush_line(&w, stdout)) {
-			errorf("writing the output: %s", strerror(errno));
-			status = 1;
-		}
+		err = w.oom ? (errno = ENOMEM, -1) : jw_flush_line(&w, stdout);
 		jw_free(&w);
 	} else {
 		cmp_print_text(r, stdout);
 		if (a->verbose)
 			cmp_print_why(r, stdout);
 		status = cmp_gates_say(&a->g, r, true, NULL);
-		if (fflush(stdout) || ferror(stdout)) {
-			errorf("writing the output: %s", strerror(errno));
-			status = 1;
-		}
+		err = fflush(stdout) || ferror(stdout) ? -1 : 0;
 	}
+	if (sink_written(err) > 0)
+		status = 1;
+	else if (a->html && cmp_write_html(r, a->a, a->b, a->html, a->force))
+		status = 1;
 out:
 	cmp_result_free(r);
 	return status;

@@ -106,6 +106,22 @@ static int parse_args(int argc, char **argv, struct snoop_args *a)
 }
 
 /*
+ * Set once stdout's reader has gone (a closed pipe): the session then still ends its interval,
+ * whose sink must not write again (stdout's error flag would stand for a write error, with
+ * whatever errno an earlier call left: "No such file or directory").
+ */
+static bool out_closed;
+
+static int written(int err)
+{
+	int r = sink_written(err);
+
+	if (r < 0)
+		out_closed = true;
+	return r;
+}
+
+/*
  * After each read of the ring buffer: what was printed goes out now, and a reader that went away
  * stops snoop even when nothing is slow (a pipe's write end polls POLLERR once no one reads).
  */
@@ -114,10 +130,10 @@ static int batch_done(void)
 	struct pollfd p = { .fd = STDOUT_FILENO };
 
 	if (fflush(stdout))
-		return sink_written(-1);
+		return written(-1);
 	if (poll(&p, 1, 0) == 1 && (p.revents & POLLERR)) {
 		errno = EPIPE;
-		return sink_written(-1);
+		return written(-1);
 	}
 	return 0;
 }
@@ -126,10 +142,12 @@ static int print_request(const struct req_rec *r, void *arg)
 {
 	struct snoop_args *a = arg;
 
+	if (out_closed)
+		return -1;
 	if (!r)
 		return batch_done();
 	a->n.printed++;
-	return sink_written(a->json ? output_req_json(r, stdout) : output_req_text(r, stdout));
+	return written(a->json ? output_req_json(r, stdout) : output_req_text(r, stdout));
 }
 
 /*
@@ -174,7 +192,9 @@ static int print_lost(const struct interval *iv, void *arg)
 		}
 	}
 	a->n.lost += c.lost;
-	return sink_written(a->json ? output_snoop_counts_json(iv->ts_ns, false, &c, stdout) :
+	if (out_closed)
+		return -1;
+	return written(a->json ? output_snoop_counts_json(iv->ts_ns, false, &c, stdout) :
 		       output_snoop_counts_text(iv->ts_ns, false, &c, stdout));
 }
 
@@ -195,13 +215,13 @@ int cmd_snoop(int argc, char **argv)
 		session_close(s);
 		return 1;
 	}
-	if (!a.json && (r = sink_written(output_req_header(stdout)))) {
+	if (!a.json && (r = written(output_req_header(stdout)))) {
 		session_close(s);	/* detached: nothing ran */
 		return r > 0;
 	}
 	r = session_run(s, &a.t.lim, print_lost, &a);
 	session_close(s);
-	if (!r)
+	if (!r && !out_closed)
 		r = sink_written(a.json ? output_snoop_counts_json(clock_ns(CLOCK_REALTIME), true,
 								   &a.n, stdout) :
 				 output_snoop_counts_text(0, true, &a.n, stdout)) > 0;

@@ -86,9 +86,6 @@ int trace_opts_finish(struct trace_opts *t);
  * SIGINT/SIGTERM set to stop, the session opened. 0, or -1 with one line said.
  */
 int trace_session_open(const struct trace_opts *t, bool json, struct session **s);
-/* A sink's answer after writing to stdout (err: its -1): 0 written, -1 a closed pipe (stop
- * quietly), 1 any other error (said). */
-int sink_written(int err);
 
 /* Seconds, decimal, from 0.001 to a year / an integer in [min, max], or -1 with one line said. */
 int parse_seconds(const char *what, const char *s, double *out);
