@@ -2,6 +2,7 @@
 import json
 import os
 import subprocess
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -150,10 +151,21 @@ def test_unknown_fail_probe_is_bad_input():
 
 
 @pytest.mark.root
+def cgroup2_file():
+    """A file in the cgroup v2 hierarchy (its root's cgroup.procs), or None."""
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        pre, _, post = line.partition(" - ")
+        if post.startswith("cgroup2 "):
+            return str(Path(pre.split()[4]) / "cgroup.procs")
+    return None
+
+
 def test_bad_cgroup():
-    """Not a cgroup v2 directory is bad input (2), like a path that does not exist."""
-    for path in ("/tmp", "/dev/null", "/nonexistent"):
-        r = run("-c", path, "--duration", "1")
+    """Not a cgroup v2 directory is bad input (2), like a path that does not exist; a file in
+    the hierarchy too (it passed as one, and the layers then failed to load: three lines)."""
+    for path in ("/tmp", "/dev/null", "/nonexistent") + ((cgroup2_file(),) if cgroup2_file()
+                                                          else ()):
+        r = run("-c", path, "-l", "block", "--duration", "1")
         assert_one_line_error(r, f"-c {path}")
         assert r.returncode == 2, r
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
 #include "cli.h"
 #include "cmd.h"
@@ -378,6 +379,7 @@ int trace_opts_finish(struct trace_opts *t)
 {
 	struct trace_config *c = &t->cfg;
 	struct statfs fs;
+	struct stat st;
 
 	if (stages_layers(c))
 		return -1;
@@ -390,7 +392,8 @@ int trace_opts_finish(struct trace_opts *t)
 		return -1;
 	}
 	/* a usage error (exit 2) like a missing path, not a failure to trace */
-	if (c->cgroup && (statfs(c->cgroup, &fs) || fs.f_type != 0x63677270 /* CGROUP2 */)) {
+	if (c->cgroup && (statfs(c->cgroup, &fs) || fs.f_type != 0x63677270 /* CGROUP2 */ ||
+			  stat(c->cgroup, &st) || !S_ISDIR(st.st_mode))) {	/* cgroup.procs */
 		errorf("-c %s: not a cgroup v2 directory", c->cgroup);
 		return -1;
 	}
