@@ -580,3 +580,16 @@ def test_libaio_refused_submissions_wait_and_end_at_the_stop(workdir):
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     assert cpu < 0.5, f"{cpu:.2f} s of CPU in a 1 s run that did nothing: a spin"
+
+
+@pytest.mark.parametrize("redirect", [">/dev/full", ">&-"], ids=["full", "closed"])
+def test_a_report_that_cannot_be_written_is_an_error(tmp_path, redirect):
+    """The report is the whole output: stdout on a full disk, or closed, is an error, one line,
+    exit 1 (it exited 0, the report lost; with stdout closed the target file took fd 1)."""
+    for json_out in ("", " --json"):
+        r = subprocess.run(["bash", "-c", f"{LOAD} --ios 10 --size 1m --file {tmp_path / 'f'}"
+                            f"{json_out} {redirect}"], capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 1 and len(r.stderr.splitlines()) == 1, r
+        assert "writing the report" in r.stderr, r.stderr
+        assert not (tmp_path / "f").exists()

@@ -137,6 +137,12 @@ int run_threadpool(struct job *j);
 int engine_check(void);
 
 /* Targets (target.c): open or create the file/device every job uses. */
+/*
+ * Started with stdout or stderr closed: /dev/null takes the fd, else the target file, the first
+ * thing opened, would get it and the report with it; *out_closed says stdout was (said at the
+ * end). 0, or -1.
+ */
+int std_fds_hold(bool *out_closed);
 int target_open(void);		/* opens (and lays out) the target; one-line error on failure */
 int target_fd_for_job(void);	/* a descriptor for one job */
 void target_cleanup(void);	/* removes what we created; safe from a signal path */

@@ -989,9 +989,11 @@ int main(int argc, char **argv)
 	struct rusage ru0, ru1;
 	struct totals t = { 0 };
 	uint64_t start, end, deadline, prev_t, prev_n = 0;
-	bool tty, interrupted;
+	bool tty, interrupted, out_closed = false;
 	int i, r, started = 0, rc = 0;
 
+	if (std_fds_hold(&out_closed))
+		return 1;
 	for (i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--json"))
 			lo.json = true;
@@ -1091,6 +1093,11 @@ int main(int argc, char **argv)
 		report_json(&t, interrupted);
 	else
 		report_text(&t, interrupted);
+	/* the report is the whole output: one that did not get out is an error */
+	if (fflush(stdout) || ferror(stdout) || out_closed) {
+		lerr("writing the report: %s", strerror(out_closed ? EBADF : errno ? errno : EIO));
+		rc = 1;
+	}
 	for (i = 0; i < started; i++)
 		if (jobs[i].err) {
 			lerr("job %d: %s", i, jobs[i].errmsg);

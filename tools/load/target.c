@@ -330,6 +330,20 @@ static int loop_backing_check(const struct stat *file)
 	return err;
 }
 
+int std_fds_hold(bool *out_closed)
+{
+	int i;
+
+	*out_closed = false;
+	for (i = 1; i <= 2; i++)
+		if (fcntl(i, F_GETFD) < 0 && errno == EBADF) {
+			*out_closed |= i == 1;
+			if (open("/dev/null", O_WRONLY) != i)
+				return -1;
+		}
+	return 0;
+}
+
 int target_open(void)
 {
 	struct stat st;
