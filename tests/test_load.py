@@ -220,12 +220,18 @@ def test_sigint_removes_its_files(workdir):
     assert not f.exists(), "SIGINT left the file it created"
 
 
-def test_sigint_during_layout_leaves_nothing(workdir):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT],
+                         ids=["INT", "TERM", "HUP", "QUIT"])
+def test_a_signal_during_layout_leaves_nothing(workdir, sig):
+    """HUP (a closed terminal) and QUIT (Ctrl-\\) once left a half-laid-out file."""
     env = dict(os.environ, TMPDIR=str(workdir))
     p = subprocess.Popen([str(LOAD), "--size", "4g", "--engine", "psync"], env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(0.5)
-    p.send_signal(signal.SIGINT)
+    deadline = time.monotonic() + 30
+    while not any(workdir.iterdir()):   # the file is being laid out
+        assert p.poll() is None and time.monotonic() < deadline
+        time.sleep(0.01)
+    p.send_signal(sig)
     p.communicate(timeout=60)
     assert list(workdir.iterdir()) == []
 

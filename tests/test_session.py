@@ -305,11 +305,14 @@ def tracefs_lines(out):
 
 def test_features_into_a_closed_pipe_unmounts_tracefs(tmp_path, no_bpf_leak):
     """features mounts tracefs to probe the syscall events; its output into a pipe closed
-    early (SIGPIPE killed it before its close) must not leave the mount behind."""
-    r = in_private_mounts(f"{IOSTRATA} features -v -j 2>err | true; cat err >&2; "
+    early (SIGPIPE killed it before its close) must not leave the mount behind; and a reader
+    gone is a way to stop, status 0, nothing said (it said 'Broken pipe', exit 1)."""
+    r = in_private_mounts(f"({IOSTRATA} features -v -j 2>err; echo $? >st) | true; "
+                          f"echo STATUS $(cat st); cat err >&2; "
                           f"echo TRACEFS $(grep -c ' {TRACEFS} ' /proc/self/mounts)", tmp_path)
     assert "mounted tracefs at" in r.stderr, r.stderr  # it did mount: the case is exercised
     assert tracefs_lines(r.stdout) == ["TRACEFS 0"], (r.stdout, r.stderr)
+    assert "STATUS 0" in r.stdout and "error" not in r.stderr, (r.stdout, r.stderr)
 
 
 def test_hangup_stops_tracing_and_unmounts_tracefs(tmp_path, no_bpf_leak):

@@ -1000,8 +1000,11 @@ int main(int argc, char **argv)
 	r = parse_args(argc, argv);
 	if (r)
 		return r > 0 ? 0 : 2;
+	/* each stops the load, which removes what it made (a closed terminal, Ctrl-\\ too) */
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGQUIT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
 	if (!size_set && !lo.file && !lo.device)

@@ -339,11 +339,8 @@ int cmd_features(int argc, char **argv)
 		for (i = 0; i < NLAYERS; i++)
 			layer_report_static(layers[i], &cfg, &reps[i]);
 	}
-	i = 0;
-	if (features_print(reps, names, n, verified, json, stdout)) {
-		errorf("writing the output: %s", strerror(errno));
-		i = 1;
-	}
+	/* a reader gone (a closed pipe) is a way to stop: status 0 */
+	i = sink_written(features_print(reps, names, n, verified, json, stdout)) > 0;
 	session_close(s);
 	return i;
 }
