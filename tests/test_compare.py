@@ -534,8 +534,9 @@ def lax_json(edit):
     (make_missing, ["nope.ndjson"]),
     (make_garbage, ["g.ndjson"]),
     (make_meta_only, ["no intervals in it"]),
-], ids=["key-without-value", "stray-comma", "trailing-comma", "wrapping-counts", "wrapping-drops", "no-common-stage", "foreign-buckets", "other-scheme", "empty-dir", "no-recordings",
-        "missing", "garbage", "meta-only"])
+], ids=["key-without-value", "stray-comma", "trailing-comma", "wrapping-counts",
+        "wrapping-drops", "no-common-stage", "foreign-buckets", "other-scheme", "empty-dir",
+        "no-recordings", "missing", "garbage", "meta-only"])
 def test_bad_input_is_one_line_error(tmp_path, make, needles):
     a, b = make(tmp_path)
     r = compare(a, b)
@@ -564,6 +565,11 @@ def test_bad_input_is_one_line_error(tmp_path, make, needles):
     (["A", "B", "--threshold", "-1"], "bad --threshold"),
     (["A", "B", "--resamples", "10"], "bad --resamples"),
     (["A", "B", "--seed", "-3"], "bad --seed"),
+    # strtoull and strtod take blanks, signs, hex and exponents (fuzzing found these)
+    (["A", "B", "--seed", " -1"], "bad --seed"),
+    (["A", "B", "--resamples", " 100"], "bad --resamples"),
+    (["A", "B", "--threshold", "0x10"], "bad --threshold"),
+    (["A", "B", "--threshold", "1e1"], "bad --threshold"),
     (["A", "B", "--aa", "10"], "one set"),
     (["A", "--aa", "0"], "bad --aa"),
     (["A", "--aa", "10", "--gate", "block:device:p50"], "no --gate"),

@@ -442,6 +442,12 @@ def test_keep_keeps_the_default_temporary_file(tmp_path):
     (["--op", "poll", "--latency", "1ms"], "--op poll needs --engine libaio"),
     (["--runtime", "soon"], "bad --runtime 'soon'"),
     (["--ios", "-3"], "bad --ios '-3'"),
+    # strtoull takes blanks and signs: ' -1' was 2^64 - 1 (fuzzing found these)
+    (["--ios", " 5"], "bad --ios ' 5'"),
+    (["--ios", "+5"], "bad --ios '+5'"),
+    (["--seed", " -1"], "bad --seed ' -1'"),
+    (["--rw", "rw: 5"], "bad --rw read share ' 5'"),
+    (["--cpus", "0,"], "expected a list such as 0,2-3"),
     (["--jobs", "0x10"], "bad --jobs '0x10'"),     # decimal only: 010 is ten, not eight
     (["--file", "a", "--device", "b"], "exclusive"),
     (["--cpus", "0-99999"], "bad --cpus"),

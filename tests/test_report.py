@@ -439,6 +439,8 @@ def test_torn_histograms_are_mended_with_a_warning(tmp_path):
     (["x.ndjson"], ["needs -o"]),
     (["/nonexistent/x.ndjson", "-o", "r.html"], ["cannot open /nonexistent/x.ndjson"]),
     (["--top", "x", "a", "-o", "r.html"], ["bad --top"]),
+    (["--top", " 5", "a", "-o", "r.html"], ["bad --top"]),
+    (["--top", "+5", "a", "-o", "r.html"], ["bad --top"]),
     (["--scale", "cubic", "a", "-o", "r.html"], ["bad --scale"]),
     (["--bogus"], ["unknown option '--bogus'"]),
 ])

@@ -424,17 +424,11 @@ static int parse_time(const char *opt, const char *s, uint64_t *out)
 
 static int parse_num(const char *opt, const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
-	unsigned long long v;
-	char *end;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);	/* decimal: 010 is ten, not eight */
-	if (errno || end == s || *end || *s == '-' || v < min || v > max) {
+	if (cli_uint(s, min, max, out)) {
 		lerr("bad %s '%s': expected an integer from %llu to %llu", opt, s,
 		     (unsigned long long)min, (unsigned long long)max);
 		return -1;
 	}
-	*out = v;
 	return 0;
 }
 
@@ -498,6 +492,8 @@ static int parse_cpus(const char *s)
 		}
 		for (; a <= b && lo.ncpus < (int)(sizeof(lo.cpus) / sizeof(lo.cpus[0])); a++)
 			lo.cpus[lo.ncpus++] = (int)a;
+		if (*end == ',' && !end[1])
+			goto bad;	/* "0,": a list does not end with a comma */
 		if (*end == ',')
 			end++;
 		else if (*end)

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cli.h"
 #include "cmp_opts.h"
 #include "json.h"
 #include "log.h"
@@ -27,15 +28,20 @@ static int parse_gate(const char *s, struct cmp_gate *g)
 
 int cmp_opt(struct cmp_opts *o, struct cmp_gates *g, int opt, const char *arg)
 {
-	unsigned long long v;
-	char *end;
+	char *end, num[64];
 	double pct;
+	uint64_t v;
+	size_t n;
 
 	switch (opt) {
 	case COPT_THRESHOLD:
+		/* digits and a point, then an optional %: not 0x10, 1e1 or " 5" */
+		n = strlen(arg);
+		snprintf(num, sizeof(num), "%.*s", (int)(n && arg[n - 1] == '%' ? n - 1 : n), arg);
 		errno = 0;
 		pct = strtod(arg, &end);
-		if (errno || end == arg || (*end && strcmp(end, "%")) || !(pct >= 0 && pct <= 100)) {
+		if (errno || end == arg || (*end && strcmp(end, "%")) || !(pct >= 0 && pct <= 100) ||
+		    n >= sizeof(num) || !cli_decimal(num)) {
 			errorf("bad --threshold '%s': a percentage from 0 to 100", arg);
 			return -1;
 		}
@@ -48,9 +54,7 @@ int cmp_opt(struct cmp_opts *o, struct cmp_gates *g, int opt, const char *arg)
 		}
 		return parse_gate(arg, &g->g[g->n++]) ? -1 : 1;
 	case COPT_SEED:
-		errno = 0;
-		v = strtoull(arg, &end, 10);
-		if (errno || end == arg || *end || *arg == '-') {
+		if (cli_uint(arg, 0, UINT64_MAX, &v)) {
 			errorf("bad --seed '%s': expected an integer from 0 to %llu", arg,
 			       (unsigned long long)UINT64_MAX);
 			return -1;

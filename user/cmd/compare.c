@@ -81,14 +81,13 @@ struct compare_args {
 static int parse_ulong(const char *opt, const char *s, unsigned long long lo,
 		       unsigned long long hi, unsigned long long *out)
 {
-	char *end;
+	uint64_t v;
 
-	errno = 0;
-	*out = strtoull(s, &end, 10);
-	if (errno || end == s || *end || *s == '-' || *out < lo || *out > hi) {
+	if (cli_uint(s, lo, hi, &v)) {
 		errorf("bad %s '%s': expected an integer from %llu to %llu", opt, s, lo, hi);
 		return -1;
 	}
+	*out = v;
 	return 0;
 }
 

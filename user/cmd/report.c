@@ -53,8 +53,8 @@ static const struct option long_opts[] = {
 
 static int parse(int argc, char **argv, struct report_opts *o, int *verbose)
 {
-	char msg[256], *end;
-	long v;
+	char msg[256];
+	uint64_t top;
 	int c;
 
 	opterr = 0;
@@ -65,13 +65,11 @@ static int parse(int argc, char **argv, struct report_opts *o, int *verbose)
 		case OPT_SVG: o->svg_dir = optarg; break;
 		case OPT_FORCE: o->force = true; break;
 		case OPT_TOP:
-			errno = 0;
-			v = strtol(optarg, &end, 10);
-			if (errno || end == optarg || *end || v < 0 || v > 1000) {
+			if (cli_uint(optarg, 0, 1000, &top)) {
 				errorf("bad --top '%s': expected an integer from 0 to 1000", optarg);
 				return -1;
 			}
-			o->top = (int)v;
+			o->top = (int)top;
 			break;
 		case OPT_SCALE:
 			if (strcmp(optarg, "log") && strcmp(optarg, "sqrt")) {

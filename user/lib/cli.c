@@ -43,6 +43,38 @@ void cli_error_line(FILE *f, const char *prog, bool json, const char *msg)
 	}
 }
 
+int cli_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	unsigned long long v;
+	const char *p;
+	char *end;
+
+	for (p = s; *p; p++)
+		if (!isdigit((unsigned char)*p))
+			return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);	/* decimal: 010 is ten, not eight */
+	if (p == s || errno || *end || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+bool cli_decimal(const char *s)
+{
+	bool dot = false, digit = false;
+
+	for (; *s; s++) {
+		if (*s == '.' && !dot)
+			dot = true;
+		else if (isdigit((unsigned char)*s))
+			digit = true;
+		else
+			return false;
+	}
+	return digit;
+}
+
 int cli_parse_time(const char *s, bool zero_ok, uint64_t *out)
 {
 	char *end;

@@ -17,6 +17,14 @@ const char *cli_getopt_problem(int c, char **argv, char *buf, size_t len);
 /* One error line: "PROG: error: MSG", or {"type":"error","message":MSG} under --json. */
 void cli_error_line(FILE *f, const char *prog, bool json, const char *msg);
 
+/*
+ * A decimal integer as written: digits only (no blank, sign, 0x or exponent, which strtoull
+ * would take: " -1" as 2^64 - 1), from min to max. 0, or -1 (not one, or out of range).
+ */
+int cli_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+/* A decimal number as written: digits with at most one '.', nothing else. */
+bool cli_decimal(const char *s);
+
 /* "10s", "500ms", "250us", "1000ns", "1m", "2" (seconds) in ns; 0 only when zero_ok. 0 or -1. */
 int cli_parse_time(const char *s, bool zero_ok, uint64_t *out);
 
