@@ -10,6 +10,27 @@
 #include "log.h"
 #include "outfile.h"
 
+/*
+ * Can a file be made beside path (its directory there, writable)? Asked before anything is
+ * read, so that compare's page, written after its answer is out, is not found impossible
+ * only then. false with one line said.
+ */
+static bool dir_writable(const char *path)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash == path ? 1 : slash - path), path);
+	if (access(dir, W_OK | X_OK)) {
+		errorf("cannot create %s: %s", path, strerror(errno));
+		return false;
+	}
+	return true;
+}
+
 int outfile_allowed(const char *path, bool force, char *const *inputs, int n)
 {
 	struct stat o, in;
@@ -17,7 +38,7 @@ int outfile_allowed(const char *path, bool force, char *const *inputs, int n)
 
 	if (lstat(path, &o)) {
 		if (errno == ENOENT)
-			return 1;
+			return dir_writable(path) ? 1 : -1;
 		errorf("cannot write %s: %s", path, strerror(errno));
 		return -1;
 	}
