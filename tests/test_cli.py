@@ -258,3 +258,13 @@ def test_signals_never_tear_a_record_written_to_a_slow_reader(tmp_path, no_bpf_l
     assert lines
     for line in lines:
         assert json.loads(line)["type"], line[:200]
+
+
+def test_control_characters_in_a_name_keep_the_error_one_line():
+    """A newline or an escape in an argument echoed into the error: two lines, and a terminal
+    driven by whatever followed ESC (fuzzing found it). Each is shown as '?'; -j escapes."""
+    r = run("-d", "foo\nbar\x1b[2J", "--duration", "1")
+    line = assert_one_line_error(r, "unknown disk 'foo?bar?[2J'")
+    assert "\x1b" not in line
+    r = run("-d", "foo\nbar", "--duration", "1", "-j")
+    assert json.loads(r.stderr)["message"].startswith("unknown disk 'foo\nbar'"), r.stderr

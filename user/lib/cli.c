@@ -39,8 +39,16 @@ void cli_error_line(FILE *f, const char *prog, bool json, const char *msg)
 		jw_flush_line(&w, f);
 		jw_free(&w);
 	} else {
-		fprintf(f, "%s: error: %s\n", prog, msg);
+		fprintf(f, "%s: error: ", prog);
+		cli_put_clean(f, msg);
+		fputc('\n', f);
 	}
+}
+
+void cli_put_clean(FILE *f, const char *s)
+{
+	for (; *s; s++)
+		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
 }
 
 int cli_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)

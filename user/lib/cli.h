@@ -14,6 +14,11 @@
  */
 const char *cli_getopt_problem(int c, char **argv, char *buf, size_t len);
 
+/*
+ * s with each control character shown as '?': a name holding a newline or an escape sequence
+ * (a file, a disk named on the command line) stays one line and drives no terminal.
+ */
+void cli_put_clean(FILE *f, const char *s);
 /* One error line: "PROG: error: MSG", or {"type":"error","message":MSG} under --json. */
 void cli_error_line(FILE *f, const char *prog, bool json, const char *msg);
 

@@ -73,7 +73,9 @@ void warnf(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "%s: warning: %s\n", prog, msg);
+	fprintf(stderr, "%s: warning: ", prog);
+	cli_put_clean(stderr, msg);
+	fputc('\n', stderr);
 }
 
 void vlog(const char *fmt, ...)
