@@ -468,6 +468,15 @@ def make_dir_without_recordings(tmp_path):
     return lognormal_rec(tmp_path / "a.ndjson", 8), d
 
 
+def make_fifo_in_set(tmp_path):
+    """A FIFO named like a recording in a set's directory: its open waited for a writer."""
+    d = tmp_path / "d"
+    d.mkdir()
+    lognormal_rec(d / "a.ndjson", 8)
+    os.mkfifo(d / "b.ndjson")
+    return lognormal_rec(tmp_path / "a.ndjson", 8), d
+
+
 def make_missing(tmp_path):
     return lognormal_rec(tmp_path / "a.ndjson", 8), tmp_path / "nope.ndjson"
 
@@ -531,12 +540,13 @@ def lax_json(edit):
     (make_other_scheme, ["different bucket schemes"]),
     (make_empty_dir, ["no recordings in it"]),
     (make_dir_without_recordings, ["no recordings in it"]),
+    (make_fifo_in_set, ["b.ndjson", "not a regular file"]),
     (make_missing, ["nope.ndjson"]),
     (make_garbage, ["g.ndjson"]),
     (make_meta_only, ["no intervals in it"]),
 ], ids=["key-without-value", "stray-comma", "trailing-comma", "wrapping-counts",
         "wrapping-drops", "no-common-stage", "foreign-buckets", "other-scheme", "empty-dir",
-        "no-recordings", "missing", "garbage", "meta-only"])
+        "no-recordings", "fifo-in-set", "missing", "garbage", "meta-only"])
 def test_bad_input_is_one_line_error(tmp_path, make, needles):
     a, b = make(tmp_path)
     r = compare(a, b)

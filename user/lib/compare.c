@@ -420,7 +420,13 @@ int cmp_set_add_path(struct cmp_set *s, const char *path)
 	for (i = 0; i < n; i++) {
 		if (!err) {
 			snprintf(file, sizeof(file), "%s/%s", path, names[i]->d_name);
-			err = cmp_set_add_file(s, file);
+			/* a FIFO named like a recording would block the open for a writer */
+			if (!stat(file, &st) && !S_ISREG(st.st_mode)) {
+				errorf("%s: not a regular file, not a recording", file);
+				err = -1;
+			} else {
+				err = cmp_set_add_file(s, file);
+			}
 		}
 		free(names[i]);
 	}
