@@ -239,9 +239,13 @@ def test_force_keeps_a_file_until_the_recording_begins(tmp_path, no_bpf_leak):
         assert keep.read_text() == "precious\n", name
     nf = NotFiles(tmp_path, keep)
     for target in nf.all:
-        r = subprocess.run([str(IOSTRATA), "record", "-o", str(target), "--force", "-l", "block",
-                            "--duration", "1"], capture_output=True, text=True, timeout=60)
-        assert_one_line_error(r, "not a regular file")
+        # without --force too: the hint '--force to overwrite it' led to a refusal
+        for force in (["--force"], []):
+            r = subprocess.run([str(IOSTRATA), "record", "-o", str(target), *force, "-l",
+                                "block", "--duration", "1"], capture_output=True, text=True,
+                               timeout=60)
+            line = assert_one_line_error(r, "not a regular file")
+            assert "--force" not in line, line
     assert nf.untouched() and keep.read_text() == "precious\n"
     full = tmp_path / "full"
     full.mkdir()

@@ -61,7 +61,9 @@ struct recfile *recfile_create(const char *path, bool force)
 		}
 	}
 	if (f->fd < 0) {
-		if (errno == EEXIST)
+		if (errno == EEXIST && !force && (lstat(path, &st) || !S_ISREG(st.st_mode)))
+			errorf("%s exists and is not a regular file: choose another name", path);
+		else if (errno == EEXIST)
 			errorf("%s exists: choose another name, or --force to overwrite it", path);
 		else
 			errorf("cannot create %s: %s", path, strerror(errno));
