@@ -175,6 +175,16 @@ def test_no_drops_no_banner(tmp_path):
     assert 'id="drops"' not in (tmp_path / "r.html").read_text()
 
 
+def test_a_name_of_the_longest_length_is_written(tmp_path):
+    """A 250-byte name: its temporary file, NAME.XXXXXX, passed NAME_MAX (255), and the page
+    could not be made (fuzzing found it). Nothing but the page is left beside it."""
+    rec = small_rec(tmp_path / "r.ndjson", [([{}], {})] * 3)
+    out = tmp_path / ("p" * 245 + ".html")
+    report(rec, "-o", out, check=True)
+    assert "<html" in out.read_text()
+    assert sorted(f.name for f in tmp_path.iterdir()) == sorted([rec.name, out.name])
+
+
 def small_rec(path, intervals, n=20):
     """A recording of block/device histograms: intervals is a list of (hists' labels list,
     drops dict) per 1 s interval, each histogram n samples of 1 us."""

@@ -137,7 +137,14 @@ int outfile_stage(const char *path, const void *buf, size_t len, char *tmp)
 	mode_t mask;
 	int fd, err;
 
-	if ((size_t)snprintf(tmp, PATH_MAX + 8, "%s.XXXXXX", path) >= PATH_MAX + 8) {
+	const char *base = strrchr(path, '/');
+	size_t dirlen = base ? (size_t)(base + 1 - path) : 0;
+
+	base = path + dirlen;
+	/* NAME.XXXXXX, or where that would pass NAME_MAX a shorter name in the same directory */
+	if ((strlen(base) + 7 > NAME_MAX ?
+	     (size_t)snprintf(tmp, PATH_MAX + 8, "%.*s.iostrata-XXXXXX", (int)dirlen, path) :
+	     (size_t)snprintf(tmp, PATH_MAX + 8, "%s.XXXXXX", path)) >= PATH_MAX + 8) {
 		errorf("cannot create %s: %s", path, strerror(ENAMETOOLONG));
 		return -1;
 	}
