@@ -872,3 +872,16 @@ def test_stdout_gone_or_full(tmp_path, args):
     status, err = shell(f"{cmd}{html} >/dev/full")
     assert status == 1 and len(err.splitlines()) == 1 and "No space left" in err, (status, err)
     assert not page.exists()
+
+
+def test_warnings_before_an_error_are_not_said(tmp_path):
+    """A reader's warning (a last line cut short) comes at the file's end; an error found after
+    it (too few intervals) must still be the one line (fuzzing found two): warnings are said
+    only when the command ends without one."""
+    a = lognormal_rec(tmp_path / "a.ndjson", 8)
+    lines = a.read_text().splitlines(keepends=True)
+    cut = tmp_path / "cut.ndjson"
+    cut.write_text(lines[0] + lines[1] + lines[2][:40])     # meta, 1 interval, a cut line
+    assert_one_line_error(compare(cut, "--aa", "5"), "at least 2 intervals")
+    r = compare(cut, a)     # no error: the warning is said
+    assert r.returncode == 0 and "cut short" in r.stderr and ": error:" not in r.stderr, r.stderr

@@ -40,8 +40,11 @@ int main(int argc, char **argv)
 	log_init("iostrata", json, 0);
 	if (argc > 1) {
 		for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-			if (!strcmp(argv[1], commands[i].name))
-				return commands[i].run(argc - 1, argv + 1);
+			if (!strcmp(argv[1], commands[i].name)) {
+				a = commands[i].run(argc - 1, argv + 1);
+				log_flush_warnings();	/* those held back; an error dropped them */
+				return a;
+			}
 		/* a word where a command or an interval goes: a command mistyped, not an interval */
 		if (isalpha((unsigned char)argv[1][0])) {
 			errorf("unknown command '%s' (snoop, record, report, compare, sched-ab, serve, "

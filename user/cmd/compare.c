@@ -248,6 +248,7 @@ int cmd_compare(int argc, char **argv)
 	if (r)
 		return r > 0 ? 0 : 2;
 	log_init("iostrata", a.json, a.verbose);
+	log_defer_warnings();
 	if (a.html) {	/* said before anything is read */
 		char *in[] = { (char *)a.a, (char *)a.b };
 

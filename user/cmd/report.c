@@ -172,6 +172,7 @@ int cmd_report(int argc, char **argv)
 	if (r)
 		return r > 0 ? 0 : 2;
 	log_init("iostrata", false, verbose);
+	log_defer_warnings();
 	/* said before anything is read: an output that exists, is not a file, or is an input */
 	if (outfile_allowed(o.html, o.force, argv + optind, argc - optind) < 0 ||
 	    named_twice(argv + optind, argc - optind))

@@ -10,6 +10,9 @@ static bool json;
 static int verbose;
 static bool muted;
 static char muted_error[512];
+static bool defer;
+static char deferred[16][512];
+static int ndeferred, nmore;
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -57,6 +60,7 @@ void errorf(const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	if (!muted) {
+		ndeferred = nmore = 0;	/* an error says only itself */
 		cli_error_line(stderr, prog, json, msg);
 		return;
 	}
@@ -73,9 +77,33 @@ void warnf(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	if (defer) {
+		if (ndeferred < 16)
+			snprintf(deferred[ndeferred++], sizeof(deferred[0]), "%s", msg);
+		else
+			nmore++;
+		return;
+	}
 	fprintf(stderr, "%s: warning: ", prog);
 	cli_put_clean(stderr, msg);
 	fputc('\n', stderr);
+}
+
+void log_defer_warnings(void)
+{
+	defer = true;
+}
+
+void log_flush_warnings(void)
+{
+	int i, n = ndeferred, more = nmore;
+
+	defer = false;
+	ndeferred = nmore = 0;
+	for (i = 0; i < n; i++)
+		warnf("%s", deferred[i]);
+	if (more)
+		warnf("%d more warnings", more);
 }
 
 void vlog(const char *fmt, ...)

@@ -17,6 +17,13 @@ bool log_json(void);
 void errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* One warning line on stderr: "PROG: warning: ...". */
 void warnf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/*
+ * Warnings held back from now (report, compare: a reader's warnings come at a file's end,
+ * and an error found after them must stand alone, one line): said by log_flush_warnings(),
+ * dropped by an error. At most 16 are kept, then a count of the others.
+ */
+void log_defer_warnings(void);
+void log_flush_warnings(void);
 /* Diagnostics shown under -v only. */
 void vlog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
