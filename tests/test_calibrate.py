@@ -87,13 +87,14 @@ def test_not_on_a_disk_is_incomplete_not_pass(small_tmpfs, no_bpf_leak):
 
 def test_a_load_that_cannot_run_fails(small_tmpfs, no_bpf_leak):
     """An 8 MiB tmpfs: the load's 16 MiB file does not fit, so no read check can be made. The
-    runs failed, so calibrate fails (it used to skip them all and say PASS)."""
+    runs failed, so calibrate fails (it used to skip them all and say PASS), and each failure
+    says the load's own reason (it said only 'failed (exit 1)', read as the tracer's fault)."""
     d = small_tmpfs("8m")
     r = calibrate("-j", "--dir", str(d))
     doc = json.loads(r.stdout)
     broken = [c for c in doc["checks"] if c.get("why", "").startswith("iostrata-load")]
-    assert broken and all(c["result"] == "FAIL" and "failed (exit" in c["why"]
-                          for c in broken), broken
+    assert broken and all(c["result"] == "FAIL" and "failed (exit 1: --size 16777216 bytes "
+                          "does not fit" in c["why"] for c in broken), broken
     assert doc["cost"]["iops_traced"] is None and "failed" in doc["cost"]["error"], doc["cost"]
     assert doc["result"] == "FAIL" and r.returncode == 1, (r.returncode, doc["result"])
 

@@ -58,7 +58,31 @@ struct run {
 	char drops[200];	/* what the tracer could not record in this run, "" if nothing */
 	uint64_t unseen;	/* of those, complete_unseen: completions no BPF program received */
 	int status;
+	char err[200];		/* the load's own error line, "" if none */
 };
+
+/*
+ * The message of the load's error record ({"type":"error","message":"..."}, the last line it
+ * wrote to f), so that a run that failed says why: a full --dir is not a tracer's fault.
+ */
+static void load_error(FILE *f, char *out, size_t len)
+{
+	char line[512], last[512] = "", *m, *e;
+
+	out[0] = '\0';
+	if (!f || fseek(f, 0, SEEK_SET))
+		return;
+	while (fgets(line, sizeof(line), f))
+		if (line[0] != '\n')
+			snprintf(last, sizeof(last), "%s", line);
+	m = strstr(last, "\"message\":\"");
+	if (!m)
+		return;
+	m += 11;
+	for (e = m; *e && !(*e == '"' && e[-1] != '\\'); e++)
+		;
+	snprintf(out, len, "%.*s", (int)(e - m), m);
+}
 
 /* ---- the load's JSON, which this project writes: a few numbers by key, in document order */
 
@@ -134,6 +158,7 @@ static int traced_run(struct cal *c, char **args, unsigned mask, enum run_kind k
 	struct session *s = NULL;
 	struct interval iv;
 	int go[2], out[2], i, n;
+	FILE *errf;
 	size_t used = 0;
 	ssize_t got;
 	char *argv[40];
@@ -145,11 +170,14 @@ static int traced_run(struct cal *c, char **args, unsigned mask, enum run_kind k
 		argv[n] = args[n - 1];
 	argv[n++] = "--json";
 	argv[n] = NULL;
-	if (pipe(go) || pipe(out))
-		return -errno;
-	pid = fork();
-	if (pid < 0)
-		return -errno;
+	/* the load's stderr: kept for its error line (shown as it comes under -v) */
+	errf = log_verbosity() ? NULL : tmpfile();
+	if (pipe(go) || pipe(out) || (pid = fork()) < 0) {
+		i = -errno;
+		if (errf)
+			fclose(errf);
+		return i;
+	}
 	if (!pid) {
 		char b;
 
@@ -158,11 +186,8 @@ static int traced_run(struct cal *c, char **args, unsigned mask, enum run_kind k
 		if (read(go[0], &b, 1) != 1)
 			_exit(127);
 		dup2(out[1], STDOUT_FILENO);
-		if (!log_verbosity()) {
-			int nul = open("/dev/null", O_WRONLY);
-
-			dup2(nul, STDERR_FILENO);
-		}
+		if (!log_verbosity())
+			dup2(errf ? fileno(errf) : open("/dev/null", O_WRONLY), STDERR_FILENO);
 		setenv("TMPDIR", c->dir, 1);
 		execv(c->load, argv);
 		_exit(127);
@@ -189,6 +214,9 @@ static int traced_run(struct cal *c, char **args, unsigned mask, enum run_kind k
 	r->out[used] = '\0';
 	close(out[0]);
 	waitpid(pid, &r->status, 0);
+	load_error(errf, r->err, sizeof(r->err));
+	if (errf)
+		fclose(errf);
 	if (kind == RUN_BARE)
 		return WIFEXITED(r->status) && !WEXITSTATUS(r->status) ? 0 : -ECHILD;
 	if (!s)
@@ -397,11 +425,11 @@ static void retry_said(struct cal *c, const char *engine, int attempt, const str
 	jw_end_obj(&c->jw);
 }
 
-/* "failed (exit 1)" for a run's wait status */
+/* "failed (exit 1: its error)" for a run's wait status and the load's error line */
 static const char *run_failed(const struct run *r, char *buf, size_t len)
 {
-	snprintf(buf, len, "failed (exit %d)", WIFEXITED(r->status) ? WEXITSTATUS(r->status) :
-		 128 + WTERMSIG(r->status));
+	snprintf(buf, len, "failed (exit %d%s%s)", WIFEXITED(r->status) ? WEXITSTATUS(r->status) :
+		 128 + WTERMSIG(r->status), r->err[0] ? ": " : "", r->err);
 	return buf;
 }
 
@@ -424,7 +452,7 @@ static void rw_checks(struct cal *c, const struct rw_case *k)
 {
 	char *args[] = { "--engine", (char *)k->engine, "--rw", "randread", "--ios", (char *)k->ios,
 			 "--qd", (char *)k->qd, "--size", "16m", NULL };
-	char name[96], why[600], b[32];
+	char name[96], why[600], b[240];
 	struct hist h;
 	struct run *r = calloc(1, sizeof(*r));
 	double n = strtod(k->ios, NULL), issued = NAN;
@@ -555,7 +583,7 @@ static void probe_check(struct cal *c, const char *engine, const char *op, const
 {
 	char *args[] = { "--engine", (char *)engine, "--op", (char *)op, "--latency", "5ms",
 			 "--ios", "40", NULL };
-	char name[96], why[600], b[32];
+	char name[96], why[600], b[240];
 	struct run *r = calloc(1, sizeof(*r));
 	struct unmade u = { 0 };
 	struct hist h;
@@ -591,7 +619,7 @@ static void cost(struct cal *c)
 	struct run *r = calloc(1, sizeof(*r));
 	double iops0 = NAN, iops1 = NAN, ios = NAN;
 	uint64_t ns[NLAYERS] = { 0 }, total = 0;
-	char bare[64] = "", traced[320] = "", b[32];
+	char bare[300] = "", traced[600] = "", b[240];
 	int stats, i;
 
 	if (!r)
