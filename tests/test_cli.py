@@ -86,6 +86,13 @@ def exited_pid():
     (["snoop", "--slower", "0.5ns"], ["bad --slower '0.5ns'"]),
     (["snoop", "--slower", " 5ms"], ["bad --slower ' 5ms'"]),
     (["snoop", "--slower", "+5ms"], ["bad --slower '+5ms'"]),
+    # a filter or breakdown no layer that runs applies was silently ignored (fuzzing)
+    (["-d", "vda", "-l", "uring"], ["-d vda", "-l leaves out"]),
+    (["-l", "block", "--comm", "foo"], ["--comm foo", "-l leaves out"]),
+    (["-d", "vda", "--comm", "foo"], ["--comm foo", "block layer alone"]),
+    (["-l", "block", "-P"], ["-P", "no per-process"]),
+    (["-d", "vda", "-P"], ["-P", "no per-process"]),
+    (["-l", "block,syscall", "-O"], ["-O", "opcodes"]),
 ])
 def test_bad_input(args, needles):
     assert_one_line_error(run(*args), *needles)

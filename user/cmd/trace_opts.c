@@ -380,9 +380,35 @@ int trace_opts_finish(struct trace_opts *t)
 	struct trace_config *c = &t->cfg;
 	struct statfs fs;
 	struct stat st;
+	unsigned int eff;
 
 	if (stages_layers(c))
 		return -1;
+	/*
+	 * A filter or a breakdown no layer that runs applies would be silently ignored. Without
+	 * -l, -d runs the block layer alone (session.c), every available layer otherwise.
+	 */
+	eff = c->layers ? c->layers : t->disk ? 1u << LAYER_BLOCK : 0;
+	if (c->layers && t->disk && !(c->layers & 1u << LAYER_BLOCK)) {
+		errorf("-d %s: the disk filter applies to the block layer, which -l leaves out",
+		       t->disk);
+		return -1;
+	}
+	if (eff && c->comm && !(eff & 1u << LAYER_SYSCALL)) {
+		errorf("--comm %s: it filters the syscall layer, which %s leaves out", c->comm,
+		       c->layers ? "-l" : "-d (the block layer alone)");
+		return -1;
+	}
+	if (eff && c->per_opcode && !(eff & (1u << LAYER_URING | 1u << LAYER_AIO))) {
+		errorf("-O: only the uring and aio layers have opcodes, and %s leaves both out",
+		       c->layers ? "-l" : "-d (the block layer alone)");
+		return -1;
+	}
+	if (eff == 1u << LAYER_BLOCK && c->per_process) {
+		errorf("-P: the block layer has no per-process histograms (the uring, aio and "
+		       "syscall layers have)");
+		return -1;
+	}
 	if (t->disk && disk_resolve(t->disk, &c->dev))
 		return -1;
 	if (t->pid && resolve_pid(t->pid, &c->tgid))
