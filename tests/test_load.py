@@ -262,6 +262,9 @@ def test_device_with_a_filesystem_is_refused_and_a_blank_one_works(loopdev):
     doc = load_json("--device", loopdev, "--force", "--rw", "randwrite", "--ios", 50,
                     "--size", "4m")
     assert doc["total"]["write"]["total_ios"] == 50
+    # more than the device holds: refused, as for a file (it was shrunk to fit, unsaid)
+    assert_one_line_error(load("--device", loopdev, "--force", "--rw", "randread", "--ios", 5,
+                               "--size", "1g", check=False), "less than --size 1073741824")
     subprocess.run(["mkfs.ext4", "-q", "-F", loopdev], check=True, capture_output=True)
     assert_one_line_error(load("--device", loopdev, "--force", "--rw", "randwrite", "--ios", 5,
                                check=False), "refusing", "ext2/3/4 signature")

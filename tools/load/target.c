@@ -274,7 +274,12 @@ static int open_device(void)
 		     lo.device, sig);
 		return -1;
 	}
-	if (!lo.size || lo.size > bytes)
+	if (lo.size > bytes) {	/* as for a file: the region asked for is not there */
+		lerr("%s holds %llu bytes, less than --size %llu", lo.device,
+		     (unsigned long long)bytes, (unsigned long long)lo.size);
+		return -1;
+	}
+	if (!lo.size)
 		lo.size = bytes;
 	snprintf(path, sizeof(path), "%s", lo.device);
 	snprintf(shown, sizeof(shown), "%s", lo.device);
