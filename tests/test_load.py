@@ -608,3 +608,11 @@ def test_a_report_that_cannot_be_written_is_an_error(tmp_path, redirect):
         assert r.returncode == 1 and len(r.stderr.splitlines()) == 1, r
         assert "writing the report" in r.stderr, r.stderr
         assert not (tmp_path / "f").exists()
+
+
+@pytest.mark.parametrize("bs,size", [("512", 512), ("512b", 512), ("512B", 512), ("4k", 4096),
+                                     ("4kb", 4096), ("4KiB", 4096), ("1m", 1 << 20)])
+def test_size_suffixes(tmp_path, bs, size):
+    """Sizes as people write them (512b was refused while 1kb was taken: fuzzing)."""
+    doc = load_json("--bs", bs, "--ios", 1, "--size", "1m", "--file", tmp_path / "f")
+    assert doc["global options"]["bs"] == size, doc["global options"]

@@ -391,6 +391,7 @@ static int parse_size(const char *opt, const char *s, uint64_t *out)
 	v = strtod(s, &end);
 	if (end != s && *end) {
 		switch (*end | 0x20) {
+		case 'b': mul = 1; end--; break;	/* "512b": bytes, the b read below */
 		case 'k': mul = 1ULL << 10; break;
 		case 'm': mul = 1ULL << 20; break;
 		case 'g': mul = 1ULL << 30; break;
