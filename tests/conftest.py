@@ -22,6 +22,12 @@ OUR_PROGS = re.compile(r"^((tp_btf|raw_tp)_(block|io_ur)|sc[ex]_|aio_(submit|p?g
 
 
 def pytest_configure(config):
+    # Tests send SIGHUP and SIGQUIT to iostrata and iostrata-load and expect them to stop.
+    # The tools keep either signal ignored when started so (nohup), and children inherit
+    # that: a runner started under nohup would pass it on. The runner takes the defaults.
+    for sig in (signal.SIGHUP, signal.SIGQUIT):
+        if signal.getsignal(sig) == signal.SIG_IGN:
+            signal.signal(sig, signal.SIG_DFL)
     config.addinivalue_line("markers", "root: needs root and a live kernel (loads BPF)")
 
 

@@ -87,8 +87,9 @@ def exited_pid():
     (["snoop", "--slower", " 5ms"], ["bad --slower ' 5ms'"]),
     (["snoop", "--slower", "+5ms"], ["bad --slower '+5ms'"]),
     # a filter or breakdown no layer that runs applies was silently ignored (fuzzing)
-    (["-d", "vda", "-l", "uring"], ["-d vda", "-l leaves out"]),
-    (["-l", "block", "--comm", "foo"], ["--comm foo", "-l leaves out"]),
+    (["-d", "vda", "-l", "uring"], ["-d vda", "leave out"]),
+    (["-l", "block", "--comm", "foo"], ["--comm foo", "leave out"]),
+    (["--stages", "device", "--comm", "foo"], ["--comm foo", "(-l, --stages) leave out"]),
     (["-d", "vda", "--comm", "foo"], ["--comm foo", "block layer alone"]),
     (["-l", "block", "-P"], ["-P", "no per-process"]),
     (["-d", "vda", "-P"], ["-P", "no per-process"]),
@@ -157,7 +158,6 @@ def test_unknown_fail_probe_is_bad_input():
     assert r.returncode == 2, r
 
 
-@pytest.mark.root
 def cgroup2_file():
     """A file in the cgroup v2 hierarchy (its root's cgroup.procs), or None."""
     for line in Path("/proc/self/mountinfo").read_text().splitlines():
@@ -167,6 +167,7 @@ def cgroup2_file():
     return None
 
 
+@pytest.mark.root
 def test_bad_cgroup():
     """Not a cgroup v2 directory is bad input (2), like a path that does not exist; a file in
     the hierarchy too (it passed as one, and the layers then failed to load: three lines)."""

@@ -220,12 +220,30 @@ def test_sigint_removes_its_files(workdir):
     assert not f.exists(), "SIGINT left the file it created"
 
 
+def test_nohup_keeps_a_hangup_ignored(workdir):
+    """Started ignoring SIGHUP (nohup, so that a logout does not end it), the load runs on
+    through a hangup (a review found it stopping: the handler was installed regardless)."""
+    p = subprocess.Popen([str(LOAD), "--engine", "psync", "--rw", "randread", "--size", "4m",
+                          "--runtime", "1.5s", "--file", str(workdir / "f"), "--json"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    time.sleep(0.5)
+    p.send_signal(signal.SIGHUP)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    assert json.loads(out)["interrupted"] is False
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT],
                          ids=["INT", "TERM", "HUP", "QUIT"])
 def test_a_signal_during_layout_leaves_nothing(workdir, sig):
-    """HUP (a closed terminal) and QUIT (Ctrl-\\) once left a half-laid-out file."""
+    """HUP (a closed terminal) and QUIT (Ctrl-\\) once left a half-laid-out file. The file is
+    big enough for its lay-out to take a while, and fits the filesystem (else the load would
+    refuse it at once)."""
     env = dict(os.environ, TMPDIR=str(workdir))
-    p = subprocess.Popen([str(LOAD), "--size", "4g", "--engine", "psync"], env=env,
+    vfs = os.statvfs(workdir)
+    size = min(4 << 30, vfs.f_bavail * vfs.f_frsize // 2) >> 20 << 20
+    p = subprocess.Popen([str(LOAD), "--size", str(size), "--engine", "psync"], env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30
     while not any(workdir.iterdir()):   # the file is being laid out
@@ -597,10 +615,12 @@ def test_libaio_refused_submissions_wait_and_end_at_the_stop(workdir):
     assert cpu < 0.5, f"{cpu:.2f} s of CPU in a 1 s run that did nothing: a spin"
 
 
-@pytest.mark.parametrize("redirect", [">/dev/full", ">&-"], ids=["full", "closed"])
+@pytest.mark.parametrize("redirect", [">/dev/full", ">&-", "<&- >&-"],
+                         ids=["full", "closed", "stdin-too"])
 def test_a_report_that_cannot_be_written_is_an_error(tmp_path, redirect):
     """The report is the whole output: stdout on a full disk, or closed, is an error, one line,
-    exit 1 (it exited 0, the report lost; with stdout closed the target file took fd 1)."""
+    exit 1 (it exited 0, the report lost; with stdout closed the target file took fd 1; with
+    stdin closed too, /dev/null took fd 0 and the load exited 1 saying nothing)."""
     for json_out in ("", " --json"):
         r = subprocess.run(["bash", "-c", f"{LOAD} --ios 10 --size 1m --file {tmp_path / 'f'}"
                             f"{json_out} {redirect}"], capture_output=True, text=True,
@@ -614,5 +634,6 @@ def test_a_report_that_cannot_be_written_is_an_error(tmp_path, redirect):
                                      ("4kb", 4096), ("4KiB", 4096), ("1m", 1 << 20)])
 def test_size_suffixes(tmp_path, bs, size):
     """Sizes as people write them (512b was refused while 1kb was taken: fuzzing)."""
-    doc = load_json("--bs", bs, "--ios", 1, "--size", "1m", "--file", tmp_path / "f")
+    doc = load_json("--bs", bs, "--ios", 1, "--size", "1m", "--buffered", "--file",
+                    tmp_path / "f")     # buffered: 512 B direct I/O fails on 4Kn storage
     assert doc["global options"]["bs"] == size, doc["global options"]

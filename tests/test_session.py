@@ -315,6 +315,24 @@ def test_features_into_a_closed_pipe_unmounts_tracefs(tmp_path, no_bpf_leak):
     assert "STATUS 0" in r.stdout and "error" not in r.stderr, (r.stdout, r.stderr)
 
 
+def test_nohup_keeps_a_hangup_ignored(no_bpf_leak):
+    """Started ignoring SIGHUP (nohup iostrata ... &, so that a logout does not end it), a
+    trace runs on through a hangup: all 4 intervals asked for (a review found it stopping)."""
+    p = subprocess.Popen([str(IOSTRATA), "-l", "syscall", "-j", "0.5", "4"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    try:
+        first = p.stdout.readline()         # attached, an interval out
+        assert '"type":"interval"' in first, (first, p.stderr.read())
+        p.send_signal(signal.SIGHUP)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 0, err
+    assert (first + out).count('"type":"interval"') == 4, first + out
+
+
 def test_hangup_stops_tracing_and_unmounts_tracefs(tmp_path, no_bpf_leak):
     """SIGHUP (its terminal closed) stops a trace as Ctrl-C does: the final interval, exit 0,
     every program detached and tracefs unmounted; it used to kill the process outright."""

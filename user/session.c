@@ -57,12 +57,20 @@ void session_signals(void)
 	 */
 	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
 
+	struct sigaction was;
+
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	/* a closed terminal: stop as on Ctrl-C, so that what the session mounted is unmounted */
-	sigaction(SIGHUP, &sa, NULL);
-	/* Ctrl-\ too: its default, a core dump, would leave sched-ab's scheduler switched */
-	sigaction(SIGQUIT, &sa, NULL);
+	/*
+	 * A closed terminal: stop as on Ctrl-C, so that what the session mounted is unmounted;
+	 * Ctrl-\ too: its default, a core dump, would leave sched-ab's scheduler switched. Unless
+	 * started ignoring them (nohup iostrata serve &: a logout must not stop it; a shell's
+	 * background job ignores SIGQUIT), which then cannot end the run at all.
+	 */
+	if (sigaction(SIGHUP, NULL, &was) || was.sa_handler != SIG_IGN)
+		sigaction(SIGHUP, &sa, NULL);
+	if (sigaction(SIGQUIT, NULL, &was) || was.sa_handler != SIG_IGN)
+		sigaction(SIGQUIT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
 

@@ -138,9 +138,9 @@ int engine_check(void);
 
 /* Targets (target.c): open or create the file/device every job uses. */
 /*
- * Started with stdout or stderr closed: /dev/null takes the fd, else the target file, the first
- * thing opened, would get it and the report with it; *out_closed says stdout was (said at the
- * end). 0, or -1.
+ * Started with stdin, stdout or stderr closed: /dev/null takes the fd, else the target file,
+ * the first thing opened, would get it (and the report with it); *out_closed says stdout was
+ * (said at the end). 0, or -1.
  */
 int std_fds_hold(bool *out_closed);
 int target_open(void);		/* opens (and lays out) the target; one-line error on failure */

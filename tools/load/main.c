@@ -955,6 +955,15 @@ static void on_signal(int sig)
 	}
 }
 
+static void stop_on(int sig, const struct sigaction *sa)
+{
+	struct sigaction was;
+
+	if (!sigaction(sig, NULL, &was) && was.sa_handler == SIG_IGN)
+		return;
+	sigaction(sig, sa, NULL);
+}
+
 static void progress(uint64_t start, uint64_t last_done, uint64_t *prev_t, uint64_t *prev_n)
 {
 	uint64_t t = now_ns(), n = 0, p99 = 0;
@@ -997,11 +1006,15 @@ int main(int argc, char **argv)
 	r = parse_args(argc, argv);
 	if (r)
 		return r > 0 ? 0 : 2;
-	/* each stops the load, which removes what it made (a closed terminal, Ctrl-\\ too) */
+	/*
+	 * Each stops the load, which removes what it made (a closed terminal, Ctrl-\\ too); but
+	 * a hangup or quit the load was started ignoring stays ignored (nohup; a shell's
+	 * background job ignores SIGQUIT).
+	 */
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	sigaction(SIGQUIT, &sa, NULL);
+	stop_on(SIGHUP, &sa);
+	stop_on(SIGQUIT, &sa);
 	signal(SIGPIPE, SIG_IGN);
 
 	if (!size_set && !lo.file && !lo.device)
@@ -1093,16 +1106,21 @@ int main(int argc, char **argv)
 		report_json(&t, interrupted);
 	else
 		report_text(&t, interrupted);
-	/* the report is the whole output: one that did not get out is an error */
-	if (fflush(stdout) || ferror(stdout) || out_closed) {
-		lerr("writing the report: %s", strerror(out_closed ? EBADF : errno ? errno : EIO));
-		rc = 1;
-	}
+	/*
+	 * The report is the whole output: one that did not get out is an error. One line: a
+	 * job's error, the first cause, is said before (and instead of) the report's.
+	 */
 	for (i = 0; i < started; i++)
 		if (jobs[i].err) {
 			lerr("job %d: %s", i, jobs[i].errmsg);
 			break;
 		}
+	if (fflush(stdout) || ferror(stdout) || out_closed) {
+		if (i == started)
+			lerr("writing the report: %s",
+			     strerror(out_closed ? EBADF : errno ? errno : EIO));
+		rc = 1;
+	}
 out:
 	for (i = 0; i < lo.jobs; i++) {
 		if (jobs[i].fd >= 0)

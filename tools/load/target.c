@@ -340,10 +340,10 @@ int std_fds_hold(bool *out_closed)
 	int i;
 
 	*out_closed = false;
-	for (i = 1; i <= 2; i++)
+	for (i = 0; i <= 2; i++)	/* in order: open() takes the lowest free fd */
 		if (fcntl(i, F_GETFD) < 0 && errno == EBADF) {
 			*out_closed |= i == 1;
-			if (open("/dev/null", O_WRONLY) != i)
+			if (open("/dev/null", i ? O_WRONLY : O_RDONLY) != i)
 				return -1;
 		}
 	return 0;

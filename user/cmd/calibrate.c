@@ -67,7 +67,8 @@ struct run {
  */
 static void load_error(FILE *f, char *out, size_t len)
 {
-	char line[512], last[512] = "", *m, *e;
+	char line[512], last[512] = "", *m;
+	size_t n = 0;
 
 	out[0] = '\0';
 	if (!f || fseek(f, 0, SEEK_SET))
@@ -78,10 +79,21 @@ static void load_error(FILE *f, char *out, size_t len)
 	m = strstr(last, "\"message\":\"");
 	if (!m)
 		return;
-	m += 11;
-	for (e = m; *e && !(*e == '"' && e[-1] != '\\'); e++)
-		;
-	snprintf(out, len, "%.*s", (int)(e - m), m);
+	/* the JSON string, unescaped (a \uXXXX shown as '?'): calibrate's own JSON escapes it */
+	for (m += 11; *m && *m != '"' && n + 1 < len; m++) {
+		if (*m == '\\' && m[1]) {
+			m++;
+			if (*m == 'u') {
+				m += strspn(m + 1, "0123456789abcdefABCDEF") >= 4 ? 4 : 0;
+				out[n++] = '?';
+				continue;
+			}
+			out[n++] = *m == 'n' || *m == 't' || *m == 'r' ? ' ' : *m;
+			continue;
+		}
+		out[n++] = *m;
+	}
+	out[n] = '\0';
 }
 
 /* ---- the load's JSON, which this project writes: a few numbers by key, in document order */

@@ -106,18 +106,19 @@ static int parse_args(int argc, char **argv, struct snoop_args *a)
 }
 
 /*
- * Set once stdout's reader has gone (a closed pipe): the session then still ends its interval,
- * whose sink must not write again (stdout's error flag would stand for a write error, with
- * whatever errno an earlier call left: "No such file or directory").
+ * Set once a write to stdout failed (its reader gone, or an error said): the session then
+ * still ends its interval, whose sink must not write again (stdout's error flag would stand
+ * for a new write error, with whatever errno an earlier call left: "No such file or
+ * directory"), and no second line is said.
  */
-static bool out_closed;
+static int out_closed;	/* 0 open; else what written() answered: -1 a reader gone, 1 an error */
 
 static int written(int err)
 {
 	int r = sink_written(err);
 
-	if (r < 0)
-		out_closed = true;
+	if (r)
+		out_closed = r;
 	return r;
 }
 
@@ -143,7 +144,7 @@ static int print_request(const struct req_rec *r, void *arg)
 	struct snoop_args *a = arg;
 
 	if (out_closed)
-		return -1;
+		return out_closed;
 	if (!r)
 		return batch_done();
 	a->n.printed++;
@@ -193,7 +194,7 @@ static int print_lost(const struct interval *iv, void *arg)
 	}
 	a->n.lost += c.lost;
 	if (out_closed)
-		return -1;
+		return out_closed;
 	return written(a->json ? output_snoop_counts_json(iv->ts_ns, false, &c, stdout) :
 		       output_snoop_counts_text(iv->ts_ns, false, &c, stdout));
 }
@@ -225,5 +226,5 @@ int cmd_snoop(int argc, char **argv)
 		r = sink_written(a.json ? output_snoop_counts_json(clock_ns(CLOCK_REALTIME), true,
 								   &a.n, stdout) :
 				 output_snoop_counts_text(0, true, &a.n, stdout)) > 0;
-	return r;
+	return r ? r : out_closed > 0;
 }

@@ -390,18 +390,20 @@ int trace_opts_finish(struct trace_opts *t)
 	 */
 	eff = c->layers ? c->layers : t->disk ? 1u << LAYER_BLOCK : 0;
 	if (c->layers && t->disk && !(c->layers & 1u << LAYER_BLOCK)) {
-		errorf("-d %s: the disk filter applies to the block layer, which -l leaves out",
-		       t->disk);
+		errorf("-d %s: the disk filter applies to the block layer, which the layers chosen "
+		       "(-l, --stages) leave out", t->disk);
 		return -1;
 	}
 	if (eff && c->comm && !(eff & 1u << LAYER_SYSCALL)) {
-		errorf("--comm %s: it filters the syscall layer, which %s leaves out", c->comm,
-		       c->layers ? "-l" : "-d (the block layer alone)");
+		errorf("--comm %s: it filters the syscall layer, which %s", c->comm,
+		       c->layers ? "the layers chosen (-l, --stages) leave out" :
+		       "-d leaves out (the block layer alone)");
 		return -1;
 	}
 	if (eff && c->per_opcode && !(eff & (1u << LAYER_URING | 1u << LAYER_AIO))) {
-		errorf("-O: only the uring and aio layers have opcodes, and %s leaves both out",
-		       c->layers ? "-l" : "-d (the block layer alone)");
+		errorf("-O: only the uring and aio layers have opcodes, and %s", c->layers ?
+		       "the layers chosen (-l, --stages) leave both out" :
+		       "-d leaves both out (the block layer alone)");
 		return -1;
 	}
 	if (eff == 1u << LAYER_BLOCK && c->per_process) {

@@ -39,7 +39,7 @@ struct srow {
 	uint64_t *cnt;
 	size_t npairs, pcap;
 	uint64_t unmeasured;	/* the row's events whose value could not be known */
-	uint64_t count, sum;	/* over the set: checked against 2^64 as they are added */
+	uint64_t count;		/* over the set: checked against 2^64 as it is added */
 };
 
 struct cmp_set {
@@ -285,10 +285,11 @@ static int row_add_hist(struct srow *row, uint32_t iv, const struct hist *h)
 }
 
 /*
- * iv into the set's rows: 0; -1 said (out of memory); CMP_WRAPS, not said, when a sum the
- * comparison keeps would pass 2^64 (a row's count, latency sum or unmeasured count over the
- * set, the drops): only a damaged or forged file can do that. A row's bucket counts are parts
- * of its count, and its cells' sums parts of its sums: checking the totals bounds them all.
+ * iv into the set's rows: 0; -1 said (out of memory); CMP_WRAPS, not said, when a count the
+ * comparison keeps would pass 2^64 (a row's count or unmeasured count over the set, the
+ * drops): only a damaged or forged file can do that. A row's bucket counts are parts of its
+ * count: checking the total bounds them all. Latency sums are not checked: months of a busy
+ * host can pass 2^64 ns for real, and compare shows no sum or mean.
  */
 int cmp_set_add_interval(struct cmp_set *s, const struct interval *iv)
 {
@@ -310,7 +311,6 @@ int cmp_set_add_interval(struct cmp_set *s, const struct interval *iv)
 		row = &s->rows[k];
 		/* a label set twice in one interval: its sums checked against each other too */
 		if (__builtin_add_overflow(row->count, r->h.count, &row->count) ||
-		    __builtin_add_overflow(row->sum, r->h.sum_ns, &row->sum) ||
 		    __builtin_add_overflow(row->unmeasured, r->h.unmeasured, &row->unmeasured))
 			return CMP_WRAPS;
 	}
@@ -370,8 +370,8 @@ int cmp_set_add_file(struct cmp_set *s, const char *path)
 	memset(&iv, 0, sizeof(iv));
 	while ((k = recread_next(rr, &iv)) != RR_EOF) {
 		if (k == RR_INTERVAL && (err = cmp_set_add_interval(s, &iv)) == CMP_WRAPS)
-			errorf("%s: its counts, latency sums or drops, summed over the set, pass 2^64 "
-			       "at its interval %u: not what a host can count", path,
+			errorf("%s: its counts or drops, summed over the set, pass 2^64 at its "
+			       "interval %u: not what a host can count", path,
 			       s->nintervals - before + 1);
 		if (err || k == RR_ERROR ||
 		    (k == RR_META && set_scheme(s, path, recread_meta(rr)))) {
