@@ -278,12 +278,13 @@ def test_a_disk_filling_up_keeps_the_whole_records(tmp_path, name, no_bpf_leak):
     full.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(full)], check=True)
     try:
-        # 8 KiB left: 1,500 intervals pass it, even gzipped (~25 bytes each when idle)
-        (full / "fill").write_bytes(b"x" * (65536 - 8192))
+        # 16 KiB left: room for the meta record of a host with a few hundred disks; 3,000
+        # intervals pass it, even gzipped (~25 bytes each when idle)
+        (full / "fill").write_bytes(b"x" * (65536 - 16384))
         rec = full / name
         r = subprocess.run([str(IOSTRATA), "record", "-o", str(rec), "-l", "block", "-D", "-F",
-                            "0.02", "--duration", "30"], capture_output=True, text=True,
-                           timeout=60)
+                            "0.02", "--duration", "60"], capture_output=True, text=True,
+                           timeout=120)
         # the intervals before it were shown as they came
         assert_one_line_error(r, "No space left", "last whole record", quiet_stdout=False)
         lines, whole = whole_lines(rec)
