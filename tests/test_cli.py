@@ -68,6 +68,9 @@ def exited_pid():
     (["snoop", "5"], ["unexpected argument '5'"]),
     (["snoop", "-W"], ["unknown option '-W'"]),
     (["snoop", "-j", "--slower", "x"], ['"type":"error"', "bad --slower 'x'"]),
+    # report and serve have no -j: their error about it is text (it was JSON, from a pre-scan)
+    (["report", "-j"], ["iostrata: error: unknown option '-j'"]),
+    (["serve", "-j"], ["iostrata: error: unknown option '-j'"]),
     # numbers as written: strtol and strtod would take leading blanks and a '+'; a time that
     # rounds to 0 ns is not 0 (every request)
     (["1", " 5"], ["bad count ' 5'"]),

@@ -34,9 +34,14 @@ int main(int argc, char **argv)
 	 * every command sees EPIPE from its write instead of dying of SIGPIPE.
 	 */
 	signal(SIGPIPE, SIG_IGN);
-	/* -j is known before parsing, so that parse errors are JSON too */
-	for (a = 1; a < argc; a++)
-		json |= !strcmp(argv[a], "-j") || !strcmp(argv[a], "--json");
+	/*
+	 * -j is known before parsing, so that parse errors are JSON too: up to "--" (what follows
+	 * is sched-ab's load command's), and only for commands that have it (report and serve
+	 * have not: their error about it is plain text).
+	 */
+	if (argc < 2 || (strcmp(argv[1], "report") && strcmp(argv[1], "serve")))
+		for (a = 1; a < argc && strcmp(argv[a], "--"); a++)
+			json |= !strcmp(argv[a], "-j") || !strcmp(argv[a], "--json");
 	log_init("iostrata", json, 0);
 	if (argc > 1) {
 		for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
