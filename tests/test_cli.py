@@ -279,3 +279,20 @@ def test_control_characters_in_a_name_keep_the_error_one_line():
     assert "\x1b" not in line
     r = run("-d", "foo\nbar", "--duration", "1", "-j")
     assert json.loads(r.stderr)["message"].startswith("unknown disk 'foo\nbar'"), r.stderr
+
+
+@pytest.mark.parametrize("tool,args", [
+    ("iostrata", ["--help"]), ("iostrata", ["compare", "--help"]),
+    ("iostrata-load", ["--help"]), ("iostrata-load", ["--version"])])
+def test_help_that_cannot_be_written_is_an_error(tool, args):
+    """--help or --version into a full disk or a closed stdout exited 0, printing nothing
+    (fuzzing found it): one error line, exit 1. Into a pipe read in part, exit 0."""
+    cmd = f"{ROOT / 'bin' / tool} {' '.join(args)}"
+    for redirect in (">/dev/full", ">&-"):
+        r = subprocess.run(["bash", "-c", f"{cmd} {redirect}"], capture_output=True, text=True,
+                           timeout=30)
+        assert r.returncode == 1 and len(r.stderr.splitlines()) == 1, (redirect, r)
+        assert "writing the output" in r.stderr, r.stderr
+    r = subprocess.run(["bash", "-c", f"{cmd} | head -c1 >/dev/null; exit ${{PIPESTATUS[0]}}"],
+                       capture_output=True, text=True, timeout=30)
+    assert (r.returncode, r.stderr) == (0, ""), r

@@ -4,8 +4,11 @@
  * Each command builds its configuration and runs a session (session.h).
  */
 #include <ctype.h>
+#include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include "cmd.h"
 #include "log.h"
 
@@ -23,6 +26,27 @@ static const struct {
 	{ "sched-ab", cmd_sched_ab },
 };
 
+/*
+ * What is still buffered for stdout (a --help, a report's last line) goes out here: one that
+ * cannot (a full disk, stdout closed) makes a successful command fail, saying so. A reader
+ * gone (EPIPE) is a way to stop, as everywhere. stdout not being a terminal, its buffer holds
+ * any such text whole (64 KiB), so its error is this flush's, with its errno; each command
+ * flushes what it streams (intervals, records) itself.
+ */
+static char out_buf[1 << 16];
+
+static int out_done(int status)
+{
+	if (status)
+		return status;
+	errno = 0;
+	if (fflush(stdout) && errno != EPIPE) {
+		errorf("writing the output: %s", strerror(errno ? errno : EIO));
+		return 1;
+	}
+	return status;
+}
+
 int main(int argc, char **argv)
 {
 	bool json = false;
@@ -34,6 +58,8 @@ int main(int argc, char **argv)
 	 * every command sees EPIPE from its write instead of dying of SIGPIPE.
 	 */
 	signal(SIGPIPE, SIG_IGN);
+	if (!isatty(STDOUT_FILENO))
+		setvbuf(stdout, out_buf, _IOFBF, sizeof(out_buf));
 	/*
 	 * -j is known before parsing, so that parse errors are JSON too: up to "--" (what follows
 	 * is sched-ab's load command's), and only for commands that have it (report and serve
@@ -46,7 +72,7 @@ int main(int argc, char **argv)
 	if (argc > 1) {
 		for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 			if (!strcmp(argv[1], commands[i].name)) {
-				a = commands[i].run(argc - 1, argv + 1);
+				a = out_done(commands[i].run(argc - 1, argv + 1));
 				log_flush_warnings();	/* those held back; an error dropped them */
 				return a;
 			}
@@ -57,5 +83,5 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	return cmd_trace(argc, argv);
+	return out_done(cmd_trace(argc, argv));
 }

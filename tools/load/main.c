@@ -955,6 +955,8 @@ static void on_signal(int sig)
 	}
 }
 
+static char out_buf[1 << 16];
+
 static void stop_on(int sig, const struct sigaction *sa)
 {
 	struct sigaction was;
@@ -1000,10 +1002,17 @@ int main(int argc, char **argv)
 
 	if (std_fds_hold(&out_closed))
 		return 1;
+	/* the help or report whole in the buffer: its write error is the final flush's */
+	if (!isatty(STDOUT_FILENO))
+		setvbuf(stdout, out_buf, _IOFBF, sizeof(out_buf));
 	for (i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--json"))
 			lo.json = true;
 	r = parse_args(argc, argv);
+	if (r > 0 && (fflush(stdout) || out_closed)) {	/* --help, --version: all, or an error */
+		lerr("writing the output: %s", strerror(out_closed ? EBADF : errno));
+		return 1;
+	}
 	if (r)
 		return r > 0 ? 0 : 2;
 	/*
