@@ -27,6 +27,13 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define IORING_SETUP_SQPOLL_BIT	(1U << 1)
 #define ETIME_	62	/* a TIMEOUT's result when it expired: a success */
+/*
+ * A zero-copy send's second CQE, its notification (v6.1): posted by a request the kernel made
+ * itself, never submitted, at an address a request whose CQE never came (CQE_SKIP_SUCCESS, an
+ * overflowed CQE) may have left its entry: that entry is not this CQE's. Its send's own CQE is
+ * the request's.
+ */
+#define IORING_CQE_F_NOTIF_	(1u << 3)
 
 REQ_HIST_MAPS(uring);
 
@@ -427,7 +434,10 @@ static __always_inline int on_complete(struct ioreq *e, const struct complete_vi
 	return 0;
 }
 
-/* Any prototype: ring and request as untyped pointers, the result read from the request. */
+/*
+ * Any prototype: ring and request as untyped pointers, the result and the CQE's flags read
+ * from the request (what the event's own arguments carry, where it has them).
+ */
 static __always_inline int complete_read(struct io_ring_ctx *ctx, struct io_kiocb *req)
 {
 	struct complete_view v = { .req = (__u64)req, .ctx = (__u64)ctx };
@@ -437,7 +447,7 @@ static __always_inline int complete_read(struct io_ring_ctx *ctx, struct io_kioc
 	if (!req)		/* an extra CQE tied to no request */
 		return 0;
 	e = req_tab_find((__u64)req, 0);
-	if (!e)
+	if (!e || BPF_CORE_READ(req, cqe.flags) & IORING_CQE_F_NOTIF_)
 		return 0;
 	rings = BPF_CORE_READ(ctx, rings);
 	v.rings = (__u64)rings;
@@ -544,7 +554,7 @@ int tp_btf_io_uring_complete_typed(__u64 *ctx)
 	if (!ctx[1])
 		return 0;
 	e = req_tab_find(ctx[1], 0);
-	if (!e)
+	if (!e || cqe->flags & IORING_CQE_F_NOTIF_)	/* a notification: not its entry */
 		return 0;
 	rings = rctx->rings;
 	v.req = ctx[1];

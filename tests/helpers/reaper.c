@@ -33,6 +33,10 @@
  *                                  user memory; MS ms later the same iocb submitted again
  *                                  through an iocbpp array in a fresh file mapping (unreadable
  *                                  to a BPF program), and reaped through io_getevents
+ *   reaper uring-zc N                N rounds of 2 NOPs with IOSQE_CQE_SKIP_SUCCESS (no CQE:
+ *                                    their entries stay), then a zero-copy send over a TCP
+ *                                    loopback connection, its result CQE and notification CQE
+ *                                    reaped; exit status 3 if SEND_ZC is not supported
  *   reaper aio-leftover MS FILE IN OUT
  *                                  the same, in cgroup IN (a cgroup v2 directory), but the
  *                                  second submission made from cgroup OUT through an ordinary
@@ -48,6 +52,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -130,6 +137,62 @@ static int uring_rings(int n)
 	for (i = 0; i < n; i++)
 		io_uring_queue_exit(&rings[i]);
 	free(rings);
+	return 0;
+}
+
+/* A connected TCP pair on the loopback: sv[0] to sv[1]. 0, or -1. */
+static int tcp_pair(int sv[2])
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int l = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 1) ||
+	    getsockname(l, (struct sockaddr *)&a, &len))
+		return -1;
+	sv[0] = socket(AF_INET, SOCK_STREAM, 0);
+	if (sv[0] < 0 || connect(sv[0], (struct sockaddr *)&a, sizeof(a)))
+		return -1;
+	sv[1] = accept(l, NULL, NULL);
+	close(l);
+	return sv[1] < 0 ? -1 : 0;
+}
+
+static int uring_zc(int n)
+{
+	char buf[64] = { 0 }, rb[4096];
+	struct io_uring_cqe *cqe;
+	struct io_uring_sqe *sqe;
+	struct io_uring ring;
+	int i, k, want, sv[2];
+
+	if (io_uring_queue_init(16, &ring, 0) || tcp_pair(sv))
+		return die("setup");
+	for (i = 0; i < n; i++) {
+		for (k = 0; k < 2; k++) {
+			sqe = io_uring_get_sqe(&ring);
+			io_uring_prep_nop(sqe);
+			sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
+		}
+		sqe = io_uring_get_sqe(&ring);
+		io_uring_prep_send_zc(sqe, sv[0], buf, sizeof(buf), 0, 0);
+		if (io_uring_submit(&ring) != 3)
+			return die("io_uring_submit");
+		for (want = 1; want; want--) {	/* the result (F_MORE), then the notification */
+			if (io_uring_wait_cqe(&ring, &cqe))
+				return die("io_uring_wait_cqe");
+			if (cqe->res == -EINVAL || cqe->res == -EOPNOTSUPP) {
+				fprintf(stderr, "SEND_ZC: %s\n", strerror(-cqe->res));
+				return 3;
+			}
+			if (cqe->flags & IORING_CQE_F_MORE)
+				want++;
+			io_uring_cqe_seen(&ring, cqe);
+		}
+		if (read(sv[1], rb, sizeof(rb)) != (ssize_t)sizeof(buf))
+			return die("read");
+	}
+	io_uring_queue_exit(&ring);
 	return 0;
 }
 
@@ -511,6 +574,8 @@ int main(int argc, char **argv)
 		return uring_rings(atoi(argv[2]));
 	if (argc == 3 && !strcmp(argv[1], "uring-skip"))
 		return uring_skip(atoi(argv[2]));
+	if (argc == 3 && !strcmp(argv[1], "uring-zc"))
+		return uring_zc(atoi(argv[2]));
 	if (argc == 3 && !strcmp(argv[1], "uring-paths"))
 		return uring_paths(atoi(argv[2]));
 	if (argc == 3 && !strcmp(argv[1], "aio-partial"))
@@ -526,7 +591,7 @@ int main(int argc, char **argv)
 	if (argc == 6 && !strcmp(argv[1], "aio-leftover"))
 		return aio_leftover(atoi(argv[2]), argv[3], argv[4], argv[5]);
 	fprintf(stderr, "usage: reaper uring-lazy N DELAY_MS | uring-rings N | uring-paths N |"
-		" uring-skip N | aio-partial FILE | aio-unreadable N FILE |"
+		" uring-skip N | uring-zc N | aio-partial FILE | aio-unreadable N FILE |"
 		" aio-unread-tail N FILE | aio-ring N FILE | aio-leftover MS FILE [IN OUT]\n");
 	return 2;
 }

@@ -111,13 +111,19 @@ static int pending_one(uint32_t idx, const void *v, void *arg)
 	k.opcode = l->cfg->per_opcode ? e->opcode : 0xffff;
 	k.tgid = l->cfg->per_process ? e->tgid : 0;
 	k.cgroup = l->cfg->per_cgroup ? e->cgroup : 0;
-	/* the request's end (CQE, reap) was not seen: aio's completion may have been */
+	/*
+	 * The request's end (CQE, reap) was not seen: unmeasured in each stage it started, and
+	 * only those. aio's completion may have been seen, starting complete_reap; an io_uring
+	 * request's reap starts at its CQE, which did not come (still in flight, or skipped:
+	 * IOSQE_CQE_SKIP_SUCCESS), so cqe_reap is not one of them.
+	 */
 	err = layer_add_stage(l, &k, REQ_SUBMIT_DONE, aio ? e->ts : 0, e->done, iv) ?:
-	      layer_add_stage(l, &k, REQ_DONE_REAP, 0, 0, iv) ?:
+	      (aio && e->done ? layer_add_stage(l, &k, REQ_DONE_REAP, 0, 0, iv) : 0) ?:
 	      layer_add_stage(l, &k, REQ_TOTAL, 0, 0, iv);
 	if (err || (!e->bio_q && !(e->flags & REQ_FL_RW)))
 		return err;	/* no bios to link: not counted in the linked stages */
-	/* as req_linked_stages() would have; device_cqe ends at the unseen CQE */
+	/* as req_linked_stages() would have (each read or write in each linked stage, an
+	 * unlinked one unmeasured); device_cqe ends at the unseen CQE */
 	return layer_add_stage(l, &k, REQ_SUBMIT_BIO, e->bio_q ? e->ts : 0, e->bio_q, iv) ?:
 	       layer_add_stage(l, &k, REQ_WAIT, e->done ? e->bio_q : 0, e->issue, iv) ?:
 	       layer_add_stage(l, &k, REQ_DEVICE, e->bio_q ? e->issue : 0, e->done, iv) ?:
