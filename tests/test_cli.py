@@ -42,6 +42,11 @@ def exited_pid():
     (["--json=1"], ["option '--json' takes no value"]),
     (["record", "--force=1"], ["option '--force' takes no value"]),
     (["--nosuch=1"], ["unknown option '--nosuch'"]),
+    # an abbreviation of two options was called unknown; a unique one is taken (--dur, below)
+    (["--d", "vda"], ["ambiguous option '--d': --disk, --duration"]),
+    (["--st=device"], ["ambiguous option '--st': --stages, --stale-after"]),
+    (["snoop", "--s", "5ms"], ["ambiguous option '--s'", "--slower"]),
+    (["--dur", "soon"], ["bad duration 'soon'"]),
     # a list longer than the parser's buffer is refused, not cut (",bogus" was dropped once)
     (["-l", "block," * 21 + "bogus"], ["unknown layer 'bogus'"]),
     (["-l", "block," * 100 + "bogus"], ["bad -l", "characters"]),

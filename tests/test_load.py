@@ -477,6 +477,7 @@ def test_keep_keeps_the_default_temporary_file(tmp_path):
     (["--workers", "2"], "threadpool option"),
     (["--engine", "psync", "--poll-time", "1ms"], "--poll-time is an io_uring option"),
     (["--frobnicate"], "unknown option '--frobnicate'"),
+    (["--sq", "1"], "ambiguous option '--sq': --sqpoll, --sqpoll-cpu"),
     (["--size"], "needs an argument"),
     (["extra"], "unexpected argument 'extra'"),
 ])

@@ -649,7 +649,7 @@ static int parse_args(int argc, char **argv)
 			printf("iostrata-load %s\n", LOAD_VERSION);
 			return 1;
 		default:	/* ':' or '?' */
-			lerr("%s", cli_getopt_problem(c, argv, msg, sizeof(msg)));
+			lerr("%s", cli_getopt_problem(c, argv, long_opts, msg, sizeof(msg)));
 			return -1;
 		}
 	}

@@ -779,7 +779,7 @@ int cmd_calibrate(int argc, char **argv)
 		case 'v': verbose++; break;
 		case 'h': fputs(usage, stdout); return 0;
 		default:
-			errorf("%s", cli_getopt_problem(o, argv, msg, sizeof(msg)));
+			errorf("%s", cli_getopt_problem(o, argv, lo, msg, sizeof(msg)));
 			return 2;
 		}
 	}

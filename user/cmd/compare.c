@@ -125,7 +125,7 @@ static int parse(int argc, char **argv, struct compare_args *a)
 			fputs(usage_text, stdout);
 			return 1;
 		default:
-			errorf("%s", cli_getopt_problem(c, argv, msg, sizeof(msg)));
+			errorf("%s", cli_getopt_problem(c, argv, long_opts, msg, sizeof(msg)));
 			return -1;
 		}
 	}

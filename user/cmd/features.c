@@ -312,7 +312,7 @@ int cmd_features(int argc, char **argv)
 			break;
 		case 'r': cfg.force_raw_tp = true; break;
 		default:
-			errorf("%s", cli_getopt_problem(c, argv, msg, sizeof(msg)));
+			errorf("%s", cli_getopt_problem(c, argv, lo, msg, sizeof(msg)));
 			return 2;
 		}
 	}

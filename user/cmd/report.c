@@ -83,7 +83,7 @@ static int parse(int argc, char **argv, struct report_opts *o, int *verbose)
 			fputs(usage_text, stdout);
 			return 1;
 		default:
-			errorf("%s", cli_getopt_problem(c, argv, msg, sizeof(msg)));
+			errorf("%s", cli_getopt_problem(c, argv, long_opts, msg, sizeof(msg)));
 			return -1;
 		}
 	}

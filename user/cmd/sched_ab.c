@@ -212,7 +212,7 @@ static int parse_args(int argc, char **argv, struct sab *a)
 			printf("iostrata %s\n", IOSTRATA_VERSION);
 			return 1;
 		default:
-			errorf("%s", cli_getopt_problem(o, argv, msg, sizeof(msg)));
+			errorf("%s", cli_getopt_problem(o, argv, long_opts, msg, sizeof(msg)));
 			return -1;
 		}
 	}

@@ -171,7 +171,7 @@ static int parse_args(int argc, char **argv, struct serve_args *a)
 			a->bpf_refused = true;
 			break;
 		default:	/* -h, -V, ':' or '?' */
-			return trace_opt_rest(o, argv, usage);
+			return trace_opt_rest(&a->t, o, argv, usage);
 		}
 	}
 	if (optind < argc) {

@@ -95,7 +95,7 @@ static int parse_args(int argc, char **argv, struct snoop_args *a)
 			break;
 		case 'j': a->json = true; break;
 		default:	/* -h, -V, ':' or '?' */
-			return trace_opt_rest(o, argv, usage);
+			return trace_opt_rest(&a->t, o, argv, usage);
 		}
 	}
 	if (optind < argc) {

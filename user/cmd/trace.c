@@ -135,7 +135,7 @@ int trace_args_parse(int argc, char **argv, struct trace_args *a, bool record)
 		case 'T': a->text.timestamps = true; break;
 		case 'j': a->json = true; break;
 		default:	/* -h, -V, ':' or '?' */
-			return trace_opt_rest(o, argv, record ? usage_rec : usage);
+			return trace_opt_rest(&a->t, o, argv, record ? usage_rec : usage);
 		}
 	}
 	if (optind < argc && parse_seconds("interval", argv[optind++], &a->t.lim.interval_s))

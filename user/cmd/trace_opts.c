@@ -348,6 +348,7 @@ int trace_getopt(struct trace_opts *t, int argc, char **argv, const char *own,
 		opterr = 0;
 		optind = 1;
 	}
+	t->lo = lo;
 	snprintf(shortopts, sizeof(shortopts), ":" TRACE_OPTS_SHORT "%s", own);
 	while ((o = getopt_long(argc, argv, shortopts, lo, NULL)) != -1) {
 		r = trace_opt(t, o, optarg);
@@ -359,7 +360,7 @@ int trace_getopt(struct trace_opts *t, int argc, char **argv, const char *own,
 	return -1;
 }
 
-int trace_opt_rest(int o, char **argv, void (*usage)(FILE *f))
+int trace_opt_rest(const struct trace_opts *t, int o, char **argv, void (*usage)(FILE *f))
 {
 	char msg[256];
 
@@ -371,7 +372,7 @@ int trace_opt_rest(int o, char **argv, void (*usage)(FILE *f))
 		printf("iostrata %s\n", IOSTRATA_VERSION);
 		return 1;
 	}
-	errorf("%s", cli_getopt_problem(o, argv, msg, sizeof(msg)));
+	errorf("%s", cli_getopt_problem(o, argv, t->lo, msg, sizeof(msg)));
 	return -1;
 }
 

@@ -51,6 +51,7 @@ struct trace_opts {
 	int verbose;
 	const char *disk, *pid;		/* resolved by trace_opts_finish() */
 	bool started;			/* trace_getopt() began the command line */
+	const struct option *lo;	/* the command's long options, for trace_opt_rest() */
 };
 
 #define TRACE_OPTS_DEFAULT { .cfg = TRACE_CONFIG_DEFAULT, .lim = { .interval_s = 1.0 } }
@@ -76,7 +77,7 @@ int trace_getopt(struct trace_opts *t, int argc, char **argv, const char *own,
 		 const struct option *lo);
 /* The rest of a command's option switch: -h (usage(stdout)), -V, or what getopt found wrong
  * (':' or '?'). 1: exit 0 (help or version shown); -1: a usage error (said). */
-int trace_opt_rest(int o, char **argv, void (*usage)(FILE *f));
+int trace_opt_rest(const struct trace_opts *t, int o, char **argv, void (*usage)(FILE *f));
 /* After the command line: --stages against -l, the disk, pid and cgroup looked up. 0, or -1
  * with one line said. */
 int trace_opts_finish(struct trace_opts *t);

@@ -9,13 +9,47 @@
 #include "cli.h"
 #include "json.h"
 
-const char *cli_getopt_problem(int c, char **argv, char *buf, size_t len)
+/*
+ * The long options that "--name" abbreviates (name up to any '='), as " --a, --b" in buf: how
+ * many there are. getopt_long calls a prefix of two or more ambiguous, and says so only on its
+ * own stderr line, which iostrata mutes (opterr is not used: the error is one line of ours).
+ */
+static int cli_abbrev_of(const char *name, size_t n, const struct option *lo, char *buf,
+			 size_t len)
+{
+	size_t used = 0;
+	int count = 0;
+
+	buf[0] = '\0';
+	for (; lo && lo->name; lo++) {
+		if (strncmp(lo->name, name, n))
+			continue;
+		if (strlen(lo->name) == n)	/* an exact name is never ambiguous */
+			return 0;
+		if (used < len) {
+			int w = snprintf(buf + used, len - used, "%s--%s", count ? ", " : "",
+					 lo->name);
+
+			used += w > 0 ? (size_t)w : 0;
+		}
+		count++;
+	}
+	return count;
+}
+
+const char *cli_getopt_problem(int c, char **argv, const struct option *lo, char *buf,
+			       size_t len)
 {
 	const char *arg = optind > 0 ? argv[optind - 1] : "";
 	const char *eq = strchr(arg, '=');
+	size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
+	char names[160];
 
 	if (c == ':')
 		snprintf(buf, len, "option '%s' needs an argument", arg);
+	else if (!strncmp(arg, "--", 2) && !optopt && n > 2 &&
+		 cli_abbrev_of(arg + 2, n - 2, lo, names, sizeof(names)) > 1)
+		snprintf(buf, len, "ambiguous option '%.*s': %s (see --help)", (int)n, arg, names);
 	else if (!strncmp(arg, "--", 2) && eq)	/* --json=1: a known flag given a value */
 		snprintf(buf, len, optopt ? "option '%.*s' takes no value (see --help)" :
 			 "unknown option '%.*s' (see --help)", (int)(eq - arg), arg);

@@ -10,9 +10,12 @@
 
 /*
  * The one-line message for what getopt_long returned as a problem: ':' (an option missing its
- * argument; the option string must start with ':') or '?' (an unknown option).
+ * argument; the option string must start with ':') or '?' (an unknown option, or an
+ * abbreviation of several of lo's long options, which are named).
  */
-const char *cli_getopt_problem(int c, char **argv, char *buf, size_t len);
+struct option;
+const char *cli_getopt_problem(int c, char **argv, const struct option *lo, char *buf,
+			       size_t len);
 
 /*
  * s with each control character shown as '?': a name holding a newline or an escape sequence
