@@ -416,6 +416,27 @@ def test_a_full_output_says_why(json_out, no_bpf_leak):
 
 
 @pytest.mark.root
+@pytest.mark.parametrize("json_out", [False, True], ids=["text", "json"])
+def test_a_full_output_amid_records_stops_once(json_out, no_bpf_leak):
+    """stdout on /dev/full while records flow (every request is slow at --slower 0): the first
+    failed write ends snoop with one line and exit 1; no later record, interval or summary is
+    written or said again."""
+    load = subprocess.Popen([str(LOAD), "--engine", "io_uring", "--rw", "randread", "--runtime",
+                             "60s"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        with open("/dev/full", "w") as full:
+            r = subprocess.run([str(ROOT / "bin" / "iostrata"), "snoop", "--slower", "0", "-l",
+                                "uring", "--duration", "3", *(["-j"] if json_out else [])],
+                               stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        load.send_signal(signal.SIGINT)     # it removes its file
+        load.wait(timeout=30)
+    said = ['{"type":"error","message":"writing the output: No space left on device"}'
+            if json_out else "iostrata: error: writing the output: No space left on device"]
+    assert r.returncode == 1 and r.stderr.strip().splitlines() == said, r.stderr
+
+
+@pytest.mark.root
 def test_a_flush_has_no_sector_and_no_owner(fast_loopdev, no_bpf_leak):
     """dd conv=fsync onto a loop device: the kernel's flush request has no data and no
     submitter. It used to print 'pid 0, cgroup:0, sector 18446744073709551615 bytes 0', a
