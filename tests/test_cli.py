@@ -126,7 +126,9 @@ def test_partition_is_refused(tmp_path):
         subprocess.run(["addpart", dev, "1", "2048", "8192"], check=True)
         part = Path(dev).name + "p1"
         assert os.path.exists(f"/sys/class/block/{part}/partition")
-        assert_one_line_error(run("-d", part), f"'{part}' is a partition")
+        assert_one_line_error(run("-d", part),
+                              f"'{part}' is a partition: -d takes the whole disk it "
+                              f"belongs to, {Path(dev).name}")
     finally:
         subprocess.run(["losetup", "-d", dev], check=False)
 

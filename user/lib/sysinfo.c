@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -339,7 +340,16 @@ int disk_resolve(const char *name, uint32_t *dev)
 	}
 	snprintf(path, sizeof(path), "/sys/class/block/%s/partition", name);
 	if (!access(path, F_OK)) {
-		errorf("'%s' is a partition: -d takes the whole disk it belongs to", name);
+		char whole[PATH_MAX], *base;
+
+		/* a partition's sysfs directory sits in its disk's: .../block/loop2/loop2p1 */
+		snprintf(path, sizeof(path), "/sys/class/block/%s/..", name);
+		base = realpath(path, whole) ? strrchr(whole, '/') : NULL;
+		if (base && base[1])
+			errorf("'%s' is a partition: -d takes the whole disk it belongs to, %s", name,
+			       base + 1);
+		else
+			errorf("'%s' is a partition: -d takes the whole disk it belongs to", name);
 		return -1;
 	}
 	return 0;
