@@ -179,8 +179,16 @@ static void test_percentiles(void)
 	{
 		char b[32];
 
-		CHECK(!strcmp(fmt_pct(b, sizeof(b), h, 500000, false, ">="), ">=70.05s"),
-		      "shown as >=70.05s (got %s)", b);
+		CHECK(!strcmp(fmt_pct(b, sizeof(b), h, 500000, false, ">="), ">=70.0s"),
+		      "shown as >=70.0s (got %s)", b);
+		/* a lower bound is cut, not rounded: 70.09 s is at least 70.0 s, not 70.1 */
+		memset(h, 0, sizeof(*h));
+		add(h, 70090000000ULL, 90);
+		add(h, 200000000000ULL, 10);
+		CHECK(!strcmp(fmt_pct(b, sizeof(b), h, 500000, false, ">="), ">=70.0s"),
+		      "shown as >=70.0s (got %s)", b);
+		CHECK(!strcmp(fmt_pct(b, sizeof(b), h, 500000, true, ">="), ">=70090.000ms"),
+		      "shown as >=70090.000ms (got %s)", b);
 		memset(a, 0, sizeof(*a));
 		CHECK(!strcmp(fmt_pct(b, sizeof(b), a, 500000, false, ">="), "-"), "empty: -");
 	}
@@ -287,9 +295,13 @@ static void test_units(void)
 		{ 999, "999ns" }, { 1000, "1.00us" }, { 9994, "9.99us" }, { 999499, "999us" },
 		{ 999500, "1.00ms" }, { 999700, "1.00ms" }, { 1000000, "1.00ms" },
 		{ 999499999, "999ms" }, { 999700000, "1.00s" },
+		/* digits chosen on the rounded value: 3, never 4 (9999 was "10.00us") */
+		{ 9996, "10.0us" }, { 9999, "10.0us" }, { 99949, "99.9us" }, { 99950, "100us" },
+		{ 9999999, "10.0ms" }, { 99999999, "100ms" }, { 9994999999ULL, "9.99s" },
+		{ 9995000001ULL, "10.0s" }, { 1234500000000ULL, "1234s" }, { 1, "1ns" }, { 0, "0ns" },
 	};
 	static const struct { double ns; const char *s; } w[] = {
-		{ 999.4, "999ns" }, { 999.7, "999.7ns" }, { 999.97, "1.000us" },
+		{ 999.4, "999ns" }, { 999.7, "1.000us" }, { 999.97, "1.000us" }, { 9999.6, "10.00us" },
 		{ 999960.0, "1.000ms" }, { 12345.0, "12.35us" },
 	};
 	char b[32];

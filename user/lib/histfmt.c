@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "histfmt.h"
 
@@ -124,6 +125,8 @@ bool hist_percentile(const struct hist *h, uint32_t p_ppm, uint64_t *out_ns)
 	return hist_pct(h, p_ppm, out_ns) == HIST_P_VALUE;
 }
 
+static char *fmt_ns_as(char *buf, size_t len, uint64_t ns, bool in_ms, bool down);
+
 char *fmt_pct(char *buf, size_t len, const struct hist *h, uint32_t p_ppm, bool in_ms,
 	      const char *ge)
 {
@@ -134,7 +137,8 @@ char *fmt_pct(char *buf, size_t len, const struct hist *h, uint32_t p_ppm, bool 
 	case HIST_P_VALUE:
 		return fmt_ns(buf, len, v, in_ms);
 	case HIST_P_ABOVE:
-		snprintf(buf, len, "%s%s", ge, fmt_ns(n, sizeof(n), v, in_ms));
+		/* at least v: shown cut, never rounded up past it */
+		snprintf(buf, len, "%s%s", ge, fmt_ns_as(n, sizeof(n), v, in_ms, true));
 		return buf;
 	default:
 		snprintf(buf, len, "-");
@@ -183,36 +187,65 @@ size_t hist_fold(const struct hist *h, struct hist_row *rows, size_t max_rows)
 	return n;
 }
 
+/* v with d decimals, rounded, or (down) cut: what a lower bound ">=" may show */
+static void fmt_dec(char *num, size_t len, double v, int d, bool down)
+{
+	double p = 1;
+	int k;
+
+	if (down) {
+		for (k = 0; k < d; k++)
+			p *= 10;
+		if (v * p < 1e18)	/* beyond, a double has no decimals left to cut */
+			v = (double)(uint64_t)(v * p) / p;
+	}
+	snprintf(num, len, "%.*f", d, v);
+}
+
+/*
+ * ns in the smallest of ns, us, ms, s under which it stays below 1000 once rounded, to sig
+ * significant digits (whole ns below 1 us). The decimals are chosen on the value as it prints,
+ * not as it is: 9999 ns rounds to "10.0us" (3 digits), never "10.00us", and 999.7 ns is
+ * "1.000us", never "1000ns". down: never above ns (a lower bound).
+ */
+static char *fmt_sig(char *buf, size_t len, double ns, int sig, bool down)
+{
+	static const char *const unit[] = { "ns", "us", "ms", "s" };
+	double v = ns, lim;
+	char num[48];
+	int u, d, k;
+
+	for (u = 0;; u++, v /= 1000) {
+		for (d = u ? sig - 1 : 0; d >= 0; d--) {
+			fmt_dec(num, sizeof(num), v, d, down);
+			for (lim = 1, k = d ? sig - d : 3; k > 0; k--)	/* d decimals: below 10^(sig-d) */
+				lim *= 10;
+			if (strtod(num, NULL) < lim || (u == 3 && !d)) {
+				snprintf(buf, len, "%s%s", num, unit[u]);
+				return buf;
+			}
+		}
+	}
+}
+
+static char *fmt_ns_as(char *buf, size_t len, uint64_t ns, bool in_ms, bool down)
+{
+	char num[48];
+
+	if (in_ms) {
+		fmt_dec(num, sizeof(num), (double)ns / 1e6, 3, down);
+		snprintf(buf, len, "%sms", num);
+		return buf;
+	}
+	return fmt_sig(buf, len, (double)ns, 3, down);
+}
+
 char *fmt_ns(char *buf, size_t len, uint64_t ns, bool in_ms)
 {
-	double v = (double)ns;
-
-	if (in_ms)
-		snprintf(buf, len, "%.3fms", v / 1e6);
-	else if (ns < 1000)
-		snprintf(buf, len, "%lluns", (unsigned long long)ns);
-	else if (ns < 999500)	/* what would round to "1000us" is "1.00ms" */
-		snprintf(buf, len, "%.*fus", v < 1e4 ? 2 : v < 1e5 ? 1 : 0, v / 1e3);
-	else if (ns < 999500000)
-		snprintf(buf, len, "%.*fms", v < 1e7 ? 2 : v < 1e8 ? 1 : 0, v / 1e6);
-	else
-		snprintf(buf, len, "%.2fs", v / 1e9);
-	return buf;
+	return fmt_ns_as(buf, len, ns, in_ms, false);
 }
 
 char *fmt_ns4(char *buf, size_t len, double ns)
 {
-	static const char *const unit[] = { "ns", "us", "ms", "s" };
-	int u = 0;
-
-	if (ns < 999.5) {	/* what would round to "1000ns" is "1.000us" */
-		snprintf(buf, len, "%.0fns", ns);
-		return buf;
-	}
-	while (u < 3 && ns >= 999.95) {
-		ns /= 1000;
-		u++;
-	}
-	snprintf(buf, len, "%.*f%s", ns < 9.9995 ? 3 : ns < 99.995 ? 2 : 1, ns, unit[u]);
-	return buf;
+	return fmt_sig(buf, len, ns, 4, false);
 }
