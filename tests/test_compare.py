@@ -220,6 +220,19 @@ def test_tail_needs_samples_above_it(tmp_path):
     assert cell(doc, "block", "device", "p50")["verdict"] == "no change"
 
 
+def test_exactly_enough_samples_above_a_tail_are_enough(tmp_path):
+    """100 samples have exactly 10 above p90, as many as the rule needs; in doubles
+    100 * (1 - 0.9) is 9.999999999999998, and p90 was refused for '9 samples above p90'."""
+    a = lognormal_rec(tmp_path / "a.ndjson", 10, 1.0, seed=1, per=10)
+    b = lognormal_rec(tmp_path / "b.ndjson", 10, 1.0, seed=2, per=10)
+    doc = compare_json(a, b)
+    p90 = cell(doc, "block", "device", "p90")
+    assert "above p90" not in p90.get("reason", ""), p90
+    p99 = cell(doc, "block", "device", "p99")
+    assert p99["verdict"] == "not enough data" and "has 1 samples above p99 (10 needed)" in \
+        p99["reason"], p99
+
+
 def test_sets_rows_and_seeds(tmp_path):
     """Directories are sets; rows on one side only are listed, not compared; the same seed
     gives the same document."""
