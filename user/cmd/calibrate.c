@@ -321,7 +321,7 @@ static void check(struct cal *c, const char *name, bool count, double expected, 
 		c->detail[0] = '\0';
 		return;
 	}
-	printf("%-44s %10s %10s  %-14s %s%s%s%s%s\n", name, es, os, tol, res, why ? ": " : "",
+	printf("%-44s %10s %10s  %-21s %s%s%s%s%s\n", name, es, os, tol, res, why ? ": " : "",
 	       why ? why : "", c->detail[0] && strcmp(res, "PASS") ? " - " : "",
 	       c->detail[0] && strcmp(res, "PASS") ? c->detail : "");
 	c->detail[0] = '\0';
@@ -359,10 +359,10 @@ static void check_lat(struct cal *c, const char *name, double expected, double o
 	char tol[40], t[24];
 
 	if (ns > 0)
-		snprintf(tol, sizeof(tol), "-%.0f..+%.0f%% +%s", below * 100, above * 100,
+		snprintf(tol, sizeof(tol), "-%g..+%g%% +%s", below * 100, above * 100,
 			 fmt(t, sizeof(t), ns));
 	else
-		snprintf(tol, sizeof(tol), "-%.0f..+%.0f%%", below * 100, above * 100);
+		snprintf(tol, sizeof(tol), "-%g..+%g%%", below * 100, above * 100);
 	check(c, name, false, expected, observed, expected * (1 - below) - ns,
 	      expected * (1 + above) + ns, tol, u);
 }
@@ -819,7 +819,7 @@ int cmd_calibrate(int argc, char **argv)
 		printf("iostrata calibrate: %s, files in %s (%s%s)\n\n", c.load, c.dir,
 		       c.on_block == BLOCK_YES ? "on disk " : "not a blk-mq disk's filesystem",
 		       c.on_block == BLOCK_YES ? disk : "");
-		printf("%-44s %10s %10s  %-14s %s\n", "CHECK", "EXPECTED", "OBSERVED", "TOLERANCE",
+		printf("%-44s %10s %10s  %-21s %s\n", "CHECK", "EXPECTED", "OBSERVED", "TOLERANCE",
 		       "RESULT");
 	}
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]) && !session_stopping(); i++)
