@@ -131,6 +131,28 @@ def test_known_shifts_are_found(tmp_path):
     assert re.search(r"device\s+all\s+p50\s+12000\s+12000\s.*slower", out), out
 
 
+def test_json_numbers_keep_their_digits(tmp_path):
+    """-j wrote every number to 6 significant digits (%.6g): a quantile of 280071.5 ns as
+    280072, a ratio's last digits lost. Each ratio now reads back as b_ns / a_ns exactly."""
+    a = lognormal_rec(tmp_path / "a.ndjson", 30, 1.0, seed=1)
+    b = lognormal_rec(tmp_path / "b.ndjson", 30, 1.2, seed=2)
+    cells = compare_json(a, b)["rows"][0]["quantiles"]
+    assert any(c["a_ns"] >= 100000 and c["a_ns"] != round(c["a_ns"]) for c in cells), cells
+    for c in cells:
+        assert c["ratio"] == c["b_ns"] / c["a_ns"], c
+
+
+def test_a_tiny_ratio_keeps_its_digits(tmp_path):
+    """B 5000 times faster: the ratio and its interval were printed 0.000 and 0.000..0.000
+    beside "faster"; below 0.1 they keep 3 significant digits."""
+    a = lognormal_rec(tmp_path / "a.ndjson", 30, 1.0, seed=1)
+    b = lognormal_rec(tmp_path / "b.ndjson", 30, 0.0002, seed=2)
+    out = compare(a, b).stdout
+    row = next(line for line in out.splitlines() if re.search(r"\bp50\b", line))
+    assert "faster" in row and re.search(r"\s0\.000[12]\d*\s+0\.000[12]\d*\.\.0\.000[12]", row), out
+    assert " 0.000 " not in row and "0.000..0.000" not in row, row
+
+
 def test_threshold_raises_the_bar(tmp_path):
     a = lognormal_rec(tmp_path / "a.ndjson", 30, 1.0, seed=1)
     b = lognormal_rec(tmp_path / "b.ndjson", 30, 1.10, seed=3)

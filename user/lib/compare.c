@@ -1033,6 +1033,12 @@ out:
 
 /* ---- results ---- */
 
+const char *cmp_ratio_str(char *buf, size_t len, double v)
+{
+	snprintf(buf, len, v == 0 || fabs(v) >= 0.1 ? "%.3f" : "%.3g", v);
+	return buf;
+}
+
 const char *cmp_verdict_name(enum cmp_verdict v)
 {
 	switch (v) {

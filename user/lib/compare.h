@@ -61,6 +61,11 @@ uint32_t cmp_set_files(const struct cmp_set *s);
 void cmp_set_free(struct cmp_set *s);
 
 enum cmp_verdict { CMP_NOT_ENOUGH, CMP_SAME, CMP_FASTER, CMP_SLOWER };
+/*
+ * A ratio of B/A for people: 3 decimals, or 3 significant digits below 0.1 (a ratio of 0.0004
+ * was printed 0.000, and its interval 0.000..0.000 beside a "faster"). Returns buf.
+ */
+const char *cmp_ratio_str(char *buf, size_t len, double v);
 const char *cmp_verdict_name(enum cmp_verdict v);	/* "not enough data", "no change", ... */
 
 /* One side of a row. */

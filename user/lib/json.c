@@ -138,14 +138,33 @@ void jw_i64(struct jw *w, const char *key, int64_t val)
 	putf(w, "%lld", (long long)val);
 }
 
+/*
+ * The fewest digits that read back as val: "0.0625", "280071.5", never a 6-digit cut (a CI
+ * bound of 0.93749996 was written 0.9375, on the band's edge, beside a verdict off it).
+ */
+static const char *f64_shortest(char *buf, size_t len, double val)
+{
+	int p;
+
+	for (p = 6; p < 17; p++) {
+		snprintf(buf, len, "%.*g", p, val);
+		if (strtod(buf, NULL) == val)
+			return buf;
+	}
+	snprintf(buf, len, "%.17g", val);
+	return buf;
+}
+
 void jw_f64(struct jw *w, const char *key, double val)
 {
+	char buf[32];
+
 	if (!isfinite(val)) {
 		jw_null(w, key);
 		return;
 	}
 	member(w, key);
-	putf(w, "%.6g", val);
+	putf(w, "%s", f64_shortest(buf, sizeof(buf), val));
 }
 
 void jw_bool(struct jw *w, const char *key, bool val)

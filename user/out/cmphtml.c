@@ -79,10 +79,13 @@ static const char *ns_text(char *buf, size_t len, double ns)
 /* A cell's interval of B/A: lo, sep, hi; events lost can leave it no upper bound (why). */
 static void ci_html(struct sbuf *b, const struct cmp_cell *c, const char *sep, const char *why)
 {
+	char lo[32], hi[32];
+
+	cmp_ratio_str(lo, sizeof(lo), c->lo);
 	if (isinf(c->hi))
-		sbuf_printf(b, "%.3f%s&#8734;%s", c->lo, sep, why);	/* numeric: the SVG is XML */
+		sbuf_printf(b, "%s%s&#8734;%s", lo, sep, why);	/* numeric: the SVG is XML */
 	else
-		sbuf_printf(b, "%.3f%s%.3f", c->lo, sep, c->hi);
+		sbuf_printf(b, "%s%s%s", lo, sep, cmp_ratio_str(hi, sizeof(hi), c->hi));
 }
 
 static void row_name(struct sbuf *b, const struct cmp_row *row)
@@ -150,6 +153,7 @@ static void changes_table(const struct cmp_result *r, struct sbuf *s)
 
 		for (k = 0; k < CMP_NQ; k++) {
 			const struct cmp_cell *c = &row->c[k];
+			char rt[32];
 
 			if (c->v != CMP_SLOWER && c->v != CMP_FASTER)
 				continue;
@@ -159,9 +163,10 @@ static void changes_table(const struct cmp_result *r, struct sbuf *s)
 			esc(s, row->stage);
 			sbuf_puts(s, "</td><td class=\"l\">");
 			esc(s, row->labels);
-			sbuf_printf(s, "</td><td>%s</td><td>%s</td><td>%s</td><td>%.3f</td><td>",
+			sbuf_printf(s, "</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>",
 				    cmp_q_name[k], ns_text(x, sizeof(x), row->a.q[k]),
-				    ns_text(y, sizeof(y), row->b.q[k]), c->ratio);
+				    ns_text(y, sizeof(y), row->b.q[k]),
+				    cmp_ratio_str(rt, sizeof(rt), c->ratio));
 			ci_html(s, c, "&ndash;", " (events lost: no upper bound)");
 			sbuf_printf(s, "</td><td class=\"l %s\">%s</td></tr>",
 				    cmp_verdict_name(c->v), cmp_verdict_name(c->v));
@@ -175,7 +180,7 @@ static void heat_cell(const struct cmp_row *row, int k, double x, double y, doub
 {
 	const struct cmp_cell *c = &row->c[k];
 	bool called = c->v == CMP_SLOWER || c->v == CMP_FASTER;
-	char va[32], vb[32];
+	char va[32], vb[32], rs[32];
 	unsigned int rgb;
 	double t;
 
@@ -188,7 +193,7 @@ static void heat_cell(const struct cmp_row *row, int k, double x, double y, doub
 	sbuf_printf(s, ", %s: A %s, B %s", cmp_q_name[k], ns_text(va, sizeof(va), row->a.q[k]),
 		    ns_text(vb, sizeof(vb), row->b.q[k]));
 	if (isfinite(c->ratio))
-		sbuf_printf(s, ", B/A %.3f", c->ratio);
+		sbuf_printf(s, ", B/A %s", cmp_ratio_str(rs, sizeof(rs), c->ratio));
 	if (!isnan(c->lo)) {
 		sbuf_puts(s, " (");
 		ci_html(s, c, " to ", ": events lost, no upper bound");
@@ -217,8 +222,8 @@ static void heat_cell(const struct cmp_row *row, int k, double x, double y, doub
 			    "fill=\"none\" stroke=\"currentColor\" stroke-width=\"2\"/>",
 			    x + 1, y + 1, w - 2, h - 2);
 	sbuf_printf(s, "<text class=\"in%s\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">"
-		    "%.3f%s</text></g>", called && fabs(t - 0.5) > 0.3 ? " dark" : "",
-		    x + w / 2, y + h / 2 + 4, c->ratio,
+		    "%s%s</text></g>", called && fabs(t - 0.5) > 0.3 ? " dark" : "",
+		    x + w / 2, y + h / 2 + 4, cmp_ratio_str(rs, sizeof(rs), c->ratio),
 		    c->v == CMP_SLOWER ? " \xe2\x96\xb2" : c->v == CMP_FASTER ? " \xe2\x96\xbc" : "");
 }
 

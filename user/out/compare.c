@@ -17,18 +17,21 @@ static const char *q_value(char *buf, size_t len, double ns)
 
 static void ci_text(char *buf, size_t len, const struct cmp_cell *c)
 {
+	char lo[32], hi[32];
+
 	if (isnan(c->lo))
 		snprintf(buf, len, "-");
 	else if (isinf(c->hi))	/* the events lost leave it no upper bound */
-		snprintf(buf, len, "%.3f..inf", c->lo);
+		snprintf(buf, len, "%s..inf", cmp_ratio_str(lo, sizeof(lo), c->lo));
 	else
-		snprintf(buf, len, "%.3f..%.3f", c->lo, c->hi);
+		snprintf(buf, len, "%s..%s", cmp_ratio_str(lo, sizeof(lo), c->lo),
+			 cmp_ratio_str(hi, sizeof(hi), c->hi));
 }
 
 static void ratio_text(char *buf, size_t len, double v)
 {
 	if (isfinite(v))
-		snprintf(buf, len, "%.3f", v);
+		cmp_ratio_str(buf, len, v);
 	else
 		snprintf(buf, len, "-");
 }
