@@ -732,6 +732,26 @@ def test_waterfalls_rank_processes_by_their_requests_with_paths_merged(tmp_path)
     assert wf_rows(html, heads[1]) == {"submit_cqe": 450, "total": 450}
 
 
+def test_waterfalls_mark_io_uring_s_reap_bounds(tmp_path):
+    """io_uring's reap is read at the ring's next event, so its cqe_reap and its total are
+    upper bounds, and both say so (total was shown as a plain figure); aio's total is not."""
+    def aio(stage, n):
+        h = uring_hist(stage, 5, n)
+        h["layer"] = "aio"
+        return h
+    ivs = [[uring_hist(st, 4, 20) for st in ("submit_cqe", "cqe_reap", "total")] +
+           [aio(st, 20) for st in ("submit_complete", "complete_reap", "total")]]
+    rec = write_rec(tmp_path / "r.ndjson", ivs)
+    report(rec, "-o", tmp_path / "r.html", check=True)
+    html = (tmp_path / "r.html").read_text()
+    sec = html.split('id="waterfalls"', 1)[1].split("</section>", 1)[0]
+    marked = {}
+    for head in waterfall_heads(html):
+        box = sec.split(f"<h3>{head}</h3>", 1)[1].split('<div class="wfbox">', 1)[0]
+        marked[head.split()[0]] = re.findall(r'(\w+) \(upper bound\)</td>', box)
+    assert marked == {"uring": ["cqe_reap", "total"], "aio": []}, marked
+
+
 def limit_memory(nbytes):
     import resource
     return lambda: resource.setrlimit(resource.RLIMIT_AS, (nbytes, nbytes))

@@ -414,6 +414,8 @@ static void waterfall(const struct wf_group *g, const struct hist *st, struct sb
 		   "<th>unmeasured</th></tr></thead><tbody>");
 	for (k = 0; k < 9; k++) {
 		const struct hist *h = &st[k];
+		/* io_uring's reap is read at the ring's next event: cqe_reap and its total */
+		bool upper = k == 4 || (k == 8 && !strcmp(g->key->layer, "uring"));
 		char swatch[160] = "";
 		int j;
 
@@ -429,7 +431,7 @@ static void waterfall(const struct wf_group *g, const struct hist *st, struct sb
 		fmt_ns(v3, sizeof(v3), mean(h), false);
 		sbuf_printf(b, "<tr><td class=\"l\">%s%s%s</td><td>%" PRIu64 "</td><td>%s</td>"
 			  "<td>%s</td><td>%s</td><td>%.1f%%</td><td%s>%" PRIu64 "</td></tr>",
-			  swatch, wf_name(k), k == 4 ? " (upper bound)" : "", (uint64_t)h->count,
+			  swatch, wf_name(k), upper ? " (upper bound)" : "", (uint64_t)h->count,
 			  h->count ? v1 : "-", h->count ? v2 : "-", h->count ? v3 : "-",
 			  whole ? 100.0 * (double)mean(h) / (double)whole : 0.0,
 			  h->unmeasured ? " class=\"bad\"" : "", (uint64_t)h->unmeasured);
@@ -510,7 +512,7 @@ static void waterfalls(const struct report *r, struct sbuf *b)
 		   "of each stage a request lives through, in order, and its share of the mean "
 		   "whole (submit to reap). submit_bio, wait, device and device_cqe are measured "
 		   "for O_DIRECT requests linked to their bios only, so their shares come from "
-		   "those; cqe_reap is an upper bound.</p>\n");
+		   "those; io_uring's cqe_reap and total are upper bounds.</p>\n");
 	for (i = 0; i < n; i++) {
 		int l = !strcmp(g[i].key->layer, "aio");
 

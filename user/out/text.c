@@ -173,7 +173,9 @@ static void print_waterfall_group(const struct interval *iv, size_t first, FILE 
 		bar[w > 20 ? 20 : w] = '\0';
 		fprintf(f, "  %-15s %9" PRIu64 " %8s %8s %8s %5.1f%% %s%s\n", wf_order[k],
 			(uint64_t)h->count, p50, p99, mean, whole ? 100.0 * (double)m / (double)whole :
-			0.0, k < 6 ? bar : "", k == 4 ? " (upper bound)" : "");
+			0.0, k < 6 ? bar : "",
+			/* io_uring's reap is read at the ring's next event: cqe_reap and its total */
+			k == 4 || (k == 8 && !strcmp(g->layer, "uring")) ? " (upper bound)" : "");
 	}
 }
 
