@@ -226,6 +226,14 @@ def test_unknown_quantiles_are_never_judged(tmp_path):
     assert p99["verdict"] == "not enough data" and "0 ns" in p99["reason"], p99
     assert p99["ratio"] is None and p99["ci_lo"] is None, p99
     assert doc["gates"][0]["judged"] is False, doc["gates"]
+    # 0 ns in many resamples only (18 of A's 20 intervals all 0 ns): said as such, not as a
+    # row missing from them (it is in every one)
+    mixed = write_rec(tmp_path / "zm.ndjson", [[hist("block", "device", [0] * 200)]] * 18 +
+                      [[hist("block", "device", [1000] * 200)]] * 2)
+    p50 = cell(compare_json(mixed, write_rec(tmp_path / "zk.ndjson", [[hist(
+        "block", "device", [1000] * 200)]] * 20)), "block", "device", "p50")
+    assert p50["verdict"] == "not enough data" and re.fullmatch(
+        r"one side's quantile is 0 ns in \d+ of \d+ resamples", p50["reason"]), p50
     # 0 ns on both sides is a ratio of 1: no change
     doc = compare_json(a, write_rec(tmp_path / "zc.ndjson",
                                     [[hist("block", "device", [0] * 200)]] * 20))

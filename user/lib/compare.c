@@ -962,13 +962,21 @@ static int family_decide(struct family *f, const struct cmp_opts *o, double *wid
 	if (!v || !mid || !down || !up || !dist || !in)
 		goto out;
 	for (i = 0; i < f->n; i++) {
+		int zero = 0;
+
 		for (r = 0, kept = 0; r < R; r++)
 			if (isfinite(rep(f, i, r)))	/* NAN: row not drawn; inf: a 0 quantile */
 				v[kept++] = rep(f, i, r);
+			else
+				zero += !isnan(rep(f, i, r));
 		/* a row missing from many resamples: its interval would answer another question */
 		if (kept < R * (1 - o->alpha / 4)) {
-			snprintf(f->cell[i]->why, sizeof(f->cell[i]->why),
-				 "the row is missing from %d of %d resamples", R - kept, R);
+			if (zero)	/* not missing: B/A is 0 or infinite where one side is 0 */
+				snprintf(f->cell[i]->why, sizeof(f->cell[i]->why),
+					 "one side's quantile is 0 ns in %d of %d resamples", zero, R);
+			else
+				snprintf(f->cell[i]->why, sizeof(f->cell[i]->why),
+					 "the row is missing from %d of %d resamples", R - kept, R);
 			continue;
 		}
 		mid[i] = quantile_select(v, (size_t)kept, 0.5);
