@@ -604,6 +604,12 @@ static int parse_args(int argc, char **argv)
 		case O_SQPOLL_CPU:
 			if (parse_num("--sqpoll-cpu", optarg, 0, 4095, &v))
 				return -1;
+			/* the kernel's EINVAL would not say which value it refused */
+			if ((long)v >= sysconf(_SC_NPROCESSORS_CONF)) {
+				lerr("bad --sqpoll-cpu '%s': CPUs are 0 to %ld here", optarg,
+				     sysconf(_SC_NPROCESSORS_CONF) - 1);
+				return -1;
+			}
 			lo.sqpoll_cpu = (int)v;
 			eng_uring_opts = true;
 			break;
