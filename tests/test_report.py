@@ -415,6 +415,14 @@ def test_bad_input_is_one_line_error(tmp_path, make, needles):
     assert sorted(os.listdir(tmp_path)) == ["bad.ndjson"], "a partial report"
 
 
+def test_a_proc_file_is_read_not_called_empty(tmp_path):
+    """/proc files report a size of 0 and have content: /proc/version was refused as 'empty
+    file'. It is read, and refused for what it is."""
+    r = report("/proc/version", "-o", tmp_path / "r.html")
+    assert_one_line_error(r, "/proc/version: not an iostrata recording (line 1: not JSON)")
+    assert not (tmp_path / "r.html").exists()
+
+
 def test_torn_histograms_are_mended_with_a_warning(tmp_path):
     """A histogram whose count, min, max or sum disagrees with its buckets (a write torn by the
     loader's read, which builds before this one wrote as it was) is taken from its buckets, with

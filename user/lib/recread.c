@@ -93,7 +93,8 @@ struct recread *recread_open(const char *path)
 		close(fd);
 		return NULL;
 	}
-	if (S_ISREG(st.st_mode) && st.st_size == 0) {
+	/* a /proc or /sys file says 0 bytes and has some: read one to be sure */
+	if (S_ISREG(st.st_mode) && st.st_size == 0 && pread(fd, &(char){ 0 }, 1, 0) == 0) {
 		errorf("%s: empty file, not a recording", path);
 		close(fd);
 		return NULL;
