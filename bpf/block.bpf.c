@@ -53,6 +53,13 @@ const volatile __u32 split_arg;
  */
 const volatile __u32 lose_every;
 __u64 lose_tick, lost_completions;
+/* per CPU: 1 from a flush request's completion missed on purpose to the next one held */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} lose_flush SEC(".maps");
 /* Requests held that were requeued (shown by -v at the stop): rare, so one shared counter. */
 __u64 requeues;
 

@@ -48,6 +48,18 @@ static __always_inline __u32 H(disk_dev)(struct gendisk *disk)
 	return ((__u32)KR(disk, major) << 20) | (__u32)KR(disk, first_minor);
 }
 
+/*
+ * A bio's entry has dev 0, except an fsync's empty write's (REQ_OP_WRITE with PREFLUSH and no
+ * data, the only empty write the block layer queues): its disk, so that the entry, if its end is
+ * never seen, counts as complete_unseen (bio_leftover), at the stop too (the sweep of requests).
+ */
+static __always_inline __u32 H(bio_put_dev)(struct bio *bio, struct gendisk *disk)
+{
+	if ((KR(bio, bi_opf) & 0xff) != 1 /* REQ_OP_WRITE */ || KR(bio, bi_iter.bi_size))
+		return 0;
+	return H(disk_dev)(disk);
+}
+
 static __always_inline int H(on_bio_queue)(struct bio *bio)
 {
 	struct gendisk *disk = H(bio_disk)(bio);
@@ -99,7 +111,7 @@ static __always_inline int H(on_bio_queue)(struct bio *bio)
 				req_note_comm(w.tgid);
 		}
 	}
-	inflight_put(PTR_U64(bio), now, link, &w, 0, true);
+	inflight_put(PTR_U64(bio), now, link, &w, H(bio_put_dev)(bio, disk), true);
 	return 0;
 }
 
@@ -267,14 +279,34 @@ static __always_inline void H(snoop_block)(struct request *rq, const struct who 
 	snoop_submit(r);
 }
 
-/* --lose-completions: is this final completion of a request the programs hold to be missed? */
+/*
+ * --lose-completions: is this final completion of a request the programs hold to be missed? A
+ * flush request's takes with it the ends of the fsyncs' empty writes it ran for, which the kernel
+ * ends in the same call (flush_end_io), as a completion the host runs no program for does: the
+ * CPU notes it (lose_flush) until the next completion of a request held.
+ */
 static __always_inline bool H(lose)(struct request *rq)
 {
 	struct inflight *e = rq_find(RQ_AT(rq), PTR_U64(rq));
+	__u32 zero = 0;
+	__u64 *flush = bpf_map_lookup_elem(&lose_flush, &zero);
+	struct bio *bio;
 
-	if (!e || !e->ts || __sync_fetch_and_add(&lose_tick, 1) % lose_every != lose_every - 1)
+	if (!flush)
+		return false;
+	if (!e || !e->ts) {
+		bio = KR(rq, bio);
+		if (!*flush || !bio || KR(bio, bi_io_vec))
+			return false;
+		__sync_fetch_and_add(&lost_completions, 1);
+		return true;
+	}
+	*flush = 0;
+	if (__sync_fetch_and_add(&lose_tick, 1) % lose_every != lose_every - 1)
 		return false;
 	__sync_fetch_and_add(&lost_completions, 1);
+	if ((KR(rq, cmd_flags) & 0xff) == 2 /* REQ_OP_FLUSH */)
+		*flush = 1;
 	return true;
 }
 

@@ -72,9 +72,22 @@ static __always_inline bool rq_requeued(struct inflight *e, __u64 ts, __u64 queu
 }
 
 /*
- * Record ts for ptr: a bio's (is_bio, with its link in `queued`'s place) or a request's (with
- * its disk, dev). An existing entry for the same pointer is a leftover: a bio never consumed
- * (counted), overwritten; or a request issued again (rq_requeued). Returns 0 on success.
+ * A bio's entry left behind: inflight_reused, unless it was an fsync's empty write (its entry
+ * has a dev: bio_put_dev). That request is never issued (a flush request runs for it) and ends
+ * in the flush's completion, in the same call: a completion the host runs no program for
+ * (docs/trust.md, "complete_unseen") takes both, and the kernel counts both. The flush's is
+ * found at its tag; the write's only here, by its bio's entry.
+ */
+static __always_inline void bio_leftover(const struct inflight *e)
+{
+	drop(e->dev ? DROP_COMPLETE_UNSEEN : DROP_INFLIGHT_REUSED);
+}
+
+/*
+ * Record ts for ptr: a bio's (is_bio, with its link in `queued`'s place, dev 0 or bio_put_dev's)
+ * or a request's (with its disk, dev). An existing entry for the same pointer is a leftover: a
+ * bio never consumed (counted), overwritten; or a request issued again (rq_requeued). Returns 0
+ * on success.
  */
 static __always_inline int inflight_put(__u64 ptr, __u64 ts, __u64 queued, const struct who *w,
 					__u32 dev, bool is_bio)
@@ -86,7 +99,7 @@ static __always_inline int inflight_put(__u64 ptr, __u64 ts, __u64 queued, const
 	if (!e)
 		return -1;
 	if (existed && is_bio)
-		drop(DROP_INFLIGHT_REUSED);
+		bio_leftover(e);
 	else if (existed && rq_requeued(e, ts, queued))
 		return 0;
 	entry_fill(e, ts, queued, w, dev);
@@ -130,8 +143,8 @@ static __always_inline void inflight_forget(__u64 ptr)
 
 	if (!e)
 		return;
+	bio_leftover(e);
 	inflight_tab_free(e, ptr, 0);
-	drop(DROP_INFLIGHT_REUSED);
 }
 
 /*

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, Tracer, queue_set, records, stat_requests, unseen, without_unseen
+from test_exact import quiet
 
 pytestmark = pytest.mark.root
 
@@ -167,3 +168,48 @@ def test_snoop_says_how_many_block_requests_it_cannot_show(one_request_per_read,
                                       else 0)
     assert missed > 0
     assert re.findall(r"^# (\d+) block requests not shown", out, re.M) == [str(missed)], out
+
+
+def test_an_fsyncs_write_ended_unseen_with_its_flush_is_counted(loopdev, no_bpf_leak):
+    """An fsync of the device is an empty write that is never issued: a flush request runs for
+    it, and the kernel ends the write in the flush's completion, in the same call, counting both
+    in /sys/block stat. A completion the host runs no program for takes both. The flush was
+    counted as complete_unseen when its tag came back; the write's end was in no count (its bio's
+    entry was overwritten later, as drops.inflight_reused): in 3 fsync runs of 6 s on this host
+    the kernel counted 2, 1 and 3 requests more than iostrata and complete_unseen, each time
+    inflight_reused. --lose-completions misses the empty writes' ends with their flush's, as the
+    host does. Per op, count + unmeasured, plus complete_unseen, are the kernel's counts."""
+    disk = Path(loopdev).name
+
+    def run():
+        tracer = Tracer(["-d", disk, "-D", "-F", "-j", "-l", "block", "--lose-completions",
+                         "3"])
+        before = stat_requests(disk)
+        subprocess.run([str(LOAD), "--engine", "psync", "--device", loopdev, "--force",
+                        "--rw", "randwrite", "--fsync-every", "1", "--ios", "300"],
+                       capture_output=True, check=True)
+        quiet(disk)
+        after = stat_requests(disk)
+        recs = records(tracer.stop())
+        missed = [int(m) for m in MISSED.findall(tracer.stderr)]
+        assert len(missed) == 1, tracer.stderr
+        return tracer, (recs, missed[0], before, after)
+    # a run the host lost completions in on its own is run again; fewer unseen than missed is
+    # the defect, asserted below
+    _, (recs, missed, before, after) = without_unseen(
+        run, count=lambda r: max(unseen(r[0]) - r[1], 0))
+    kernel = {op: after[op] - before[op] for op in before if after[op] != before[op]}
+    ours, held = {}, 0
+    for h in (h for r in recs for h in r["hists"] if h["layer"] == "block" and
+              h["stage"] == "device"):
+        ours[h["labels"]["op"]] = ours.get(h["labels"]["op"], 0) + h["count"] + h["unmeasured"]
+        held += h["count"]      # issued: the empty writes are not (device unmeasured)
+    drops = {k: sum(r["drops"].get(k, 0) for r in recs) for k in ("complete_unseen",
+                                                                   "inflight_reused")}
+    print(f"kernel {kernel}; iostrata {ours}; missed {missed}; drops {drops}")
+    assert kernel.get("flush", 0) >= 300 and kernel.get("write", 0) >= 600, kernel
+    # every 3rd completion of a request held (a data write, a flush) missed, half as many as
+    # those seen, and with each flush missed the fsync's write it ran for (about 100)
+    assert missed >= held // 2 + 50, (missed, held, ours)
+    assert drops["complete_unseen"] == missed and drops["inflight_reused"] == 0, drops
+    assert sum(ours.values()) + missed == sum(kernel.values()), (ours, missed, kernel)

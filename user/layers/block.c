@@ -218,7 +218,8 @@ static int check(const struct layer_inst *l)
 
 /*
  * At stop, the requests still in the in-flight table or a tag's slot were issued and their
- * completion not seen. On a disk the kernel now has nothing in flight on, each was completed by the kernel
+ * completion not seen (and an fsync's empty write still there, never issued, ended unseen with
+ * its flush: bio_leftover in bpf/inflight.bpf.h). On a disk the kernel now has nothing in flight on, each was completed by the kernel
  * without a program running (docs/trust.md, "complete_unseen"): counted there, so that the
  * requests per op plus complete_unseen equal /sys/block/DEV/stat's. On a busy disk they may
  * still be on the device: they end after tracing did, outside the window, and are not counted.
@@ -239,7 +240,8 @@ static int unseen_one(uint32_t idx, const void *v, void *arg)
 	int i;
 
 	(void)idx;
-	if (!e->key || !e->ts || !e->dev)	/* free, being claimed, or a bio */
+	/* free, being claimed, or a bio (but an fsync's empty write's, which has its disk) */
+	if (!e->key || !e->ts || !e->dev)
 		return 0;
 	for (i = 0; i < s->ndev && s->dev[i] != e->dev; i++)
 		;
