@@ -133,6 +133,24 @@ def test_partition_is_refused(tmp_path):
         subprocess.run(["losetup", "-d", dev], check=False)
 
 
+def test_bio_based_disk_is_refused():
+    """A bio-based disk (dm, md, zram) builds no requests: -d on it traced nothing and exited 0,
+    an empty histogram set, while /sys/block/dm-0/stat counted 970 reads and 1,256 writes (the
+    6.1 VM, dm-linear over a loop device, whose rows showed them). Refused, naming where its I/O
+    shows (the disks below it: slaves/)."""
+    bio_based = sorted(d for d in os.listdir("/sys/block")
+                       if not os.path.exists(f"/sys/block/{d}/mq"))
+    if not bio_based:
+        pytest.skip("no bio-based disk (dm, md, zram) here")
+    d = bio_based[0]
+    slaves = " ".join(sorted(os.listdir(f"/sys/block/{d}/slaves")))
+    for arg in (d, f"/dev/{d}"):
+        r = run("-d", arg, "--duration", "1")
+        assert r.returncode == 2, r
+        assert_one_line_error(r, f"'{d}' is bio-based", "builds no block requests",
+                              f"disks below it: {slaves}" if slaves else "no disk is below it")
+
+
 def test_errors_are_json_under_json():
     r = run("-j", "--bogus")
     line = assert_one_line_error(r)

@@ -412,7 +412,8 @@ int trace_opts_finish(struct trace_opts *t)
 		       "syscall layers have)");
 		return -1;
 	}
-	if (t->disk && disk_resolve(t->disk, &c->dev))
+	/* a bio-based disk's -d traced nothing, silently, while the kernel counted its I/O */
+	if (t->disk && (disk_resolve(t->disk, &c->dev) || disk_has_requests(t->disk)))
 		return -1;
 	if (t->pid && resolve_pid(t->pid, &c->tgid))
 		return -1;

@@ -355,6 +355,33 @@ int disk_resolve(const char *name, uint32_t *dev)
 	return 0;
 }
 
+int disk_has_requests(const char *name)
+{
+	char path[512], below[256] = "";
+	struct dirent *de;
+	size_t used = 0;
+	DIR *d;
+
+	if (!strncmp(name, "/dev/", 5))
+		name += 5;
+	snprintf(path, sizeof(path), "/sys/class/block/%s/mq", name);
+	if (!access(path, F_OK))
+		return 0;
+	snprintf(path, sizeof(path), "/sys/class/block/%s/slaves", name);
+	d = opendir(path);
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] != '.' && used < sizeof(below))
+			used += (size_t)snprintf(below + used, sizeof(below) - used, "%s%s",
+						 used ? " " : "", de->d_name);
+	}
+	if (d)
+		closedir(d);
+	errorf("'%s' is bio-based (device-mapper, md, zram): it builds no block requests, so -d "
+	       "would time none; %s%s", name, used ? "its I/O shows on the disks below it: " :
+	       "no disk is below it", used ? below : "");
+	return -1;
+}
+
 struct disk_ent {
 	uint32_t dev;
 	char name[32];

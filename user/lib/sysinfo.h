@@ -56,6 +56,9 @@ int sysfs_line(const char *path, char *buf, size_t len);
 
 /* Disks: name <-> kernel dev_t (major << 20 | minor). */
 int disk_resolve(const char *name, uint32_t *dev);
+/* Does the disk build block requests (blk-mq: /sys/block/NAME/mq)? 0, or -1, said, for a
+ * bio-based one (dm, md, zram), naming the disks below it. */
+int disk_has_requests(const char *name);
 const char *disk_name(uint32_t dev, char *buf, size_t len);
 /* Whole disks in /sys/block. */
 int disk_count(void);
