@@ -122,6 +122,56 @@ def test_sigterm_prints_the_final_interval(loopdev, no_bpf_leak):
     assert_exact(recs, disk, 30, 20)
 
 
+def loop_ctl(op, n):
+    """LOOP_CTL_ADD (0x4c80) or LOOP_CTL_REMOVE (0x4c81) of loop device n."""
+    import fcntl
+    fd = os.open("/dev/loop-control", os.O_RDWR)
+    try:
+        return fcntl.ioctl(fd, op, n)
+    finally:
+        os.close(fd)
+
+
+def test_a_disk_removed_before_its_interval_keeps_its_name(tmp_path, no_bpf_leak):
+    """A loop device made, used and removed within one interval: its rows were labelled
+    "7:N", /sys/block having forgotten it when the interval was printed. Disks seen at the
+    start keep their names; this one is there when the tracer starts."""
+    n = 200
+    while os.path.exists(f"/dev/loop{n}") or os.path.exists(f"/sys/block/loop{n}"):
+        n += 1
+    img = tmp_path / "gone.img"
+    with open(img, "wb") as f:
+        f.truncate(16 << 20)
+    loop_ctl(0x4c80, n)
+    dev = f"/dev/loop{n}"
+    attached = False
+    try:
+        subprocess.run(["losetup", "--direct-io=on", dev, str(img)], check=True)
+        attached = True
+        tracer = Tracer(["-d", f"loop{n}", "-D", "-F", "-j", "3600"])
+        p, _ = run_dio(dev, 30, 20)
+        finish_dio(p)
+        subprocess.run(["losetup", "-d", dev], check=True)
+        attached = False
+        for _ in range(100):    # the detach is done when the queue drains
+            try:
+                loop_ctl(0x4c81, n)
+                break
+            except OSError:
+                time.sleep(0.05)
+        assert not os.path.exists(f"/sys/block/loop{n}")
+        recs = records(tracer.stop())
+    finally:
+        if attached:
+            subprocess.run(["losetup", "-d", dev], check=False)
+        if os.path.exists(f"/sys/block/loop{n}"):
+            try:
+                loop_ctl(0x4c81, n)
+            except OSError:
+                pass
+    assert_exact(recs, f"loop{n}", 30, 20)
+
+
 def test_raw_tp_twins_count_the_same(loopdev, no_bpf_leak):
     tracer, recs = traced_io(loopdev, 150, 90, ["--force-raw-tp"])
     assert "by raw_tp" in tracer.stderr and "by tp_btf" not in tracer.stderr

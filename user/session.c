@@ -235,6 +235,7 @@ int session_open(const struct trace_config *cfg, bool probe, struct session **ou
 		goto fail;
 	}
 	s->last_ns = clock_ns(CLOCK_MONOTONIC);
+	disks_note();	/* the disks there now keep their names if they go before they print */
 	*out = s;
 	return 0;
 fail:

@@ -389,29 +389,58 @@ struct disk_ent {
 static struct disk_ent *disks;
 static size_t ndisks;
 
+/*
+ * The disks in /sys/block now, and the ones seen before that are gone (a loop device detached
+ * before its last interval was printed keeps its name, not "7:20"): a name is replaced only by
+ * the disk now holding its dev.
+ */
 static void disks_scan(void)
 {
+	struct disk_ent *n, *old = disks;
+	size_t nold = ndisks, i, j, cap;
 	struct dirent *de;
-	struct disk_ent *n;
 	uint32_t dev;
 	DIR *d;
 
 	d = opendir("/sys/block");
 	if (!d)
 		return;
+	disks = NULL;
 	ndisks = 0;
+	cap = 0;
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.' || dev_of(de->d_name, &dev))
 			continue;
-		n = realloc(disks, (ndisks + 1) * sizeof(*disks));
-		if (!n)
-			break;
-		disks = n;
+		if (ndisks == cap) {
+			n = realloc(disks, (cap = cap ? cap * 2 : 16) * sizeof(*disks));
+			if (!n)
+				break;
+			disks = n;
+		}
 		disks[ndisks].dev = dev;
 		snprintf(disks[ndisks].name, sizeof(disks[ndisks].name), "%.31s", de->d_name);
 		ndisks++;
 	}
 	closedir(d);
+	for (i = 0; i < nold; i++) {
+		for (j = 0; j < ndisks && disks[j].dev != old[i].dev; j++)
+			;
+		if (j < ndisks)
+			continue;
+		if (ndisks == cap) {
+			n = realloc(disks, (cap = cap ? cap * 2 : 16) * sizeof(*disks));
+			if (!n)
+				break;
+			disks = n;
+		}
+		disks[ndisks++] = old[i];
+	}
+	free(old);
+}
+
+void disks_note(void)
+{
+	disks_scan();
 }
 
 const char *disk_name(uint32_t dev, char *buf, size_t len)

@@ -59,7 +59,11 @@ int disk_resolve(const char *name, uint32_t *dev);
 /* Does the disk build block requests (blk-mq: /sys/block/NAME/mq)? 0, or -1, said, for a
  * bio-based one (dm, md, zram), naming the disks below it. */
 int disk_has_requests(const char *name);
+/* dev's name: from /sys/block, read again for a dev not known yet; a disk gone keeps its name
+ * from the last read that saw it, else "MAJ:MIN". */
 const char *disk_name(uint32_t dev, char *buf, size_t len);
+/* Read /sys/block now (a session's start), so that disks there keep their names once gone. */
+void disks_note(void);
 /* Whole disks in /sys/block. */
 int disk_count(void);
 /* Requests the kernel has in flight on disk dev now (/sys/dev/block/M:m/inflight), -1 unknown.
