@@ -8,10 +8,12 @@ asserted is a lower bound (a request known to take at least L is printed with to
 """
 import json
 import os
+import re
 import select
 import signal
 import subprocess
 import time
+import unicodedata
 from pathlib import Path
 
 import jsonschema
@@ -476,3 +478,61 @@ def test_a_process_that_execs_is_named_anew(fast_loopdev, no_bpf_leak):
     first = [r["comm"] for r in reads if r["sector"] == 0]
     dd = [r["comm"] for r in reads if r["sector"] >= 800]
     assert first == ["python3"] and dd == ["dd"] * 3, reads
+
+
+
+# (the name a process gives itself, its cgroup directory's, and what text and JSON print for
+# such a name); a cgroup's name cannot hold a newline (the kernel refuses it)
+HOSTILE = [
+    (b"c1\xc2\x9b[31m", "c1\x9b[31m", "c1?[31m", "c1\x9b[31m"),    # U+009B: CSI (C1)
+    (b"nel\xc2\x85x", "nel\x85x", "nel?x", "nel\x85x"),              # U+0085: NEL (C1)
+    (b"esc\x1b[2J", "esc\x1b[2J", "esc?[2J", "esc\x1b[2J"),
+    (b"nl\nx\ty", "nl\rx\ty", "nl?x?y", "nl\nx\ty"),
+    (b'q"uo\\te', 'q"uo\\te', 'q"uo\\te', 'q"uo\\te'),
+    ("Жиз".encode(), "Жиз", "Жиз", "Жиз"),
+    (b"bad\xff\xfe", "bad\udcff\udcfe", "bad??", "bad\ufffd\ufffd"),
+]
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("json_out", [False], ids=["text"])
+def test_hostile_names(json_out, cgroups, no_bpf_leak):
+    """Processes and cgroups name themselves with any bytes (prctl; a cgroup directory). Text:
+    no control character reaches the terminal, C1 ones (U+0080..U+009F as well-formed UTF-8)
+    among them: U+009B is CSI, and was printed as it came. JSON: one valid record per line,
+    the names as they are, bytes of no UTF-8 character as U+FFFD."""
+    top = cgroups("hn")
+    rel = "/" + str(top.relative_to(cgroup2_mount()))
+    tracer = Tracer(["--slower", "0", "-l", "syscall", "-c", str(top),
+                     *(["-j"] if json_out else [])], command=("snoop",))
+    want = {}
+    for i, (comm, cg_name, text, js) in enumerate(HOSTILE):
+        cg = cgroups(f"hn/{i}{cg_name}")
+        p = subprocess.run(["python3", "-c", f"""
+import ctypes, os
+ctypes.CDLL(None).prctl(15, {comm!r}, 0, 0, 0)
+open({str(cg / "cgroup.procs")!r}, "w").write(str(os.getpid()))
+fd = os.open("/etc/passwd", os.O_RDONLY)
+for _ in range(3):
+    os.pread(fd, 1, 0)
+print(os.getpid())
+"""], capture_output=True, text=True, check=True)
+        cg_text = f"{rel}/{i}" + "".join("?" if ch < " " or "\x7f" <= ch < "\xa0" or
+                                        "\udc80" <= ch <= "\udcff" else ch for ch in cg_name)
+        cg_json = f"{rel}/{i}" + cg_name.encode("utf-8", "surrogateescape").decode(
+            "utf-8", "replace")
+        want[int(p.stdout)] = (js, cg_json) if json_out else (text, cg_text)
+    out = tracer.stop()
+    if json_out:
+        snoops, _ = snoop_records(out)      # every line one valid record
+        got = {(r["pid"], r["comm"], r["cgroup"]) for r in snoops
+               if r.get("syscall") == "pread64"}
+        assert got == {(pid, *w) for pid, w in want.items()}, (got, want)
+        return
+    bad = [ch for ch in out if unicodedata.category(ch) == "Cc" and ch != "\n"]
+    assert not bad, (bad, out)
+    for pid, (text, cg_text) in want.items():
+        lines = [ln for ln in out.splitlines() if re.search(rf" {pid} +{pid} ", ln) and
+                 "pread64" in ln]
+        assert len(lines) == 3 and all(f" {text} " in ln and f" {cg_text} " in ln
+                                       for ln in lines), (pid, text, cg_text, lines)

@@ -39,8 +39,9 @@ static inline int utf8_len(const unsigned char *p)
 }
 
 /*
- * s as a terminal may show it, in buf: control characters (C0, DEL) and bytes of no
- * well-formed UTF-8 sequence (among them C1 controls) as '?'. Returns buf.
+ * s as a terminal may show it, in buf: control characters (C0, DEL, and C1 whether a raw byte
+ * or well-formed UTF-8: U+0080..U+009F, which a terminal takes as controls, U+009B as CSI) and
+ * bytes of no well-formed UTF-8 sequence as '?'. Returns buf.
  */
 static inline const char *utf8_printable(const char *s, char *buf, size_t len)
 {
@@ -52,7 +53,10 @@ static inline const char *utf8_printable(const char *s, char *buf, size_t len)
 		return buf;
 	while (*p && o + 1 < len) {
 		n = utf8_len(p);
-		if (n == 1 && *p >= 0x20 && *p != 0x7f) {
+		if (n == 2 && p[0] == 0xc2 && p[1] < 0xa0) {
+			buf[o++] = '?';	/* a C1 control, U+0080..U+009F: one '?' */
+			p += 2;
+		} else if (n == 1 && *p >= 0x20 && *p != 0x7f) {
 			buf[o++] = (char)*p++;
 		} else if (n > 1 && o + (size_t)n < len) {
 			while (n--)
