@@ -495,7 +495,7 @@ HOSTILE = [
 
 
 @pytest.mark.root
-@pytest.mark.parametrize("json_out", [False], ids=["text"])
+@pytest.mark.parametrize("json_out", [False, True], ids=["text", "json"])
 def test_hostile_names(json_out, cgroups, no_bpf_leak):
     """Processes and cgroups name themselves with any bytes (prctl; a cgroup directory). Text:
     no control character reaches the terminal, C1 ones (U+0080..U+009F as well-formed UTF-8)

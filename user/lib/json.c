@@ -76,7 +76,17 @@ static void put_string(struct jw *w, const char *s)
 				/* a name from the host need not be UTF-8: JSON must be */
 				int n = utf8_len(p);
 
-				if (n) {
+				/*
+				 * C1 controls (U+0080..U+009F) and U+2028/U+2029 escaped: valid
+				 * JSON raw, but line breaks to Unicode (Python's splitlines()
+				 * splits at NEL, U+0085), so a name would cut its record in two
+				 */
+				if ((n == 2 && p[0] == 0xc2 && p[1] < 0xa0) ||
+				    (n == 3 && p[0] == 0xe2 && p[1] == 0x80 &&
+				     (p[2] == 0xa8 || p[2] == 0xa9))) {
+					putf(w, "\\u%04x", n == 2 ? p[1] : 0x2000 + (p[2] - 0x80));
+					p += n - 1;
+				} else if (n) {
 					put(w, (const char *)p, (size_t)n);
 					p += n - 1;
 				} else {
