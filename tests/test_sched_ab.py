@@ -300,6 +300,50 @@ def test_signal_in_a_round_restores(disk, tmp_path, sig):
     assert end["reason"] == "signal"
 
 
+def start_mid_round(dev, out, a, b, secs=30):
+    """sched-ab of a and b in the first round of --round-secs secs: its recording holds an
+    interval and its load runs."""
+    p = subprocess.Popen([str(IOSTRATA), "sched-ab", "-d", dev, a, b, "--rounds", "2",
+                          "--round-secs", str(secs), "-o", str(out), *load_args(dev)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         stdin=subprocess.DEVNULL)
+    first = out / "A" / "round-01.ndjson"
+    deadline = time.monotonic() + 60
+    while not (first.exists() and first.read_text().count('"type":"interval"') >= 1
+               and load_procs(dev)):
+        assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+        select.select([], [], [], 0.05)
+    return p
+
+
+def test_second_run_on_the_disk_is_refused(disk, tmp_path):
+    """Two sched-ab on one disk: the second took the first's scheduler of the moment (bfq,
+    low_latency 0, nr_requests 256) for the original and put it back when it ended, after the
+    first had put back kyber; and it switched the scheduler under the first's rounds. It is
+    refused, before it touches anything."""
+    dev, before = disk
+    name = os.path.basename(dev)
+    p = start_mid_round(dev, tmp_path / "one", "bfq:low_latency=0", "none")
+    try:
+        r = sched_ab(dev, "mq-deadline", "none", tmp_path / "two")
+        line = assert_one_line_error(r, f"refusing {name}: another iostrata sched-ab is "
+                                     f"running on it (it holds /sys/block/{name}/queue/"
+                                     "scheduler locked)")
+        assert r.returncode == 1, line
+        assert not (tmp_path / "two").exists()
+        q = f"/sys/block/{name}/queue"
+        assert "[bfq]" in sysfs(f"{q}/scheduler") and sysfs(f"{q}/iosched/low_latency") == "0"
+    finally:
+        p.send_signal(signal.SIGINT)
+        _, stderr = p.communicate(timeout=60)
+    assert p.returncode == 1 and "stopped by SIGINT in round 1 of 4" in stderr, stderr
+    assert queue_state(dev) == before
+    # the lock goes with the process: the disk is free again
+    r = sched_ab(dev, "mq-deadline", "none", tmp_path / "three")
+    assert r.returncode == 0, r.stderr
+    assert queue_state(dev) == before
+
+
 @pytest.mark.parametrize("a,b,needle,rc", [
     ("bfq:low_latency", "none", "bad tunable 'low_latency' in scheduler spec", 2),
     ("Bad!", "none", "bad scheduler spec 'Bad!'", 2),

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include "blkdev.h"
@@ -55,6 +56,7 @@ struct sab {
 	char **argv;
 	/* the run */
 	char disk[32];
+	int lock_fd;		/* the disk's queue/scheduler, flock()ed until exit */
 	struct trace_config cfg;
 	struct run_limits lim;
 	char dir[PATH_MAX];
@@ -339,6 +341,30 @@ static void log_last_line(const char *path, char *buf, size_t len)
 
 /* ---- the disk */
 
+/*
+ * One sched-ab on a disk at a time. A second one would take the first's scheduler of the
+ * moment for the original and put that back when it ends, after the first had put back the
+ * real one; and each would run its rounds under the other's switches. The lock is flock() on
+ * the disk's own queue/scheduler: nothing to create or leave behind, released however the
+ * process ends, and not inherited by LOAD (O_CLOEXEC). 0, or -1 said.
+ */
+static int lock_disk(struct sab *a)
+{
+	char path[300];
+
+	snprintf(path, sizeof(path), "/sys/block/%s/queue/scheduler", a->disk);
+	a->lock_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (a->lock_fd < 0 || flock(a->lock_fd, LOCK_EX | LOCK_NB)) {
+		if (errno == EWOULDBLOCK)
+			errorf("refusing %s: another iostrata sched-ab is running on it (it holds %s "
+			       "locked)", a->disk, path);
+		else
+			errorf("cannot lock %s: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 /* 0; -2 (said) when -d names no disk, a usage error; -1 (said) when the disk cannot be used */
 static int check_disk(struct sab *a)
 {
@@ -367,7 +393,7 @@ static int check_disk(struct sab *a)
 		       "--allow-mounted)", a->disk, why);
 		return -1;
 	}
-	return 0;
+	return lock_disk(a);
 }
 
 /* The queue empty (inflight 0 0), so that no request of the last round is counted in this
