@@ -344,6 +344,32 @@ def test_second_run_on_the_disk_is_refused(disk, tmp_path):
     assert queue_state(dev) == before
 
 
+@pytest.mark.parametrize("knob,value,said", [
+    ("scheduler", "mq-deadline", "'s scheduler is mq-deadline, not bfq"),
+    ("iosched/low_latency", "1", "'s iosched/low_latency is '1', not '0'"),
+])
+def test_change_by_someone_else_in_a_round_stops_the_run(disk, tmp_path, knob, value, said):
+    """The scheduler or a tunable changed by someone else in a round: the round did not run
+    under its spec, though its meta record says it did. It was compared as the spec's, exit
+    0; now the run stops there with one line naming the change, and the disk is put back."""
+    dev, before = disk
+    name = os.path.basename(dev)
+    out = tmp_path / "out"
+    p = start_mid_round(dev, out, "bfq:low_latency=0", "none", secs=3)
+    sysfs(f"/sys/block/{name}/queue/{knob}", value)
+    stdout, stderr = p.communicate(timeout=60)
+    assert p.returncode == 1, stderr
+    lines = stderr.splitlines()
+    assert len(lines) == 1, stderr
+    assert f"{name} was changed during round 1, not by sched-ab ({name}{said})" in lines[0], \
+        lines[0]
+    assert "the round did not run under A (bfq:low_latency=0) alone" in lines[0], lines[0]
+    assert "B against A" not in stdout and "verdicts" not in stdout, stdout
+    assert queue_state(dev) == before
+    (meta, _, end), = recordings(out).values()
+    assert end["reason"] == "error"
+
+
 @pytest.mark.parametrize("a,b,needle,rc", [
     ("bfq:low_latency", "none", "bad tunable 'low_latency' in scheduler spec", 2),
     ("Bad!", "none", "bad scheduler spec 'Bad!'", 2),

@@ -616,6 +616,14 @@ static int round_run(struct sab *a)
 	early = !round_alarms && !session_stopping();
 	child_stop(&a->child, STOP_GRACE_MS);
 	session_close(r.s);	/* detached before anything else is said or done */
+	/* a switch not ours in the round (an admin, a tuning daemon): its figures, and its meta
+	 * record's scheduler, are not the spec's; the run stops rather than compare them */
+	if (!err && !session_stopping() && iosched_check(a->now, why, sizeof(why))) {
+		errorf("%s was changed during round %d, not by sched-ab (%s): the round did not run "
+		       "under %c (%s) alone; stopped, the original is put back", a->disk,
+		       a->round + 1, why, side_name(side), a->spec_arg[side]);
+		err = 1;
+	}
 	if (session_stopping())
 		reason = "signal";
 	else if (err)

@@ -306,13 +306,14 @@ static int put_back(const char *disk, const char *prefix, const struct sysfs_val
 	return bad ? -1 : 0;
 }
 
-/* Append "queue/NAME is 'v', not 'w'" to why (used bytes of len so far); the new used. */
-static size_t said(char *why, size_t len, size_t used, const char *what, const char *name,
-		   const char *is, const char *want)
+/* Append "queue/NAME is 'v', not 'w'" to why (used bytes of len so far, the first from
+ * start); the new used. */
+static size_t said(char *why, size_t len, size_t start, size_t used, const char *what,
+		   const char *name, const char *is, const char *want)
 {
 	if (used < len)
 		used += (size_t)snprintf(why + used, len - used, "%s%s%s is '%s', not '%s'",
-					 used ? "; " : "", what, name, is, want);
+					 used > start ? "; " : "", what, name, is, want);
 	return used;
 }
 
@@ -321,24 +322,24 @@ static int differs(const struct iosched_state *a, const struct iosched_state *b,
 		   size_t len)
 {
 	const struct sysfs_val *v;
-	size_t used = 0;
+	size_t used = 0, start;
 	int i;
 
 	if (strcmp(a->sched, b->sched)) {
 		snprintf(why, len, "%s's scheduler is %s, not %s", a->disk, b->sched, a->sched);
 		return -1;
 	}
-	used = (size_t)snprintf(why, len, "%s's ", a->disk);
+	start = used = (size_t)snprintf(why, len, "%s's ", a->disk);
 	for (i = 0; i < a->nqueue; i++)
 		if (!(v = find(b->queue, b->nqueue, a->queue[i].name)) ||
 		    strcmp(v->val, a->queue[i].val))
-			used = said(why, len, used, "queue/", a->queue[i].name, v ? v->val : "(gone)",
-				    a->queue[i].val);
+			used = said(why, len, start, used, "queue/", a->queue[i].name,
+				    v ? v->val : "(gone)", a->queue[i].val);
 	for (i = 0; i < a->ntun; i++)
 		if (!(v = find(b->tun, b->ntun, a->tun[i].name)) || strcmp(v->val, a->tun[i].val))
-			used = said(why, len, used, "iosched/", a->tun[i].name,
+			used = said(why, len, start, used, "iosched/", a->tun[i].name,
 				    v ? v->val : "(gone)", a->tun[i].val);
-	if (used > strlen(a->disk) + 3)
+	if (used > start)
 		return -1;
 	why[0] = '\0';
 	return 0;
@@ -379,6 +380,20 @@ int iosched_restore(const struct iosched_state *st, char *why, size_t len)
 	}
 	/* why: every setting that could not be put back */
 out:
+	free(now);
+	return err;
+}
+
+int iosched_check(const struct iosched_state *st, char *why, size_t len)
+{
+	struct iosched_state *now = malloc(sizeof(*now));
+	int err;
+
+	if (!now) {
+		snprintf(why, len, "out of memory");
+		return -1;
+	}
+	err = iosched_save(st->disk, now, why, len) || differs(st, now, why, len) ? -1 : 0;
 	free(now);
 	return err;
 }

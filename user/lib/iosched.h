@@ -61,6 +61,9 @@ int iosched_apply(const char *disk, const struct sched_spec *sp, char *why, size
 /* Back to st: its scheduler, then every tunable and queue attribute that differs, then a check
  * that all read as saved. 0, or -1 with why (the first that could not be put back). */
 int iosched_restore(const struct iosched_state *st, char *why, size_t len);
+/* Does the disk read as st still (nothing written)? 0, or -1 with why: every setting that
+ * differs, or why it could not be read. */
+int iosched_check(const struct iosched_state *st, char *why, size_t len);
 /* "kyber (read_lat_nsec=3000000 write_lat_nsec=10000000), nr_requests 100" */
 void iosched_describe(const struct iosched_state *st, char *buf, size_t len);
 
