@@ -6,6 +6,7 @@ back too, with no BPF program left.
 The loop device starts from settings no restore-to-defaults would give: kyber with
 read_lat_nsec 3 ms (its default is 2 ms) and nr_requests 100 (a switch resets it). Every
 writable queue attribute and every iosched tunable is compared, not only the scheduler."""
+import fcntl
 import json
 import os
 import select
@@ -368,6 +369,46 @@ def test_change_by_someone_else_in_a_round_stops_the_run(disk, tmp_path, knob, v
     assert queue_state(dev) == before
     (meta, _, end), = recordings(out).values()
     assert end["reason"] == "error"
+
+
+def test_disk_removed_in_a_round(tmp_path):
+    """The disk goes away in a round (a loop device detached and deleted, as a hot-unplugged
+    disk): one line saying so, where it said that the disk 'was changed' because it was 'not
+    a blk-mq disk', then that its scheduler could not be switched back."""
+    img = tmp_path / "gone.img"
+    with open(img, "wb") as f:
+        f.truncate(64 << 20)
+    dev = subprocess.run(["losetup", "-f", "--show", str(img)], check=True,
+                         capture_output=True, text=True).stdout.strip()
+    name = os.path.basename(dev)
+    out = tmp_path / "out"
+    try:
+        p = subprocess.Popen([str(IOSTRATA), "sched-ab", "-d", dev, "mq-deadline", "none",
+                              "--rounds", "2", "--round-secs", "2", "-o", str(out), "--",
+                              "sleep", "100"], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+        first = out / "A" / "round-01.ndjson"
+        deadline = time.monotonic() + 60
+        while not (first.exists() and '"type":"interval"' in first.read_text()):
+            assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+            select.select([], [], [], 0.05)
+    finally:
+        subprocess.run(["losetup", "-d", dev], check=True)
+        ctl = os.open("/dev/loop-control", os.O_RDWR)
+        try:
+            fcntl.ioctl(ctl, 0x4C81, int(name[4:]))     # LOOP_CTL_REMOVE
+            _, stderr = p.communicate(timeout=60)
+        finally:
+            try:
+                fcntl.ioctl(ctl, 0x4C80, int(name[4:]))     # LOOP_CTL_ADD: the host's set back
+            except FileExistsError:
+                pass
+            os.close(ctl)
+    assert p.returncode == 1
+    lines = stderr.splitlines()
+    assert len(lines) == 1, stderr
+    assert f"{name} is gone (removed during the run): nothing to put back; it was " in lines[0]
+    assert wait_no_bpf_programs() == []
 
 
 @pytest.mark.parametrize("a,b,needle,rc", [

@@ -396,6 +396,15 @@ static int check_disk(struct sab *a)
 	return lock_disk(a);
 }
 
+/* Has the disk been removed (hot-unplugged, a loop device deleted) since it was checked? */
+static bool disk_gone(const struct sab *a)
+{
+	char path[300];
+
+	snprintf(path, sizeof(path), "/sys/block/%s/queue", a->disk);
+	return access(path, F_OK) && errno == ENOENT;
+}
+
 /* The queue empty (inflight 0 0), so that no request of the last round is counted in this
  * one; -1 said, or on a signal (the caller says it). */
 static int drain_wait(const struct sab *a)
@@ -618,7 +627,9 @@ static int round_run(struct sab *a)
 	session_close(r.s);	/* detached before anything else is said or done */
 	/* a switch not ours in the round (an admin, a tuning daemon): its figures, and its meta
 	 * record's scheduler, are not the spec's; the run stops rather than compare them */
-	if (!err && !session_stopping() && iosched_check(a->now, why, sizeof(why))) {
+	if (!err && !session_stopping() && disk_gone(a)) {
+		err = 1;	/* run() says it */
+	} else if (!err && !session_stopping() && iosched_check(a->now, why, sizeof(why))) {
 		errorf("%s was changed during round %d, not by sched-ab (%s): the round did not run "
 		       "under %c (%s) alone; stopped, the original is put back", a->disk,
 		       a->round + 1, why, side_name(side), a->spec_arg[side]);
@@ -918,6 +929,11 @@ static int run(struct sab *a)
 		if (session_stopping())
 			break;
 		err = round_run(a);
+	}
+	if (disk_gone(a)) {
+		errorf("%s is gone (removed during the run): nothing to put back; it was %s", a->disk,
+		       a->orig_text);
+		return 1;
 	}
 	if (iosched_restore(a->orig, why, sizeof(why))) {
 		errorf("%s; it was %s", why, a->orig_text);
