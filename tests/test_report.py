@@ -572,6 +572,37 @@ def test_names_from_the_file_are_escaped(tmp_path):
     assert x.returncode == 0, x.stderr
 
 
+def test_names_in_utf8_stay_apart_and_controls_do_not_pass(tmp_path):
+    """Two processes named in Cyrillic that differ in one letter were both '??????' (one row,
+    their counts summed): every non-ASCII byte was '?'. Well-formed UTF-8, raw or escaped (a
+    surrogate pair too), is kept; controls (C1 too, raw or escaped) and bytes of no
+    well-formed sequence are '?'."""
+    def h(comm, pid, n):
+        return {"layer": "uring", "stage": "submit_cqe",
+                "labels": {"comm": comm, "pid": pid, "opcode": "read"}, "count": n,
+                "sum_ns": 5000 * n, "min_ns": 5000, "max_ns": 5000, "unmeasured": 0,
+                "buckets": [[hist_lo(hist_index(5000)), hist_hi(hist_index(5000)), n]]}
+    iv = {"type": "interval", "ts": 2_000_000_000, "interval_ns": 1_000_000_000,
+          "hists": [h("Жиз", 1, 3), h("Жиж", 1, 5), h("\U0001f600\u009b[31m", 3, 7)],
+          "drops": {}, "events": {}}
+    line = json.dumps(iv, ensure_ascii=False).encode()
+    # one name raw, with a raw C1 (U+0085 as UTF-8) and a byte of no sequence (0xff)
+    line = line.replace(b'"comm": "\xd0\x96\xd0\xb8\xd0\xb7"',
+                        b'"comm": "\xd0\x96\xd0\xb8\xd0\xb7\xc2\x85\xff"')
+    rec = tmp_path / "x.ndjson"
+    rec.write_bytes(line + b"\n")
+    r = report(rec, "-o", tmp_path / "r.html", "--svg", tmp_path / "svg")
+    assert r.returncode == 0, r.stderr
+    html = (tmp_path / "r.html").read_text()
+    rows = dict(re.findall(r'<tr><td class="l">uring read pid \d+ ([^<]*)</td><td class="l">'
+                           r'<a [^>]*>submit_cqe</a></td><td>(\d+)</td>', html))
+    assert rows == {"Жиз??": "3", "Жиж": "5", "\U0001f600?[31m": "7"}, rows
+    assert "\u0085" not in html and "\u009b" not in html and "\x1b" not in html
+    files = sorted((tmp_path / "svg").glob("*.svg"))
+    x = subprocess.run(["xmllint", "--noout", *map(str, files)], capture_output=True, text=True)
+    assert x.returncode == 0, x.stderr
+
+
 def test_latency_axis_has_labels_at_every_range(tmp_path):
     """Every heatmap's latency axis carries at least two labels, in order and inside the panel,
     whatever latency its I/O had: one bucket's I/O from 100 ns to 30 s, each a recording of its

@@ -19,6 +19,7 @@
 #include "log.h"
 #include "histfmt.h"
 #include "recread.h"
+#include "utf8.h"
 
 #define CHUNK (1u << 20)
 /* Tokens of one record at most: a record of ours has ~100 a histogram. */
@@ -427,47 +428,119 @@ static bool get_u64(const struct jdoc *d, int obj, const char *key, uint64_t *v)
 }
 
 /* String token i unescaped into buf (cut to len; non-ASCII as '?'); NULL if not a string. */
+/* u (a code point) into buf[*n..] as UTF-8 if it fits before the NUL; false if not */
+static bool put_cp(char *buf, size_t *n, size_t len, unsigned int u)
+{
+	char t[4];
+	size_t k;
+
+	if (u < 0x20 || u == 0x7f || (u >= 0x80 && u < 0xa0))
+		u = '?';	/* a control (C0, DEL, C1): never passed on */
+	if (u < 0x80) {
+		t[0] = (char)u;
+		k = 1;
+	} else if (u < 0x800) {
+		t[0] = (char)(0xc0 | u >> 6);
+		t[1] = (char)(0x80 | (u & 0x3f));
+		k = 2;
+	} else if (u < 0x10000) {
+		t[0] = (char)(0xe0 | u >> 12);
+		t[1] = (char)(0x80 | (u >> 6 & 0x3f));
+		t[2] = (char)(0x80 | (u & 0x3f));
+		k = 3;
+	} else {
+		t[0] = (char)(0xf0 | u >> 18);
+		t[1] = (char)(0x80 | (u >> 12 & 0x3f));
+		t[2] = (char)(0x80 | (u >> 6 & 0x3f));
+		t[3] = (char)(0x80 | (u & 0x3f));
+		k = 4;
+	}
+	if (*n + k >= len)
+		return false;
+	memcpy(buf + *n, t, k);
+	*n += k;
+	return true;
+}
+
+/* The 4 hex digits at p as a number, or -1. */
+static long hex4(const char *p)
+{
+	long u = 0;
+	int j, x;
+
+	for (j = 0; j < 4; j++) {
+		x = (unsigned char)p[j];
+		x = x >= '0' && x <= '9' ? x - '0' :
+		    (x | 0x20) >= 'a' && (x | 0x20) <= 'f' ? (x | 0x20) - 'a' + 10 : -1;
+		if (x < 0)
+			return -1;
+		u = u << 4 | x;
+	}
+	return u;
+}
+
+/*
+ * String token i decoded into buf (cut to len - 1 bytes, never inside a character): names
+ * come from the traced host (a process names itself, a cgroup may hold any byte but '/'), so
+ * well-formed UTF-8, raw or escaped, is kept (two processes named in Cyrillic were both
+ * '??????', one label set); controls and bytes of no well-formed sequence are '?'.
+ */
 static const char *jstr(const struct jdoc *d, int i, char *buf, size_t len)
 {
 	const char *p, *e;
 	size_t n = 0;
+	long u, lo;
+	int k;
 
 	if (!jis(d, i, JSMN_STRING) || !len)
 		return NULL;
 	p = d->s + d->t[i].start;
-	e = d->s + d->t[i].end;
-	while (p < e && n + 1 < len) {
-		char c = *p++;
+	e = d->s + d->t[i].end;	/* the closing '"': no UTF-8 sequence runs past it */
+	while (p < e) {
+		unsigned char c = (unsigned char)*p++;
 
 		if (c == '\\' && p < e) {
-			c = *p++;
+			c = (unsigned char)*p++;
 			switch (c) {
-			case 'n': c = '\n'; break;
-			case 't': c = '\t'; break;
-			case 'r': c = '\r'; break;
-			case 'b': c = '\b'; break;
-			case 'f': c = '\f'; break;
+			case 'n': u = '\n'; break;
+			case 't': u = '\t'; break;
+			case 'r': u = '\r'; break;
+			case 'b': u = '\b'; break;
+			case 'f': u = '\f'; break;
 			case 'u':
-				c = '?';
-				if (e - p >= 4) {
-					unsigned int u = 0, j, x;
-
-					for (j = 0; j < 4; j++) {
-						x = (unsigned char)p[j];
-						x = x >= '0' && x <= '9' ? x - '0' :
-						    (x | 0x20) >= 'a' && (x | 0x20) <= 'f' ?
-						    (x | 0x20) - 'a' + 10 : 0x10000;
-						u = u << 4 | x;
-					}
-					c = u < 0x80 ? (char)u : '?';
-					p += 4;
+				u = e - p >= 4 ? hex4(p) : -1;
+				if (u < 0) {
+					u = '?';
+					break;
+				}
+				p += 4;
+				if (u >= 0xd800 && u < 0xdc00 && e - p >= 6 && p[0] == '\\' &&
+				    p[1] == 'u' && (lo = hex4(p + 2)) >= 0xdc00 && lo < 0xe000) {
+					u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
+					p += 6;
+				} else if (u >= 0xd800 && u < 0xe000) {
+					u = '?';	/* a lone surrogate */
 				}
 				break;
-			default: break;		/* \" \\ \/ */
+			default: u = c; break;		/* \" \\ \/ */
 			}
+			if (!put_cp(buf, &n, len, (unsigned int)u))
+				break;
+			continue;
 		}
-		/* names of ours are ASCII: anything else is shown as '?', never passed on raw */
-		buf[n++] = (unsigned char)c < 0x20 || (unsigned char)c >= 0x7f ? '?' : c;
+		k = c < 0x80 ? 1 : utf8_len((const unsigned char *)p - 1);
+		if (k > 1 && !(c == 0xc2 && (unsigned char)p[0] < 0xa0)) {
+			if (n + (size_t)k >= len)
+				break;
+			memcpy(buf + n, p - 1, (size_t)k);
+			n += (size_t)k;
+			p += k - 1;
+			continue;
+		}
+		if (k == 2)
+			p++;	/* a C1 control written as UTF-8: one '?' */
+		if (!put_cp(buf, &n, len, k == 1 ? c : '?'))
+			break;
 	}
 	buf[n] = '\0';
 	return buf;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "sbuf.h"
+#include "utf8.h"
 
 static bool grow(struct sbuf *b, size_t n)
 {
@@ -64,9 +65,10 @@ void sbuf_printf(struct sbuf *b, const char *fmt, ...)
 
 void sbuf_esc(struct sbuf *b, const char *s)
 {
-	const char *p;
+	const unsigned char *p;
+	int n;
 
-	for (p = s; *p; p++) {
+	for (p = (const unsigned char *)s; *p; p++) {
 		switch (*p) {
 		case '&': sbuf_puts(b, "&amp;"); break;
 		case '<': sbuf_puts(b, "&lt;"); break;
@@ -74,13 +76,24 @@ void sbuf_esc(struct sbuf *b, const char *s)
 		case '"': sbuf_puts(b, "&quot;"); break;
 		case '\'': sbuf_puts(b, "&#39;"); break;
 		default:
-			/* control characters are not allowed in XML 1.0, and a process or host
-			 * name need not be UTF-8: only ASCII goes through */
-			if (((unsigned char)*p < 0x20 && *p != '\t' && *p != '\n') ||
-			    (unsigned char)*p >= 0x7f)
+			/*
+			 * Well-formed UTF-8 goes through (the page is UTF-8): two processes named
+			 * in Cyrillic stay two. Control characters (C0 but tab and newline, DEL,
+			 * C1), which XML 1.0 refuses or discourages, and bytes of no well-formed
+			 * sequence (a name need not be UTF-8) are '?'.
+			 */
+			n = utf8_len(p);
+			if (n > 1 && !(p[0] == 0xc2 && p[1] < 0xa0)) {
+				sbuf_put(b, (const char *)p, (size_t)n);
+				p += n - 1;
+			} else if (n == 2) {
 				sbuf_put(b, "?", 1);
-			else
-				sbuf_put(b, p, 1);
+				p++;
+			} else if ((*p < 0x20 && *p != '\t' && *p != '\n') || *p >= 0x7f) {
+				sbuf_put(b, "?", 1);
+			} else {
+				sbuf_put(b, (const char *)p, 1);
+			}
 		}
 	}
 }
