@@ -427,15 +427,14 @@ static bool get_u64(const struct jdoc *d, int obj, const char *key, uint64_t *v)
 	return ju64(d, jget(d, obj, key), v);
 }
 
-/* String token i unescaped into buf (cut to len; non-ASCII as '?'); NULL if not a string. */
 /* u (a code point) into buf[*n..] as UTF-8 if it fits before the NUL; false if not */
 static bool put_cp(char *buf, size_t *n, size_t len, unsigned int u)
 {
 	char t[4];
 	size_t k;
 
-	if (u < 0x20 || u == 0x7f || (u >= 0x80 && u < 0xa0))
-		u = '?';	/* a control (C0, DEL, C1): never passed on */
+	if (u < 0x20 || u == 0x7f || (u >= 0x80 && u < 0xa0) || u == 0xfffe || u == 0xffff)
+		u = '?';	/* a control (C0, DEL, C1) or a non-character XML refuses */
 	if (u < 0x80) {
 		t[0] = (char)u;
 		k = 1;
@@ -529,7 +528,7 @@ static const char *jstr(const struct jdoc *d, int i, char *buf, size_t len)
 			continue;
 		}
 		k = c < 0x80 ? 1 : utf8_len((const unsigned char *)p - 1);
-		if (k > 1 && !(c == 0xc2 && (unsigned char)p[0] < 0xa0)) {
+		if (k > 1 && !utf8_xml_bad((const unsigned char *)p - 1, k)) {
 			if (n + (size_t)k >= len)
 				break;
 			memcpy(buf + n, p - 1, (size_t)k);
@@ -537,8 +536,8 @@ static const char *jstr(const struct jdoc *d, int i, char *buf, size_t len)
 			p += k - 1;
 			continue;
 		}
-		if (k == 2)
-			p++;	/* a C1 control written as UTF-8: one '?' */
+		if (k > 1)
+			p += k - 1;	/* a C1 control or U+FFFE/U+FFFF written as UTF-8: one '?' */
 		if (!put_cp(buf, &n, len, k == 1 ? c : '?'))
 			break;
 	}

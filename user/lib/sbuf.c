@@ -79,16 +79,17 @@ void sbuf_esc(struct sbuf *b, const char *s)
 			/*
 			 * Well-formed UTF-8 goes through (the page is UTF-8): two processes named
 			 * in Cyrillic stay two. Control characters (C0 but tab and newline, DEL,
-			 * C1), which XML 1.0 refuses or discourages, and bytes of no well-formed
-			 * sequence (a name need not be UTF-8) are '?'.
+			 * C1), which XML 1.0 refuses or discourages, U+FFFE and U+FFFF, which it
+			 * refuses, and bytes of no well-formed sequence (a name need not be
+			 * UTF-8) are '?'.
 			 */
 			n = utf8_len(p);
-			if (n > 1 && !(p[0] == 0xc2 && p[1] < 0xa0)) {
+			if (n > 1 && !utf8_xml_bad(p, n)) {
 				sbuf_put(b, (const char *)p, (size_t)n);
 				p += n - 1;
-			} else if (n == 2) {
+			} else if (n > 1) {
 				sbuf_put(b, "?", 1);
-				p++;
+				p += n - 1;
 			} else if ((*p < 0x20 && *p != '\t' && *p != '\n') || *p >= 0x7f) {
 				sbuf_put(b, "?", 1);
 			} else {

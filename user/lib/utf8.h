@@ -39,6 +39,16 @@ static inline int utf8_len(const unsigned char *p)
 }
 
 /*
+ * Is the well-formed sequence at p, n bytes, a character XML 1.0 refuses or discourages: a C1
+ * control (U+0080..U+009F) or U+FFFE / U+FFFF?
+ */
+static inline int utf8_xml_bad(const unsigned char *p, int n)
+{
+	return (n == 2 && p[0] == 0xc2 && p[1] < 0xa0) ||
+	       (n == 3 && p[0] == 0xef && p[1] == 0xbf && p[2] >= 0xbe);
+}
+
+/*
  * s as a terminal may show it, in buf: control characters (C0, DEL, and C1 whether a raw byte
  * or well-formed UTF-8: U+0080..U+009F, which a terminal takes as controls, U+009B as CSI) and
  * bytes of no well-formed UTF-8 sequence as '?'. Returns buf.
