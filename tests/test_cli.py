@@ -151,6 +151,14 @@ def test_bio_based_disk_is_refused():
                               f"disks below it: {slaves}" if slaves else "no disk is below it")
 
 
+def test_an_error_line_drives_no_terminal():
+    """An error naming what it was given passes no control on: a C1 CSI (U+009B, as UTF-8)
+    reached the terminal raw; ESC already did not."""
+    r = run("-d", "x\u009b[31my\x1b[0mz")
+    line = conftest.assert_one_line_error(r, "unknown disk 'x?[31my?[0mz'")
+    assert "\u009b" not in r.stderr and "\x1b" not in r.stderr, line
+
+
 def test_errors_are_json_under_json():
     r = run("-j", "--bogus")
     line = assert_one_line_error(r)

@@ -8,6 +8,7 @@
 #include <string.h>
 #include "cli.h"
 #include "json.h"
+#include "utf8.h"
 
 /*
  * The long options that "--name" abbreviates (name up to any '='), as " --a, --b" in buf: how
@@ -81,8 +82,20 @@ void cli_error_line(FILE *f, const char *prog, bool json, const char *msg)
 
 void cli_put_clean(FILE *f, const char *s)
 {
-	for (; *s; s++)
-		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
+	const unsigned char *p = (const unsigned char *)s;
+	int n;
+
+	/* utf8_printable's rule, without its buffer: C0, DEL, C1 and stray bytes are '?' */
+	while (*p) {
+		n = utf8_len(p);
+		if (n > 1 && !(p[0] == 0xc2 && p[1] < 0xa0)) {
+			fwrite(p, 1, (size_t)n, f);
+			p += n;
+		} else {
+			fputc(n == 1 && *p >= 0x20 && *p != 0x7f ? *p : '?', f);
+			p += n == 2 ? 2 : 1;
+		}
+	}
 }
 
 int cli_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)

@@ -18,8 +18,9 @@ const char *cli_getopt_problem(int c, char **argv, const struct option *lo, char
 			       size_t len);
 
 /*
- * s with each control character shown as '?': a name holding a newline or an escape sequence
- * (a file, a disk named on the command line) stays one line and drives no terminal.
+ * s with each control character (C0, DEL, C1) and each byte of no well-formed UTF-8 sequence
+ * shown as '?': a name holding a newline or an escape sequence (a file, a disk named on the
+ * command line, a load's last line) stays one line and drives no terminal.
  */
 void cli_put_clean(FILE *f, const char *s);
 /* One error line: "PROG: error: MSG", or {"type":"error","message":MSG} under --json. */
