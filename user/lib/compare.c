@@ -1018,8 +1018,11 @@ static int family_decide(struct family *f, const struct cmp_opts *o, double *wid
 		lo = fmin(lo, c->lo);
 		hi = fmax(hi, c->hi);
 		if (verdict_of(lo, hi, limit) != c->v) {
+			char l[16], h[16];
+
 			snprintf(c->why, sizeof(c->why), "events lost (drops) could undo it: %s "
-				 "without them, %.3f-%.3f with them", cmp_verdict_name(c->v), lo, hi);
+				 "without them, %s-%s with them", cmp_verdict_name(c->v),
+				 cmp_ratio_str(l, sizeof(l), lo), cmp_ratio_str(h, sizeof(h), hi));
 			c->v = CMP_NOT_ENOUGH;
 			c->lost = true;
 			lo = hi = NAN;
@@ -1043,7 +1046,8 @@ out:
 
 const char *cmp_ratio_str(char *buf, size_t len, double v)
 {
-	snprintf(buf, len, v == 0 || fabs(v) >= 0.1 ? "%.3f" : "%.3g", v);
+	/* %#.3g keeps its zeros: 0.09996 is 0.100, as 0.1004 is; 1e300 is not 301 digits */
+	snprintf(buf, len, v == 0 || (fabs(v) >= 0.1 && fabs(v) < 1e6) ? "%.3f" : "%#.3g", v);
 	return buf;
 }
 

@@ -63,7 +63,8 @@ void cmp_set_free(struct cmp_set *s);
 enum cmp_verdict { CMP_NOT_ENOUGH, CMP_SAME, CMP_FASTER, CMP_SLOWER };
 /*
  * A ratio of B/A for people: 3 decimals, or 3 significant digits below 0.1 (a ratio of 0.0004
- * was printed 0.000, and its interval 0.000..0.000 beside a "faster"). Returns buf.
+ * was printed 0.000, and its interval 0.000..0.000 beside a "faster") and from 1e6 up (at
+ * most 12 bytes). Returns buf.
  */
 const char *cmp_ratio_str(char *buf, size_t len, double v);
 const char *cmp_verdict_name(enum cmp_verdict v);	/* "not enough data", "no change", ... */
@@ -85,7 +86,7 @@ struct cmp_cell {
 	 * (0 or infinite where they leave it no bound); NAN when not enough data */
 	double lo, hi;
 	bool lost;		/* CMP_NOT_ENOUGH for the events lost: without them, a verdict */
-	char why[96];		/* CMP_NOT_ENOUGH: the reason */
+	char why[128];		/* CMP_NOT_ENOUGH: the reason */
 };
 
 struct cmp_row {
