@@ -358,9 +358,9 @@ int disk_resolve(const char *name, uint32_t *dev)
 int disk_has_requests(const char *name)
 {
 	char path[512], below[256] = "";
-	struct dirent *de;
+	struct dirent **de = NULL;
 	size_t used = 0;
-	DIR *d;
+	int n, i;
 
 	if (!strncmp(name, "/dev/", 5))
 		name += 5;
@@ -368,14 +368,14 @@ int disk_has_requests(const char *name)
 	if (!access(path, F_OK))
 		return 0;
 	snprintf(path, sizeof(path), "/sys/class/block/%s/slaves", name);
-	d = opendir(path);
-	while (d && (de = readdir(d))) {
-		if (de->d_name[0] != '.' && used < sizeof(below))
+	n = scandir(path, &de, NULL, alphasort);	/* by name: sysfs lists in hash order */
+	for (i = 0; i < n; i++) {
+		if (de[i]->d_name[0] != '.' && used < sizeof(below))
 			used += (size_t)snprintf(below + used, sizeof(below) - used, "%s%s",
-						 used ? " " : "", de->d_name);
+						 used ? " " : "", de[i]->d_name);
+		free(de[i]);
 	}
-	if (d)
-		closedir(d);
+	free(de);
 	errorf("'%s' is bio-based (device-mapper, md, zram): it builds no block requests, so -d "
 	       "would time none; %s%s", name, used ? "its I/O shows on the disks below it: " :
 	       "no disk is below it", used ? below : "");

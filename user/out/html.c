@@ -59,7 +59,7 @@ static void esc(struct sbuf *b, const char *s)
 	sbuf_esc(b, s);
 }
 
-/* A percentile cell: "&ge;68.72s" when only bounded below (the open-ended bucket), "-" empty */
+/* A percentile cell: "&ge;68.7s" when only bounded below (the open-ended bucket), "-" empty */
 static const char *html_pct(char *buf, size_t len, const struct hist *h, uint32_t ppm)
 {
 	return fmt_pct(buf, len, h, ppm, false, "&ge;");

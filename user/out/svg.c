@@ -231,7 +231,7 @@ static void y_tick(const struct geom *g, double y, uint64_t v, const char *label
 		  label);
 }
 
-/* The ticks; with the open-ended row on top, its own label (>=68.72s) there, ticks too near it
+/* The ticks; with the open-ended row on top, its own label (>=68.7s) there, ticks too near it
  * left out. */
 static void y_axis(const struct panel *p, const struct geom *g, struct sbuf *b)
 {
@@ -445,7 +445,7 @@ void svg_heatmap(const struct report *r, const struct panel *p, bool standalone,
 	}
 	sbuf_esc(b, shown);
 	if (cut)
-		sbuf_puts(b, "&#8230;");	/* sbuf_esc lets ASCII alone through */
+		sbuf_puts(b, "&#8230;");	/* an ellipsis, as a character reference */
 	sbuf_printf(b, "</text><text x=\"%.1f\" y=\"16\" text-anchor=\"end\">%s</text>", g.x1,
 		    count);
 	/* the plot: hatched where nothing completed */
