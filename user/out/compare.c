@@ -36,32 +36,44 @@ static void ratio_text(char *buf, size_t len, double v)
 		snprintf(buf, len, "-");
 }
 
-/* Column widths of one layer's rows [from, to). */
-static void widths(const struct cmp_result *r, size_t from, size_t to, int *ws, int *wl)
+/* Column widths of one layer's rows [from, to): stage, labels, B/A and its interval. */
+static void widths(const struct cmp_result *r, size_t from, size_t to, int *ws, int *wl,
+		   int *wr, int *wc)
 {
+	char buf[48];
 	size_t i;
-	int n;
+	int n, k;
 
 	*ws = 5;
 	*wl = 6;
+	*wr = 7;
+	*wc = 14;
 	for (i = from; i < to; i++) {
 		n = (int)strlen(r->rows[i].stage);
 		*ws = n > *ws ? n : *ws;
 		n = (int)strlen(r->rows[i].labels);
 		*wl = n > *wl ? n : *wl;
+		for (k = 0; k < CMP_NQ; k++) {
+			ratio_text(buf, sizeof(buf), r->rows[i].c[k].ratio);
+			n = (int)strlen(buf);
+			*wr = n > *wr ? n : *wr;
+			ci_text(buf, sizeof(buf), &r->rows[i].c[k]);
+			n = (int)strlen(buf);
+			*wc = n > *wc ? n : *wc;
+		}
 	}
 }
 
 static void layer_table(const struct cmp_result *r, size_t from, size_t to, FILE *f)
 {
 	char a[32], b[32], ra[32], ci[48], na[24], nb[24];
-	int ws, wl, k;
+	int ws, wl, wr, wc, k;
 	size_t i;
 
-	widths(r, from, to, &ws, &wl);
+	widths(r, from, to, &ws, &wl, &wr, &wc);
 	fprintf(f, "\n%s\n", r->rows[from].layer);
-	fprintf(f, "  %-*s  %-*s  %-5s  %9s  %9s  %9s  %9s  %7s  %-14s  %s\n", ws, "STAGE", wl,
-		"LABELS", "Q", "COUNT A", "COUNT B", "A", "B", "B/A", "95% CI", "VERDICT");
+	fprintf(f, "  %-*s  %-*s  %-5s  %9s  %9s  %9s  %9s  %*s  %-*s  %s\n", ws, "STAGE", wl,
+		"LABELS", "Q", "COUNT A", "COUNT B", "A", "B", wr, "B/A", wc, "95% CI", "VERDICT");
 	for (i = from; i < to; i++) {
 		const struct cmp_row *row = &r->rows[i];
 
@@ -70,10 +82,10 @@ static void layer_table(const struct cmp_result *r, size_t from, size_t to, FILE
 			snprintf(nb, sizeof(nb), "%llu", (unsigned long long)row->b.count);
 			ratio_text(ra, sizeof(ra), row->c[k].ratio);
 			ci_text(ci, sizeof(ci), &row->c[k]);
-			fprintf(f, "  %-*s  %-*s  %-5s  %9s  %9s  %9s  %9s  %7s  %-14s  %s\n",
+			fprintf(f, "  %-*s  %-*s  %-5s  %9s  %9s  %9s  %9s  %*s  %-*s  %s\n",
 				ws, k ? "" : row->stage, wl, k ? "" : row->labels, cmp_q_name[k],
 				k ? "" : na, k ? "" : nb, q_value(a, sizeof(a), row->a.q[k]),
-				q_value(b, sizeof(b), row->b.q[k]), ra, ci,
+				q_value(b, sizeof(b), row->b.q[k]), wr, ra, wc, ci,
 				cmp_verdict_name(row->c[k].v));
 		}
 	}
