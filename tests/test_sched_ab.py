@@ -273,34 +273,6 @@ def test_tracing_failing_restores(disk, tmp_path):
     assert list((tmp_path / "out").rglob("round-*")) == []
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT])
-def test_signal_in_a_round_restores(disk, tmp_path, sig):
-    dev, before = disk
-    out = tmp_path / "out"
-    p = subprocess.Popen([str(IOSTRATA), "sched-ab", "-d", dev, "bfq:low_latency=0", "none",
-                          "--rounds", "2", "--round-secs", "30", "-o", str(out),
-                          *load_args(dev)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, stdin=subprocess.DEVNULL)
-    # mid-round: the first round's recording holds an interval, its load is running
-    first = out / "A" / "round-01.ndjson"
-    deadline = time.monotonic() + 60
-    while not (first.exists() and first.read_text().count('"type":"interval"') >= 1
-               and load_procs(dev)):
-        assert p.poll() is None and time.monotonic() < deadline, p.communicate()
-        select.select([], [], [], 0.05)
-    assert "[bfq]" in sysfs(f"/sys/block/{os.path.basename(dev)}/queue/scheduler")
-    p.send_signal(sig)
-    stdout, stderr = p.communicate(timeout=60)
-    assert p.returncode == 1, stderr
-    lines = stderr.splitlines()
-    assert len(lines) == 1, stderr
-    assert f"stopped by {sig.name} in round 1 of 4" in lines[0], lines[0]
-    assert "restored to kyber (read_lat_nsec=3000000" in lines[0], lines[0]
-    assert queue_state(dev) == before
-    (meta, _, end), = recordings(out).values()
-    assert end["reason"] == "signal"
-
-
 def start_mid_round(dev, out, a, b, secs=30):
     """sched-ab of a and b in the first round of --round-secs secs: its recording holds an
     interval and its load runs."""
@@ -315,6 +287,24 @@ def start_mid_round(dev, out, a, b, secs=30):
         assert p.poll() is None and time.monotonic() < deadline, p.communicate()
         select.select([], [], [], 0.05)
     return p
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT])
+def test_signal_in_a_round_restores(disk, tmp_path, sig):
+    dev, before = disk
+    out = tmp_path / "out"
+    p = start_mid_round(dev, out, "bfq:low_latency=0", "none")
+    assert "[bfq]" in sysfs(f"/sys/block/{os.path.basename(dev)}/queue/scheduler")
+    p.send_signal(sig)
+    stdout, stderr = p.communicate(timeout=60)
+    assert p.returncode == 1, stderr
+    lines = stderr.splitlines()
+    assert len(lines) == 1, stderr
+    assert f"stopped by {sig.name} in round 1 of 4" in lines[0], lines[0]
+    assert "restored to kyber (read_lat_nsec=3000000" in lines[0], lines[0]
+    assert queue_state(dev) == before
+    (meta, _, end), = recordings(out).values()
+    assert end["reason"] == "signal"
 
 
 def test_second_run_on_the_disk_is_refused(disk, tmp_path):

@@ -394,12 +394,26 @@ static size_t ndisks;
  * before its last interval was printed keeps its name, not "7:20"): a name is replaced only by
  * the disk now holding its dev.
  */
+static bool disks_push(size_t *cap, const struct disk_ent *e)
+{
+	struct disk_ent *n;
+
+	if (ndisks == *cap) {
+		n = realloc(disks, (*cap ? *cap * 2 : 16) * sizeof(*disks));
+		if (!n)
+			return false;
+		disks = n;
+		*cap = *cap ? *cap * 2 : 16;
+	}
+	disks[ndisks++] = *e;
+	return true;
+}
+
 static void disks_scan(void)
 {
-	struct disk_ent *n, *old = disks;
+	struct disk_ent *old = disks, e;
 	size_t nold = ndisks, i, j, cap;
 	struct dirent *de;
-	uint32_t dev;
 	DIR *d;
 
 	d = opendir("/sys/block");
@@ -409,31 +423,18 @@ static void disks_scan(void)
 	ndisks = 0;
 	cap = 0;
 	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.' || dev_of(de->d_name, &dev))
+		if (de->d_name[0] == '.' || dev_of(de->d_name, &e.dev))
 			continue;
-		if (ndisks == cap) {
-			n = realloc(disks, (cap = cap ? cap * 2 : 16) * sizeof(*disks));
-			if (!n)
-				break;
-			disks = n;
-		}
-		disks[ndisks].dev = dev;
-		snprintf(disks[ndisks].name, sizeof(disks[ndisks].name), "%.31s", de->d_name);
-		ndisks++;
+		snprintf(e.name, sizeof(e.name), "%.31s", de->d_name);
+		if (!disks_push(&cap, &e))
+			break;
 	}
 	closedir(d);
 	for (i = 0; i < nold; i++) {
 		for (j = 0; j < ndisks && disks[j].dev != old[i].dev; j++)
 			;
-		if (j < ndisks)
-			continue;
-		if (ndisks == cap) {
-			n = realloc(disks, (cap = cap ? cap * 2 : 16) * sizeof(*disks));
-			if (!n)
-				break;
-			disks = n;
-		}
-		disks[ndisks++] = old[i];
+		if (j == ndisks && !disks_push(&cap, &old[i]))
+			break;
 	}
 	free(old);
 }
