@@ -85,16 +85,12 @@ void cli_put_clean(FILE *f, const char *s)
 	const unsigned char *p = (const unsigned char *)s;
 	int n;
 
-	/* utf8_printable's rule, without its buffer: C0, DEL, C1 and stray bytes are '?' */
-	while (*p) {
-		n = utf8_len(p);
-		if (n > 1 && !(p[0] == 0xc2 && p[1] < 0xa0)) {
+	/* utf8_printable's rule, without its buffer */
+	for (; *p; p += n) {
+		if (utf8_term_ok(p, &n))
 			fwrite(p, 1, (size_t)n, f);
-			p += n;
-		} else {
-			fputc(n == 1 && *p >= 0x20 && *p != 0x7f ? *p : '?', f);
-			p += n == 2 ? 2 : 1;
-		}
+		else
+			fputc('?', f);
 	}
 }
 

@@ -8,6 +8,7 @@
 #define IOSTRATA_UTF8_H
 
 #include <stddef.h>
+#include <string.h>
 
 /*
  * The length (1 to 4) of the well-formed UTF-8 sequence at p, a NUL-terminated string, or 0:
@@ -49,10 +50,24 @@ static inline int utf8_xml_bad(const unsigned char *p, int n)
 }
 
 /*
- * s as a terminal may show it, in buf: control characters (C0, DEL, and C1 whether a raw byte
- * or well-formed UTF-8: U+0080..U+009F, which a terminal takes as controls, U+009B as CSI) and
- * bytes of no well-formed UTF-8 sequence as '?'. Returns buf.
+ * Can the character at p (a NUL-terminated string) reach a terminal as it is? *n: its bytes
+ * (1 for a byte of no well-formed sequence). Not: control characters (C0, DEL, and C1 whether
+ * a raw byte or well-formed UTF-8: U+0080..U+009F, which a terminal takes as controls, U+009B
+ * as CSI) and bytes of no well-formed sequence, each shown as one '?'.
  */
+static inline int utf8_term_ok(const unsigned char *p, int *n)
+{
+	*n = utf8_len(p);
+	if (!*n) {
+		*n = 1;
+		return 0;
+	}
+	if (*n == 1)
+		return *p >= 0x20 && *p != 0x7f;
+	return !(*n == 2 && p[0] == 0xc2 && p[1] < 0xa0);
+}
+
+/* s as a terminal may show it (utf8_term_ok), in buf. Returns buf. */
 static inline const char *utf8_printable(const char *s, char *buf, size_t len)
 {
 	const unsigned char *p = (const unsigned char *)s;
@@ -62,21 +77,15 @@ static inline const char *utf8_printable(const char *s, char *buf, size_t len)
 	if (!len)
 		return buf;
 	while (*p && o + 1 < len) {
-		n = utf8_len(p);
-		if (n == 2 && p[0] == 0xc2 && p[1] < 0xa0) {
-			buf[o++] = '?';	/* a C1 control, U+0080..U+009F: one '?' */
-			p += 2;
-		} else if (n == 1 && *p >= 0x20 && *p != 0x7f) {
-			buf[o++] = (char)*p++;
-		} else if (n > 1 && o + (size_t)n < len) {
-			while (n--)
-				buf[o++] = (char)*p++;
-		} else if (n > 1) {
-			break;		/* no room for the whole character */
-		} else {
+		if (!utf8_term_ok(p, &n)) {
 			buf[o++] = '?';
-			p++;
+		} else if (o + (size_t)n < len) {
+			memcpy(buf + o, p, (size_t)n);
+			o += (size_t)n;
+		} else {
+			break;		/* no room for the whole character */
 		}
+		p += n;
 	}
 	buf[o] = '\0';
 	return buf;
