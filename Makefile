@@ -37,7 +37,8 @@ BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 SKELS     := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
 USER_SRCS := $(wildcard user/*.c user/*/*.c)
 USER_OBJS := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS))
-TEST_BINS := $(BIN)/test_hist $(BIN)/test_stats $(BIN)/test_privs $(BIN)/test_http $(BIN)/slowfs $(BIN)/reaper
+TEST_BINS := $(BIN)/test_hist $(BIN)/test_stats $(BIN)/test_privs $(BIN)/test_http $(BIN)/test_utf8 \
+             $(BIN)/slowfs $(BIN)/reaper
 BENCH_BINS := $(BIN)/bench-floor $(BIN)/bench-jitdump
 LOAD_SRCS  := $(wildcard tools/load/*.c)
 LOAD_OBJS  := $(patsubst tools/load/%.c,$(BUILD)/load/%.o,$(LOAD_SRCS)) \
@@ -127,6 +128,10 @@ $(BIN)/reaper: tests/helpers/reaper.c $(BUILD)/.deps-ok | $(BIN)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $< -luring -o $@
 
 # A FUSE filesystem whose file has a known latency: the tests' known-latency device.
+$(BIN)/test_utf8: tests/unit/test_utf8.c tests/unit/check.h user/lib/utf8.c user/lib/utf8.h user/lib/utf8_width.h $(BUILD)/.deps-ok | $(BIN)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) tests/unit/test_utf8.c user/lib/utf8.c -o $@
+
 $(BIN)/slowfs: tests/helpers/slowfs.c $(BUILD)/.deps-ok | $(BIN)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $$(pkg-config --cflags fuse3) $< $$(pkg-config --libs fuse3) -o $@

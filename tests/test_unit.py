@@ -2,9 +2,14 @@
 compare's statistics pieces and its quantile estimator's measured error (tests/unit/test_stats.c);
 serve's --user lookup in a passwd file (tests/unit/test_privs.c); serve's HTTP server under clients
 that stall with every slot taken, out of file descriptors, and its Accept-Encoding parsing
-(tests/unit/test_http.c, on loopback)."""
+(tests/unit/test_http.c, on loopback); the display width of names (tests/unit/test_utf8.c), and
+its table against Python's unicodedata for every code point."""
+import re
 import socket
 import subprocess
+import unicodedata
+
+import pytest
 
 from conftest import ROOT
 
@@ -58,3 +63,38 @@ def test_stalled_clients_cannot_keep_a_scraper_out():
     last = r.stdout.strip().splitlines()[-1]
     passed, failed = (int(x.split()[0]) for x in last.split(", "))
     assert failed == 0 and passed == 6 + 15, last    # 15: the Accept-Encoding cases
+
+
+def test_display_width_of_names():
+    r = subprocess.run([str(ROOT / "bin" / "test_utf8")], capture_output=True, text=True)
+    print(r.stdout)
+    assert r.returncode == 0, r.stdout
+    last = r.stdout.strip().splitlines()[-1]
+    passed, failed = (int(x.split()[0]) for x in last.split(", "))
+    assert failed == 0 and passed == 51, last
+
+
+def width(cp):
+    """scripts/gen-width.py's rule: columns a terminal gives cp."""
+    c = chr(cp)
+    cat = unicodedata.category(c)
+    if 0x1160 <= cp <= 0x11FF or 0xD7B0 <= cp <= 0xD7FF or cat in ("Mn", "Me") or \
+            (cat == "Cf" and cp != 0x00AD):
+        return 0
+    return 2 if cat != "Cn" and unicodedata.east_asian_width(c) in ("W", "F") else 1
+
+
+def test_width_table_is_unicodedata_s():
+    """Every code point's width in the C table is what unicodedata says (the table was made
+    from it by scripts/gen-width.py, for the Unicode version its header names)."""
+    version = re.search(r'UTF8_WIDTH_UNICODE "([^"]+)"',
+                        (ROOT / "user" / "lib" / "utf8_width.h").read_text()).group(1)
+    if version != unicodedata.unidata_version:
+        pytest.skip(f"the table is Unicode {version}, this Python's unicodedata "
+                    f"{unicodedata.unidata_version}")
+    r = subprocess.run([str(ROOT / "bin" / "test_utf8"), "dump"], capture_output=True,
+                       text=True, check=True)
+    got = {int(cp, 16): int(w) for cp, w in (ln.split() for ln in r.stdout.splitlines())}
+    assert len(got) == 0x110000 - 0x800
+    wrong = [(hex(cp), w, width(cp)) for cp, w in got.items() if w != width(cp)]
+    assert not wrong, wrong[:20]

@@ -8,6 +8,7 @@
 #define IOSTRATA_UTF8_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 /*
@@ -47,6 +48,18 @@ static inline int utf8_xml_bad(const unsigned char *p, int n)
 {
 	return (n == 2 && p[0] == 0xc2 && p[1] < 0xa0) ||
 	       (n == 3 && p[0] == 0xef && p[1] == 0xbf && p[2] >= 0xbe);
+}
+
+/* The code point of the well-formed sequence at p, n bytes (utf8_len) */
+static inline uint32_t utf8_cp(const unsigned char *p, int n)
+{
+	switch (n) {
+	case 2: return (uint32_t)(p[0] & 0x1f) << 6 | (p[1] & 0x3f);
+	case 3: return (uint32_t)(p[0] & 0x0f) << 12 | (uint32_t)(p[1] & 0x3f) << 6 | (p[2] & 0x3f);
+	case 4: return (uint32_t)(p[0] & 0x07) << 18 | (uint32_t)(p[1] & 0x3f) << 12 |
+		       (uint32_t)(p[2] & 0x3f) << 6 | (p[3] & 0x3f);
+	default: return p[0];
+	}
 }
 
 /*
@@ -90,5 +103,19 @@ static inline const char *utf8_printable(const char *s, char *buf, size_t len)
 	buf[o] = '\0';
 	return buf;
 }
+
+/*
+ * Display columns (user/lib/utf8.c), with no locale (a static binary): 0 for combining marks
+ * and format characters, 2 for East Asian Wide and Fullwidth ones (emoji presentation among
+ * them), 1 for the rest; from the table scripts/gen-width.py makes.
+ */
+int utf8_cp_width(uint32_t cp);
+/* The columns s takes as a terminal shows it: each character utf8_term_ok refuses is one '?' */
+int utf8_cols(const char *s);
+/*
+ * The printf field width ("%-*s", "%*s") that pads s, as utf8_printable leaves it, to cols
+ * display columns: printf counts bytes. Never below 0 (a negative width would flip the side).
+ */
+int utf8_field(const char *s, int cols);
 
 #endif

@@ -7,6 +7,7 @@
 #include "compare.h"
 #include "histfmt.h"
 #include "json.h"
+#include "utf8.h"
 
 static const char *q_value(char *buf, size_t len, double ns)
 {
@@ -51,7 +52,7 @@ static void widths(const struct cmp_result *r, size_t from, size_t to, int *ws, 
 	for (i = from; i < to; i++) {
 		n = (int)strlen(r->rows[i].stage);
 		*ws = n > *ws ? n : *ws;
-		n = (int)strlen(r->rows[i].labels);
+		n = utf8_cols(r->rows[i].labels);	/* columns, not bytes: "тест" is 4 */
 		*wl = n > *wl ? n : *wl;
 		for (k = 0; k < CMP_NQ; k++) {
 			ratio_text(buf, sizeof(buf), r->rows[i].c[k].ratio);
@@ -83,7 +84,8 @@ static void layer_table(const struct cmp_result *r, size_t from, size_t to, FILE
 			ratio_text(ra, sizeof(ra), row->c[k].ratio);
 			ci_text(ci, sizeof(ci), &row->c[k]);
 			fprintf(f, "  %-*s  %-*s  %-5s  %9s  %9s  %9s  %9s  %*s  %-*s  %s\n",
-				ws, k ? "" : row->stage, wl, k ? "" : row->labels, cmp_q_name[k],
+				ws, k ? "" : row->stage, utf8_field(k ? "" : row->labels, wl),
+				k ? "" : row->labels, cmp_q_name[k],
 				k ? "" : na, k ? "" : nb, q_value(a, sizeof(a), row->a.q[k]),
 				q_value(b, sizeof(b), row->b.q[k]), wr, ra, wc, ci,
 				cmp_verdict_name(row->c[k].v));
@@ -276,7 +278,7 @@ void cmp_aa_print_text(const struct cmp_aa *aa, FILE *f)
 	size_t i;
 
 	for (i = 0; i < aa->nrows; i++) {
-		n = (int)strlen(aa->rows[i].labels);
+		n = utf8_cols(aa->rows[i].labels);
 		wl = n > wl ? n : wl;
 		n = (int)strlen(aa->rows[i].stage) + (int)strlen(aa->rows[i].layer) + 1;
 		ws = n > ws ? n : ws;
@@ -302,7 +304,8 @@ void cmp_aa_print_text(const struct cmp_aa *aa, FILE *f)
 			else
 				snprintf(rate[k], sizeof(rate[k]), "-");
 		}
-		fprintf(f, "  %-*s  %-*s  %12s  %12s  %12s  %12s\n", ws, stage, wl, row->labels,
+		fprintf(f, "  %-*s  %-*s  %12s  %12s  %12s  %12s\n", ws, stage,
+			utf8_field(row->labels, wl), row->labels,
 			rate[0], rate[1], rate[2], rate[3]);
 	}
 	fprintf(f, "false-positive rate: %d of %d splits called a change (%.1f%%); alpha %.0f%%\n",

@@ -286,11 +286,13 @@ int output_req_text(const struct req_rec *r, FILE *f)
 	/* pid 0: no submitter known (a flush the kernel made): "-", not a process 0 */
 	snprintf(pid, sizeof(pid), r->pid ? "%u" : "-", r->pid);
 	snprintf(tid, sizeof(tid), r->pid ? "%u" : "-", r->tid);
+	/* padded to display columns, not bytes: "тест" takes 4 columns in 8 bytes */
+	utf8_printable(r->comm, comm, sizeof(comm));
+	utf8_printable(r->cgroup, cgroup, sizeof(cgroup));
 	/* a write that fails here sets errno now: the caller stops at the first failure */
-	return fprintf(f, "%s.%06u %-7s %7s %7s %-15s %-20s %8s  %s\n", when,
+	return fprintf(f, "%s.%06u %-7s %7s %7s %-*s %-*s %8s  %s\n", when,
 		       (unsigned)(r->ts_ns % 1000000000ULL / 1000), r->layer, pid, tid,
-		       utf8_printable(r->comm, comm, sizeof(comm)),
-		       utf8_printable(r->cgroup, cgroup, sizeof(cgroup)),
+		       utf8_field(comm, 15), comm, utf8_field(cgroup, 20), cgroup,
 		       fmt_ns(v, sizeof(v), r->total_ns, false), what) < 0 ? -1 : 0;
 }
 

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Unit tests of the display width of names (user/lib/utf8.c): code points, strings as a
+ * terminal shows them, and the printf field that pads them to a number of columns. No root
+ * needed. With "dump", prints instead the width of every code point but the surrogates, one
+ * "XXXXXX W" line each, for tests/test_unit.py to check against Python's unicodedata.
+ * Exits non-zero on any failed check; the last line is "N passed, N failed".
+ */
+#include <stdio.h>
+#include <string.h>
+#include "utf8.h"
+
+#include "check.h"
+
+static void cols_is(const char *s, int want)
+{
+	int got = utf8_cols(s);
+
+	CHECK(got == want, "utf8_cols(\"%s\") = %d, want %d", s, got, want);
+}
+
+/* s padded to w columns by "%-*s" then "|": the bar must land at column w */
+static void pads_to(const char *s, int w, const char *want)
+{
+	char buf[128];
+
+	snprintf(buf, sizeof(buf), "%-*s|", utf8_field(s, w), s);
+	CHECK(!strcmp(buf, want), "pad(\"%s\", %d) = \"%s\", want \"%s\"", s, w, buf, want);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct { unsigned int cp; int w; } cps[] = {
+		{ 'a', 1 }, { 0xe9, 1 }, { 0xad, 1 },			/* é, soft hyphen */
+		{ 0x0442, 1 },						/* т */
+		{ 0x0301, 0 }, { 0x20dd, 0 }, { 0xfe0f, 0 },		/* Mn, Me, VS16 */
+		{ 0x200b, 0 }, { 0x202e, 0 }, { 0xfeff, 0 },		/* format: Cf */
+		{ 0x1160, 0 }, { 0x11ff, 0 }, { 0x1100, 2 },		/* Hangul jamo */
+		{ 0x4e00, 2 }, { 0x6d4b, 2 }, { 0xac00, 2 },		/* 一 测 가 */
+		{ 0x3000, 2 }, { 0xff21, 2 }, { 0xff61, 1 },		/* fullwidth, halfwidth */
+		{ 0x1f600, 2 }, { 0x1f4be, 2 }, { 0x231a, 2 },		/* emoji presentation */
+		{ 0x2764, 1 }, { 0x263a, 1 },				/* text presentation */
+		{ 0x20000, 2 }, { 0x3134a, 2 },				/* CJK ext. B, G */
+		{ 0x0378, 1 }, { 0x10ffff, 1 }, { 0xe0001, 0 },		/* unassigned; tag */
+	};
+	size_t i;
+
+	if (argc > 1 && !strcmp(argv[1], "dump")) {
+		for (i = 0; i < 0x110000; i++)
+			if (i < 0xd800 || i > 0xdfff)
+				printf("%06zx %d\n", i, utf8_cp_width((uint32_t)i));
+		return 0;
+	}
+	for (i = 0; i < sizeof(cps) / sizeof(cps[0]); i++)
+		CHECK(utf8_cp_width(cps[i].cp) == cps[i].w, "U+%04X: width %d, want %d",
+		      cps[i].cp, utf8_cp_width(cps[i].cp), cps[i].w);
+
+	/* strings as shown: what utf8_term_ok refuses is one '?' */
+	cols_is("", 0);
+	cols_is("fio", 3);
+	cols_is("тест", 4);			/* 8 bytes */
+	cols_is("测试", 4);			/* 6 bytes */
+	cols_is("\U0001f600x", 3);		/* 5 bytes */
+	cols_is("e\u0301", 1);			/* e + combining acute: 3 bytes */
+	cols_is("\u1100\u1161\u11a8", 2);	/* 각 in conjoining jamo: 9 bytes */
+	cols_is("a\x1b[31m", 6);		/* ESC: '?' */
+	cols_is("\xc2\x9b", 1);			/* C1 (CSI) as UTF-8: '?' */
+	cols_is("\xff\xfe", 2);			/* no UTF-8: '?' each */
+	cols_is("\xe6\xb5", 2);			/* 测 cut short: two stray bytes */
+	cols_is("vda read pid 42 тест /a/测试", 28);
+
+	pads_to("abc", 5, "abc  |");
+	pads_to("тест", 6, "тест  |");
+	pads_to("测试", 6, "测试  |");
+	pads_to("\U0001f600", 3, "\U0001f600 |");
+	pads_to("e\u0301", 2, "e\u0301 |");
+	pads_to("测试测试", 4, "测试测试|");	/* wider than the field: all of it, no pad */
+	pads_to("测试测试", 2, "测试测试|");
+	pads_to("", 3, "   |");
+	/* never a negative width, which printf would take as the left flag */
+	CHECK(utf8_field("测试测试", 2) == 6 && utf8_field("x", -3) == 0, "utf8_field: %d %d",
+	      utf8_field("测试测试", 2), utf8_field("x", -3));
+	{
+		char buf[64];
+
+		snprintf(buf, sizeof(buf), "%*s|", utf8_field("тест", 6), "тест");
+		CHECK(!strcmp(buf, "  тест|"), "right-aligned: \"%s\"", buf);
+	}
+
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed != 0;
+}
