@@ -1,9 +1,14 @@
-"""Tables of names line up on a terminal: processes and cgroups named in Cyrillic, CJK, with an
-emoji or a combining accent do io_uring reads on a loop device, and every row of every text view
-that pads their names (snoop's COMM and CGROUP, compare's LABELS and its --aa table) keeps its
-columns where the header has them, counted in display columns (Python's unicodedata), not
-bytes. The trace's own views (-P -C -D, -W) print names in a row of their own: their table rows
-line up too. The counts are the reads each process issued.
+"""Names on a terminal line up and cannot pass for others.
+
+- Processes and cgroups named in Cyrillic, CJK, with an emoji or a combining accent do io_uring
+  reads on a loop device, and every row of every text view that pads their names (snoop's COMM
+  and CGROUP, compare's LABELS and its --aa table) keeps its columns where the header has them,
+  counted in display columns (Python's unicodedata), not bytes. The trace's own views (-P -C -D,
+  -W) print names in a row of their own: their table rows line up too. The counts are the reads
+  each process issued.
+- Processes named with bidirectional controls (an override makes "\u202egpj.exe" read
+  "exe.jpg") and invisible characters: the text views, the report's and compare's HTML and SVG
+  show each as '?'; JSON keeps the true name, the characters escaped.
 """
 import json
 import os
@@ -15,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import IOSTRATA, ROOT, Tracer
+from conftest import IOSTRATA, ROOT, Tracer, records
 
 LOAD = ROOT / "bin" / "iostrata-load"
 NAMES = ["fio", "тест", "测试", "\U0001f600x", "e\u0301z"]
@@ -157,3 +162,85 @@ def test_names_in_any_script_keep_the_columns(tmp_path, loopdev, named_cgroups, 
             assert_rows_line_up(header, rows, [], [(i + 1, n) for i, n in enumerate(names)],
                                 what)
         assert nrows, (what, out)
+
+
+# utf8_hidden (user/lib/utf8.h): bidirectional controls, invisible characters, line separators
+HIDDEN = {chr(c) for lo, hi in ((0x061C, 0x061C), (0x180E, 0x180E), (0x200B, 0x200F),
+                                (0x2028, 0x202E), (0x2060, 0x206F), (0xFEFF, 0xFEFF),
+                                (0xFFF9, 0xFFFB), (0xE0000, 0xE007F)) for c in range(lo, hi + 1)}
+# name -> as a terminal shows it; each at most 15 bytes (a comm)
+DECEIVING = {"\u202egpj.exe": "?gpj.exe", "a\u2067b\u2069c": "a?b?c", "x\u200by\u200dz": "x?y?z",
+             "\ufeffbom\u061c": "?bom?", "t\U000e0041\U000e0042": "t??",
+             "\u2060\u202a\u202c": "???", "\u05e9\u05dc\u05d5\u05dd": "\u05e9\u05dc\u05d5\u05dd"}
+NREADS = 20
+
+
+@pytest.mark.root
+def test_bidi_and_invisible_names_cannot_pass_for_others(tmp_path, loopdev, named_cgroups,
+                                                         no_bpf_leak):
+    """U+202A..U+202E, U+2066..U+2069, U+200B..U+200F, U+2060..U+2064, U+FEFF, U+061C (and the
+    rest of utf8_hidden) reached the terminal as they came, and the HTML: a process named
+    RLO + "gpj.exe" read "exe.jpg". Hebrew letters (no control) stay as they are."""
+    rec = tmp_path / "rec\u202egpj.ndjson"  # the pages show its name, and the command's
+    common = ["-l", "syscall", "-P", "-c", str(named_cgroups)]
+    txt = Tracer(common)
+    js = Tracer([*common, "-j"])
+    recorder = Tracer(["-o", str(rec), *common, "0.2"], command=("record",))
+    snoop = Tracer(["--slower", "0", "-l", "syscall", "-c", str(named_cgroups)],
+                   command=("snoop",))
+    pids = {}
+    for name in DECEIVING:
+        p = subprocess.run(["python3", "-c", f"""
+import ctypes, mmap, os
+ctypes.CDLL(None).prctl(15, {name.encode()!r}, 0, 0, 0)
+open({str(named_cgroups / NAMES[0] / "cgroup.procs")!r}, "w").write(str(os.getpid()))
+buf = mmap.mmap(-1, 4096)
+fd = os.open({loopdev!r}, os.O_RDONLY | os.O_DIRECT)
+for i in range({NREADS}):
+    assert os.preadv(fd, [buf], i * 4096) == 4096
+print(os.getpid())
+"""], capture_output=True, text=True, check=True)
+        pids[name] = int(p.stdout)
+    text, js_out, rec_text, snoop_text = txt.stop(), js.stop(), recorder.stop(), snoop.stop()
+
+    # JSON: the true name, the characters escaped (not raw on a terminal)
+    assert not HIDDEN & set(js_out), "a bidi control or invisible character raw in -j"
+    got = {}
+    for r in records(js_out):
+        for h in r["hists"]:
+            if h["labels"].get("syscall") in ("preadv", "preadv2"):  # glibc: the latter
+                key = (h["labels"]["comm"], h["labels"]["pid"])
+                got[key] = got.get(key, 0) + h["count"]
+    assert got == {(n, pid): NREADS for n, pid in pids.items()}, got
+
+    # text, the recorder's view, snoop: each shown as '?'
+    for out, what in ((text, "text"), (rec_text, "record"), (snoop_text, "snoop")):
+        assert not HIDDEN & set(out), what
+        for name, shown in DECEIVING.items():
+            if what == "snoop":
+                rows = [ln for ln in out.splitlines() if f" {pids[name]} " in ln and
+                        "preadv" in ln]
+                assert len(rows) == NREADS and all(ln.split()[4] == shown for ln in rows), \
+                    (name, rows)
+            else:
+                assert f"pid {pids[name]} {shown}]" in out, (what, shown)
+
+    # compare's text and HTML, the report's HTML and SVG
+    page, svg = tmp_path / "r.html", tmp_path / "svg"
+    r = subprocess.run([str(IOSTRATA), "report", str(rec), "-o", str(page), "--svg", str(svg),
+                        "--top", "20"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    c = subprocess.run([str(IOSTRATA), "compare", str(rec), str(rec), "--html",
+                        str(tmp_path / "c.html")], capture_output=True, text=True)
+    assert c.returncode == 0, c.stderr
+    views = [("report", page.read_text()), ("compare -H", (tmp_path / "c.html").read_text()),
+             ("compare", c.stdout)]
+    svgs = [(f.name, f.read_text()) for f in svg.glob("*.svg")]
+    assert svgs
+    for what, out in views + svgs:
+        assert not HIDDEN & set(out), what
+    for what, out in views:
+        for name, shown in DECEIVING.items():
+            assert f"pid {pids[name]} {shown}" in out, (what, shown)
+        assert what == "compare" or "rec?gpj.ndjson" in out, what

@@ -28,8 +28,38 @@ static void pads_to(const char *s, int w, const char *want)
 	CHECK(!strcmp(buf, want), "pad(\"%s\", %d) = \"%s\", want \"%s\"", s, w, buf, want);
 }
 
+/* cp in UTF-8, between "a" and "b", through utf8_printable: "a?b" or the character kept */
+static void shown_as(unsigned int cp, int hidden)
+{
+	char in[8], out[16], want[8];
+	int n;
+
+	if (cp < 0x800)
+		n = snprintf(in, sizeof(in), "a%c%cb", 0xc0 | cp >> 6, 0x80 | (cp & 0x3f));
+	else if (cp < 0x10000)
+		n = snprintf(in, sizeof(in), "a%c%c%cb", 0xe0 | cp >> 12, 0x80 | (cp >> 6 & 0x3f),
+			     0x80 | (cp & 0x3f));
+	else
+		n = snprintf(in, sizeof(in), "a%c%c%c%cb", 0xf0 | cp >> 18,
+			     0x80 | (cp >> 12 & 0x3f), 0x80 | (cp >> 6 & 0x3f), 0x80 | (cp & 0x3f));
+	snprintf(want, sizeof(want), "%s", hidden ? "a?b" : in);
+	utf8_printable(in, out, sizeof(out));
+	CHECK(n > 0 && !strcmp(out, want), "U+%04X shown as \"%s\", want \"%s\"", cp, out, want);
+	CHECK(utf8_cols(in) == (hidden ? 3 : 2 + utf8_cp_width(cp)), "U+%04X: %d columns", cp,
+	      utf8_cols(in));
+}
+
 int main(int argc, char **argv)
 {
+	/* bidirectional controls and invisible characters: '?'; their neighbours kept */
+	static const unsigned int hidden[] = {
+		0x061c, 0x180e, 0x200b, 0x200d, 0x200e, 0x200f, 0x2028, 0x2029, 0x202a, 0x202e,
+		0x2060, 0x2064, 0x2066, 0x2069, 0x206f, 0xfeff, 0xfff9, 0xfffb, 0xe0000, 0xe0041,
+		0xe007f,
+	}, kept[] = {
+		0x061b, 0x061d, 0x180d, 0x200a, 0x2010, 0x2027, 0x202f, 0x205f, 0x2070, 0xfefe,
+		0xfff8, 0xfffc, 0xe0080, 0xe0100, 0x05d0, 0x0627, 0x0301,
+	};
 	static const struct { unsigned int cp; int w; } cps[] = {
 		{ 'a', 1 }, { 0xe9, 1 }, { 0xad, 1 },			/* é, soft hyphen */
 		{ 0x0442, 1 },						/* т */
@@ -55,6 +85,11 @@ int main(int argc, char **argv)
 		CHECK(utf8_cp_width(cps[i].cp) == cps[i].w, "U+%04X: width %d, want %d",
 		      cps[i].cp, utf8_cp_width(cps[i].cp), cps[i].w);
 
+	for (i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++)
+		shown_as(hidden[i], 1);
+	for (i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
+		shown_as(kept[i], 0);
+
 	/* strings as shown: what utf8_term_ok refuses is one '?' */
 	cols_is("", 0);
 	cols_is("fio", 3);
@@ -68,6 +103,7 @@ int main(int argc, char **argv)
 	cols_is("\xff\xfe", 2);			/* no UTF-8: '?' each */
 	cols_is("\xe6\xb5", 2);			/* 测 cut short: two stray bytes */
 	cols_is("vda read pid 42 тест /a/测试", 28);
+	cols_is("\u202egpj.exe", 8);		/* RLO: '?' */
 
 	pads_to("abc", 5, "abc  |");
 	pads_to("тест", 6, "тест  |");

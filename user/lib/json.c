@@ -79,12 +79,21 @@ static void put_string(struct jw *w, const char *s)
 				/*
 				 * C1 controls (U+0080..U+009F) and U+2028/U+2029 escaped: valid
 				 * JSON raw, but line breaks to Unicode (Python's splitlines()
-				 * splits at NEL, U+0085), so a name would cut its record in two
+				 * splits at NEL, U+0085), so a name would cut its record in two.
+				 * Bidirectional controls and invisible characters (utf8_hidden)
+				 * escaped too: the name is kept, but -j on a terminal, or a record
+				 * read with less, does not show it as another
 				 */
+				uint32_t cp = n ? utf8_cp(p, n) : 0;
+
 				if ((n == 2 && p[0] == 0xc2 && p[1] < 0xa0) ||
-				    (n == 3 && p[0] == 0xe2 && p[1] == 0x80 &&
-				     (p[2] == 0xa8 || p[2] == 0xa9))) {
-					putf(w, "\\u%04x", n == 2 ? p[1] : 0x2000 + (p[2] - 0x80));
+				    (n && utf8_hidden(cp))) {
+					if (cp >= 0x10000)	/* a surrogate pair */
+						putf(w, "\\u%04x\\u%04x",
+						     0xd800 + ((cp - 0x10000) >> 10),
+						     0xdc00 + ((cp - 0x10000) & 0x3ff));
+					else
+						putf(w, "\\u%04x", cp);
 					p += n - 1;
 				} else if (n) {
 					put(w, (const char *)p, (size_t)n);

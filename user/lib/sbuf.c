@@ -81,10 +81,13 @@ void sbuf_esc(struct sbuf *b, const char *s)
 			 * in Cyrillic stay two. Control characters (C0 but tab and newline, DEL,
 			 * C1), which XML 1.0 refuses or discourages, U+FFFE and U+FFFF, which it
 			 * refuses, and bytes of no well-formed sequence (a name need not be
-			 * UTF-8) are '?'.
+			 * UTF-8) are '?'; so are bidirectional controls and invisible characters
+			 * (utf8_hidden), as on a terminal: a browser applies them too, and no
+			 * isolation (<bdi>) would keep an override from reversing the name itself,
+			 * nor reach a <title> tooltip or an attribute.
 			 */
 			n = utf8_len(p);
-			if (n > 1 && !utf8_xml_bad(p, n)) {
+			if (n > 1 && !utf8_xml_bad(p, n) && !utf8_hidden(utf8_cp(p, n))) {
 				sbuf_put(b, (const char *)p, (size_t)n);
 				p += n - 1;
 			} else if (n > 1) {

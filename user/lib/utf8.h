@@ -63,10 +63,28 @@ static inline uint32_t utf8_cp(const unsigned char *p, int n)
 }
 
 /*
+ * Is cp a character that shows nothing, or changes how the text around it reads, and so lets a
+ * name pass for another? The bidirectional embeddings, overrides and isolates (U+202A..U+202E,
+ * U+2066..U+2069) and marks (U+200E, U+200F, U+061C): a process named "\u202egpj.exe" reads
+ * as "exe.jpg"; the zero-width space, joiners and word joiner, the invisible operators, the
+ * deprecated format characters (U+200B..U+200D, U+2060..U+206F), U+FEFF, U+180E, the
+ * interlinear annotation marks (U+FFF9..U+FFFB) and the tag characters (U+E0000..U+E007F),
+ * invisible; and the line and paragraph separators (U+2028, U+2029), which end a line or a
+ * bidirectional paragraph in the middle of a label.
+ */
+static inline int utf8_hidden(uint32_t cp)
+{
+	return cp == 0x061c || cp == 0x180e || (cp >= 0x200b && cp <= 0x200f) ||
+	       (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2060 && cp <= 0x206f) ||
+	       cp == 0xfeff || (cp >= 0xfff9 && cp <= 0xfffb) || (cp >= 0xe0000 && cp <= 0xe007f);
+}
+
+/*
  * Can the character at p (a NUL-terminated string) reach a terminal as it is? *n: its bytes
  * (1 for a byte of no well-formed sequence). Not: control characters (C0, DEL, and C1 whether
  * a raw byte or well-formed UTF-8: U+0080..U+009F, which a terminal takes as controls, U+009B
- * as CSI) and bytes of no well-formed sequence, each shown as one '?'.
+ * as CSI), the characters utf8_hidden names (bidirectional controls, invisible ones) and bytes
+ * of no well-formed sequence, each shown as one '?'.
  */
 static inline int utf8_term_ok(const unsigned char *p, int *n)
 {
@@ -77,7 +95,7 @@ static inline int utf8_term_ok(const unsigned char *p, int *n)
 	}
 	if (*n == 1)
 		return *p >= 0x20 && *p != 0x7f;
-	return !(*n == 2 && p[0] == 0xc2 && p[1] < 0xa0);
+	return !(*n == 2 && p[0] == 0xc2 && p[1] < 0xa0) && !utf8_hidden(utf8_cp(p, *n));
 }
 
 /* s as a terminal may show it (utf8_term_ok), in buf. Returns buf. */
