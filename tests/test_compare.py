@@ -193,11 +193,17 @@ def test_one_interval_each_is_not_enough_data(tmp_path):
     r = compare(a, b)
     assert r.returncode == 0 and not re.search(r"(slower|faster)$", r.stdout, re.M), r.stdout
     assert "0 of 0 compared quantiles changed" in r.stdout
-    # and a gate on it cannot fail the build on data that cannot say, and says so
+    # and a gate on it neither fails nor passes on data that cannot say: exit 4, said
     r = compare(a, b, "--gate", "block:device:p50")
-    assert r.returncode == 0 and "passed without a verdict (not enough data)" in r.stdout
-    doc = compare_json(a, b, "--gate", "block:device:p50")
-    assert doc["gates"][0]["judged"] is False and doc["gates"][0]["regressed"] is False
+    assert r.returncode == 4, (r.returncode, r.stdout)
+    assert "gate block:device:p50: not decided (not enough data)" in r.stdout, r.stdout
+    assert "gates not decided: exit 4" in r.stdout
+    r = compare(a, b, "-j", "--gate", "block:device:p50")
+    assert r.returncode == 4, r.returncode
+    doc = json.loads(r.stdout)
+    assert doc["gates"] == [{"layer": "block", "stage": "device", "q": "p50", "regressed": False,
+                             "judged": False, "decided": False}], doc["gates"]
+    assert doc["gates_decided"] is False
 
 
 def test_unknown_quantiles_are_never_judged(tmp_path):
@@ -221,11 +227,11 @@ def test_unknown_quantiles_are_never_judged(tmp_path):
     a = write_rec(tmp_path / "za.ndjson", [[hist("block", "device", [0] * 200)]] * 20)
     b = write_rec(tmp_path / "zb.ndjson", [[hist("block", "device", [
         rng.randint(1, 5) for _ in range(200)])]] * 20)
-    doc = compare_json(a, b, "--gate", "block:device:p99")
+    doc = compare_json(a, b, "--gate", "block:device:p99", status=4)
     p99 = cell(doc, "block", "device", "p99")
     assert p99["verdict"] == "not enough data" and "0 ns" in p99["reason"], p99
     assert p99["ratio"] is None and p99["ci_lo"] is None, p99
-    assert doc["gates"][0]["judged"] is False, doc["gates"]
+    assert doc["gates"][0]["judged"] is False and doc["gates"][0]["decided"] is False, doc["gates"]
     # 0 ns in many resamples only (18 of A's 20 intervals all 0 ns): said as such, not as a
     # row missing from them (it is in every one)
     mixed = write_rec(tmp_path / "zm.ndjson", [[hist("block", "device", [0] * 200)]] * 18 +

@@ -649,8 +649,12 @@ def test_example_runs(source, lineno, cmd, takes_argument, request):
         except subprocess.TimeoutExpired:
             pytest.fail(f"{source}:{lineno}: {cmd!r}, run as `{shown}`, did not end within "
                         f"120 s: teach tests/test_docs.py how to shorten it")
-        assert r.returncode == 0, (f"{source}:{lineno}: {cmd!r}, run as `{shown}`, exited "
-                                   f"{r.returncode}:\n{r.stderr[-2000:]}")
+        # compare runs on the sample recording, against itself: too few intervals to judge any
+        # quantile, so a gate on it is not decided (exit 4), and says why
+        undecided = (argv[1:2] == ["compare"] and r.returncode == 4
+                     and "not decided (not enough data)" in r.stdout)
+        assert r.returncode == 0 or undecided, (f"{source}:{lineno}: {cmd!r}, run as `{shown}`, "
+                                                f"exited {r.returncode}:\n{r.stderr[-2000:]}")
         assert r.stdout.strip(), f"{source}:{lineno}: `{shown}` printed nothing"
     left = wait_no_bpf_programs()
     assert left == [], f"{source}:{lineno}: `{shown}` left BPF programs loaded: {left}"

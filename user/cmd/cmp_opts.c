@@ -82,8 +82,10 @@ int cmp_gates_check(const struct cmp_gates *g, const struct cmp_result *r)
 }
 
 /*
- * A gate whose quantile had not enough data in every label set passes, and says it could not
- * judge; one whose verdict the events lost could change (in some label set) is not decided.
+ * A gate is decided when its verdict is known: slower in some label set (regressed), or judged
+ * in at least one (passed). One whose quantile had not enough data in every label set, or whose
+ * verdict the events lost could change (in some label set), or whose verdicts are unreliable,
+ * is not decided: a gate that checked nothing does not pass.
  */
 int cmp_gates_say(const struct cmp_gates *g, const struct cmp_result *r, bool reliable,
 		  struct jw *w)
@@ -99,8 +101,8 @@ int cmp_gates_say(const struct cmp_gates *g, const struct cmp_result *r, bool re
 		/* a label set called slower is a regression, whatever another's verdict withheld */
 		slower = reliable && cmp_regressed(r, x->layer, x->stage, x->q, &found);
 		lost = !slower && cmp_stage_lost(r, x->layer, x->stage, x->q);
-		decided = reliable && !lost;
-		judged = decided && cmp_stage_compared(r, x->layer, x->stage, x->q) > 0;
+		judged = reliable && !lost && cmp_stage_compared(r, x->layer, x->stage, x->q) > 0;
+		decided = slower || judged;
 		/* a regression found is the answer, whatever another gate could not decide */
 		status = slower ? 3 : !decided && status != 3 ? 4 : status;
 		if (w) {
@@ -117,7 +119,7 @@ int cmp_gates_say(const struct cmp_gates *g, const struct cmp_result *r, bool re
 			       !reliable ? "not decided (the verdicts are UNRELIABLE)" :
 			       lost ? "not decided (events lost could change its verdict)" :
 			       slower ? "REGRESSED (slower beyond the limit)" :
-			       judged ? "passed" : "passed without a verdict (not enough data)");
+			       judged ? "passed" : "not decided (not enough data)");
 		}
 	}
 	if (w)

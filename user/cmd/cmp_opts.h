@@ -36,7 +36,8 @@ int cmp_gates_check(const struct cmp_gates *g, const struct cmp_result *r);
 /*
  * The gates' outcome, printed (or into w under -j): 3 when one is slower, else 0. A gate is
  * "not decided", neither regressed nor judged, when reliable is false (verdicts the caller
- * found unreliable: every gate) or when the events lost withheld its verdict (cmp_stage_lost);
+ * found unreliable: every gate), when the events lost withheld its verdict (cmp_stage_lost), or
+ * when no label set had enough data at its quantile (a gate that judged nothing does not pass);
  * then, unless a gate regressed, the status is 4 and "gates not decided: exit 4" is printed
  * too (under -j, "gates_decided": false).
  */
