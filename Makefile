@@ -43,7 +43,7 @@ BENCH_BINS := $(BIN)/bench-floor $(BIN)/bench-jitdump
 LOAD_SRCS  := $(wildcard tools/load/*.c)
 LOAD_OBJS  := $(patsubst tools/load/%.c,$(BUILD)/load/%.o,$(LOAD_SRCS)) \
               $(BUILD)/user/lib/json.o $(BUILD)/user/lib/histfmt.o $(BUILD)/user/lib/cli.o \
-              $(BUILD)/user/lib/blkdev.o
+              $(BUILD)/user/lib/blkdev.o $(BUILD)/user/lib/stopsig.o
 
 .PHONY: all deps run test test-vm test-unit test-root bench bench-load bench-layers bench-overhead bench-helpers bench-spill bench-profile check-exact bench-report sample-report interfaces soak vmlinux clean
 .DELETE_ON_ERROR:

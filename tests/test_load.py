@@ -234,12 +234,18 @@ def test_nohup_keeps_a_hangup_ignored(workdir):
     assert json.loads(out)["interrupted"] is False
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT],
-                         ids=["INT", "TERM", "HUP", "QUIT"])
+# every catchable signal whose default ends the process
+STOP_SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
+                signal.SIGUSR2, signal.SIGALRM, signal.SIGVTALRM, signal.SIGPROF, signal.SIGXCPU,
+                signal.SIGXFSZ, signal.SIGIO, signal.SIGPWR, signal.SIGSTKFLT, signal.SIGTRAP,
+                signal.SIGSYS, signal.SIGABRT, signal.SIGRTMIN, signal.SIGRTMAX]
+
+
+@pytest.mark.parametrize("sig", STOP_SIGNALS, ids=[s.name[3:] for s in STOP_SIGNALS])
 def test_a_signal_during_layout_leaves_nothing(workdir, sig):
-    """HUP (a closed terminal) and QUIT (Ctrl-\\) once left a half-laid-out file. The file is
-    big enough for its lay-out to take a while, and fits the filesystem (else the load would
-    refuse it at once)."""
+    """HUP (a closed terminal) and QUIT (Ctrl-\\) once left a half-laid-out file; so did USR1,
+    ALRM and every other signal whose default ends the process. The file is big enough for its
+    lay-out to take a while, and fits the filesystem (else the load would refuse it at once)."""
     env = dict(os.environ, TMPDIR=str(workdir))
     vfs = os.statvfs(workdir)
     size = min(4 << 30, vfs.f_bavail * vfs.f_frsize // 2) >> 20 << 20

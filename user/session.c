@@ -14,6 +14,7 @@
 #include "cgroups.h"
 #include "log.h"
 #include "session.h"
+#include "stopsig.h"
 #include "sysinfo.h"
 
 /*
@@ -42,7 +43,7 @@ struct session {
 
 static volatile sig_atomic_t stopping;
 
-static void on_signal(int sig)
+void session_stop(int sig)
 {
 	stopping = sig;
 }
@@ -55,28 +56,23 @@ void session_signals(void)
 	 * EINTR, and stdio drops that part of the record: a torn JSON line. The interval sleep,
 	 * clock_nanosleep, is never restarted, so a signal still ends it at once.
 	 */
-	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
+	struct sigaction sa = { .sa_handler = session_stop, .sa_flags = SA_RESTART };
 
-	struct sigaction was;
-
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
 	/*
-	 * A closed terminal: stop as on Ctrl-C, so that what the session mounted is unmounted;
-	 * Ctrl-\ too: its default, a core dump, would leave sched-ab's scheduler switched. Unless
-	 * started ignoring them (nohup iostrata serve &: a logout must not stop it; a shell's
-	 * background job ignores SIGQUIT), which then cannot end the run at all.
+	 * Every signal whose default ends the process stops the run as Ctrl-C does, so that what
+	 * it attached, mounted or switched is undone (stopsig.h): SIGUSR1 or SIGALRM left to the
+	 * default ended sched-ab with the disk's scheduler switched; a closed terminal (SIGHUP) and
+	 * SIGQUIT (Ctrl-\, whose default is a core dump) alike. Unless started ignoring them (nohup
+	 * iostrata serve &: a logout must not stop it; a shell's background job ignores SIGQUIT),
+	 * which then cannot end the run at all; SIGINT and SIGTERM always stop it.
 	 */
-	if (sigaction(SIGHUP, NULL, &was) || was.sa_handler != SIG_IGN)
-		sigaction(SIGHUP, &sa, NULL);
-	if (sigaction(SIGQUIT, NULL, &was) || was.sa_handler != SIG_IGN)
-		sigaction(SIGQUIT, &sa, NULL);
+	stop_signals_catch(&sa);
 	signal(SIGPIPE, SIG_IGN);
 }
 
 void session_stop_on(int sig)
 {
-	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
+	struct sigaction sa = { .sa_handler = session_stop, .sa_flags = SA_RESTART };
 
 	sigaction(sig, &sa, NULL);
 }

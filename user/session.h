@@ -56,13 +56,15 @@ int session_readable(const struct session *s);
 /* BPF run time of the session's programs so far, per layer (kernel.bpf_stats_enabled on). */
 void session_run_time(const struct session *s, uint64_t ns[NLAYERS]);
 
-/* SIGINT, SIGTERM and SIGHUP end a session_run (and tell a command to stop); SIGPIPE is
- * ignored. */
+/* Every signal whose default ends the process (stopsig.h: SIGINT, SIGTERM, SIGHUP, SIGUSR1,
+ * SIGALRM, ...) ends a session_run (and tells a command to stop); SIGPIPE is ignored. */
 void session_signals(void);
+/* Stop as sig would have: for a handler of its own (sched-ab's SIGALRM), async-signal-safe. */
+void session_stop(int sig);
 bool session_stopping(void);
 /* Sig stops it too (sched-ab: SIGHUP, a closed terminal, must not leave a disk switched). */
 void session_stop_on(int sig);
-/* The signal that asked the stop (SIGINT, SIGTERM), 0 if none did. */
+/* The signal that asked the stop (SIGINT, SIGTERM, ...), 0 if none did. */
 int session_stop_signal(void);
 
 struct run_limits {

@@ -22,6 +22,7 @@
 #include "cli.h"
 #include "json.h"
 #include "load.h"
+#include "stopsig.h"
 
 struct lopts lo = {
 	.engine = ENG_IO_URING,
@@ -963,15 +964,6 @@ static void on_signal(int sig)
 
 static char out_buf[1 << 16];
 
-static void stop_on(int sig, const struct sigaction *sa)
-{
-	struct sigaction was;
-
-	if (!sigaction(sig, NULL, &was) && was.sa_handler == SIG_IGN)
-		return;
-	sigaction(sig, sa, NULL);
-}
-
 static void progress(uint64_t start, uint64_t last_done, uint64_t *prev_t, uint64_t *prev_n)
 {
 	uint64_t t = now_ns(), n = 0, p99 = 0;
@@ -1022,14 +1014,12 @@ int main(int argc, char **argv)
 	if (r)
 		return r > 0 ? 0 : 2;
 	/*
-	 * Each stops the load, which removes what it made (a closed terminal, Ctrl-\\ too); but
-	 * a hangup or quit the load was started ignoring stays ignored (nohup; a shell's
-	 * background job ignores SIGQUIT).
+	 * Each signal whose default ends the process stops the load, which removes what it made
+	 * (stopsig.h: SIGUSR1 or SIGALRM left to the default ended it with a half laid out file
+	 * left behind); but one the load was started ignoring stays ignored (nohup; a shell's
+	 * background job ignores SIGQUIT), SIGINT and SIGTERM apart.
 	 */
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	stop_on(SIGHUP, &sa);
-	stop_on(SIGQUIT, &sa);
+	stop_signals_catch(&sa);
 	signal(SIGPIPE, SIG_IGN);
 
 	if (!size_set && !lo.file && !lo.device)

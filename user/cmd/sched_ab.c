@@ -33,6 +33,7 @@
 #include "log.h"
 #include "recorder.h"
 #include "spawn.h"
+#include "stopsig.h"
 #include "sysinfo.h"
 #include "trace_opts.h"
 
@@ -81,8 +82,9 @@ static const char usage_text[] =
 "all B rounds, and A's rounds with each other (the A/A control: if it calls any\n"
 "quantile changed, the verdicts are marked UNRELIABLE). The scheduler, its\n"
 "tunables and the queue settings a switch resets are restored on every exit\n"
-"(success, error, the load failing, SIGINT, SIGTERM, SIGHUP, SIGQUIT). LOAD is\n"
-"any command, or iostrata-load's options when it starts with '-'.\n"
+"(success, error, the load failing, and every signal whose default would end\n"
+"it: SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGALRM, ...). LOAD is any\n"
+"command, or iostrata-load's options when it starts with '-'.\n"
 "\n"
 "  -d, --disk=DISK       the disk: blk-mq, and not in use (mounted, swap,\n"
 "                        stacked) unless --allow-mounted\n"
@@ -462,14 +464,21 @@ static void round_meta(struct jw *w, const void *arg)
  * The end of a round: the load is told to stop while tracing still runs, and tracing ends when
  * the load has (its pidfd), so that every request it issued, those in flight when it was told
  * included, is in the round. SIGTERM to its group at the round's end, SIGKILL a grace later.
+ * The timer's SIGALRM is the kernel's (SI_KERNEL, which no other process can send): any other
+ * SIGALRM (kill -ALRM) is a stop like SIGTERM, at any time. It ended the round early as if its
+ * time were up, or between rounds was ignored.
  */
 static volatile sig_atomic_t round_pgid, round_alarms;
 
-static void on_round_end(int sig)
+static void on_round_end(int sig, siginfo_t *si, void *uc)
 {
 	struct itimerval grace = { .it_value = { STOP_GRACE_MS / 1000,
 						 STOP_GRACE_MS % 1000 * 1000 } };
 
+	if (si->si_code != SI_KERNEL) {
+		session_stop(sig);
+		return;
+	}
 	if (round_pgid <= 0)
 		return;
 	kill(-round_pgid, round_alarms++ ? SIGKILL : SIGTERM);
@@ -479,7 +488,7 @@ static void on_round_end(int sig)
 
 static void round_timer(pid_t pgid, double secs)
 {
-	struct sigaction sa = { .sa_handler = on_round_end, .sa_flags = SA_RESTART };
+	struct sigaction sa = { .sa_sigaction = on_round_end, .sa_flags = SA_RESTART | SA_SIGINFO };
 	struct itimerval t = { .it_value = { (time_t)secs,
 					     (suseconds_t)((secs - (time_t)secs) * 1e6) } };
 
@@ -922,7 +931,7 @@ static int print_json(const struct sab *a, struct verdicts *v)
 /* The rounds, with the disk as it was put back whatever happens. 0, or 1 said. */
 static int run(struct sab *a)
 {
-	char why[1200];
+	char why[1200], name[32];
 	int err = 0, sig;
 
 	for (a->round = 0; a->round < 2 * a->rounds && !err; a->round++) {
@@ -940,8 +949,8 @@ static int run(struct sab *a)
 		return 1;
 	}
 	if ((sig = session_stop_signal())) {
-		errorf("stopped by SIG%s in round %d of %ld: the load was stopped, tracing detached, "
-		       "%s restored to %s", sigabbrev_np(sig) ? : "?", a->round,
+		errorf("stopped by %s in round %d of %ld: the load was stopped, tracing detached, "
+		       "%s restored to %s", stop_signal_name(sig, name, sizeof(name)), a->round,
 		       2 * a->rounds, a->disk, a->orig_text);
 		return 1;
 	}

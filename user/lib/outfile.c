@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include "log.h"
 #include "outfile.h"
+#include "stopsig.h"
 
 /*
  * Can a file be made beside path (its directory there, writable)? Asked before anything is
@@ -103,11 +104,7 @@ sigset_t outfile_hold(void)
 {
 	sigset_t stop, was;
 
-	sigemptyset(&stop);
-	sigaddset(&stop, SIGINT);
-	sigaddset(&stop, SIGTERM);
-	sigaddset(&stop, SIGHUP);
-	sigaddset(&stop, SIGQUIT);
+	stop_signals_set(&stop);	/* any of them, default or caught, ends the command */
 	sigprocmask(SIG_BLOCK, &stop, &was);
 	return was;
 }

@@ -25,9 +25,9 @@ int outfile_stage(const char *path, const void *buf, size_t len, char *tmp);
 int outfile_commit(const char *tmp, const char *path, bool force);
 
 /*
- * SIGINT, SIGTERM and SIGHUP held off (pending, not lost) until outfile_release(): around a
- * set of files that must all be written or all undone, so that a Ctrl-C lands before or after
- * it, never between a temporary file and its rename. outfile_write() holds them itself.
+ * The stop signals (stopsig.h: SIGINT, SIGTERM, SIGHUP, SIGUSR1, ...) held off (pending, not
+ * lost) until outfile_release(): around a set of files that must all be written or all undone,
+ * so that a Ctrl-C lands before or after it, never between a temporary file and its rename. outfile_write() holds them itself.
  */
 sigset_t outfile_hold(void);
 void outfile_release(const sigset_t *was);

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stdio.h>
+#include <string.h>
+#include "stopsig.h"
+
+static const int stop_sigs[] = {
+	SIGHUP, SIGINT, SIGQUIT, SIGTRAP, SIGABRT, SIGUSR1, SIGUSR2, SIGALRM, SIGTERM,
+#ifdef SIGSTKFLT
+	SIGSTKFLT,
+#endif
+	SIGXCPU, SIGXFSZ, SIGVTALRM, SIGPROF, SIGIO,
+#ifdef SIGPWR
+	SIGPWR,
+#endif
+	SIGSYS,
+};
+
+#define NSTOP (sizeof(stop_sigs) / sizeof(stop_sigs[0]))
+
+void stop_signals_set(sigset_t *set)
+{
+	size_t i;
+	int s;
+
+	sigemptyset(set);
+	for (i = 0; i < NSTOP; i++)
+		sigaddset(set, stop_sigs[i]);
+	for (s = SIGRTMIN; s <= SIGRTMAX; s++)
+		sigaddset(set, s);
+}
+
+void stop_signals_catch(const struct sigaction *sa)
+{
+	struct sigaction was;
+	sigset_t set;
+	int s;
+
+	stop_signals_set(&set);
+	for (s = 1; s < NSIG; s++) {
+		if (sigismember(&set, s) != 1)
+			continue;
+		if (s != SIGINT && s != SIGTERM && !sigaction(s, NULL, &was) &&
+		    was.sa_handler == SIG_IGN)
+			continue;
+		sigaction(s, sa, NULL);
+	}
+}
+
+const char *stop_signal_name(int sig, char *buf, size_t len)
+{
+	const char *n = sig < SIGRTMIN || sig > SIGRTMAX ? sigabbrev_np(sig) : NULL;
+
+	if (n)
+		snprintf(buf, len, "SIG%s", n);
+	else if (sig == SIGRTMIN || sig == SIGRTMAX)
+		snprintf(buf, len, sig == SIGRTMIN ? "SIGRTMIN" : "SIGRTMAX");
+	else if (sig > SIGRTMIN && sig <= SIGRTMAX)
+		snprintf(buf, len, "SIGRTMIN+%d", sig - SIGRTMIN);
+	else
+		snprintf(buf, len, "signal %d", sig);
+	return buf;
+}
