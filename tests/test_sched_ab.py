@@ -317,6 +317,62 @@ def test_signal_in_a_round_restores(disk, tmp_path, sig):
     assert end["reason"] == "signal"
 
 
+def full_pipe():
+    """(read end, write end) of a pipe already full: a write to it blocks until it is read."""
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    try:
+        while True:
+            os.write(w, b"x" * 4096)
+    except BlockingIOError:
+        pass
+    os.set_blocking(w, True)
+    return r, w
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGUSR1], ids=["TERM", "USR1"])
+def test_signal_after_the_rounds_stops(disk, tmp_path, sig):
+    """A signal after the last round, the disk already put back, while the result is made or
+    written: it was ignored and the run exited 0 as one that ran its course. The run was asked
+    to stop: one line says so, exit 1. Made to land there for sure: -j writes nothing to stdout
+    until the result, and stdout is a full pipe, so sched-ab waits in that write."""
+    dev, before = disk
+    out = tmp_path / "out"
+    r, w = full_pipe()
+    try:
+        p = subprocess.Popen([str(IOSTRATA), "sched-ab", "-d", dev, "mq-deadline", "none",
+                              "--rounds", "2", "--round-secs", "1", "-o", str(out), "-j",
+                              *load_args(dev)], stdout=w, stderr=subprocess.PIPE, text=True,
+                             stdin=subprocess.DEVNULL)
+        os.close(w)
+        deadline = time.monotonic() + 120
+        while "pipe_write" not in Path(f"/proc/{p.pid}/wchan").read_text():
+            assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+            select.select([], [], [], 0.05)
+        # every round ran to its end and the disk is back: only the result is left
+        assert queue_state(dev) == before
+        assert sorted(e["reason"] for _, _, e in recordings(out).values()) == ["duration"] * 4
+        p.send_signal(sig)
+        stdout = b""
+        while chunk := os.read(r, 1 << 16):
+            stdout += chunk
+    finally:
+        os.close(r)
+    _, stderr = p.communicate(timeout=60)
+    assert p.returncode == 1, stderr
+    lines = stderr.splitlines()
+    assert len(lines) == 1, stderr
+    err = json.loads(lines[0])
+    assert err["type"] == "error"
+    name = os.path.basename(dev)
+    assert err["message"].startswith(f"stopped by {sig.name} after the last round, while "
+                                     f"comparing the rounds: {name} restored to kyber "
+                                     "(read_lat_nsec=3000000"), err
+    assert err["message"].endswith(f"; the rounds are in {out} (iostrata compare {out}/A "
+                                   f"{out}/B)"), err
+    assert queue_state(dev) == before
+
+
 def test_second_run_on_the_disk_is_refused(disk, tmp_path):
     """Two sched-ab on one disk: the second took the first's scheduler of the moment (bfq,
     low_latency 0, nr_requests 256) for the original and put it back when it ended, after the

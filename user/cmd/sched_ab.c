@@ -928,11 +928,37 @@ static int print_json(const struct sab *a, struct verdicts *v)
 
 /* ---- the command */
 
+/*
+ * A stop asked for by a signal, said in one line: 1; 0 when none was. After the rounds (the
+ * disk already put back, the comparison under way) too: the run was asked to stop, so it does
+ * not end as one that ran its course (exit 0, or a gate's 3 or 4); the rounds stay in DIR.
+ */
+static int said_stopped(const struct sab *a, bool rounds_done)
+{
+	int sig = session_stop_signal();
+	char name[32];
+
+	if (!sig)
+		return 0;
+	stop_signal_name(sig, name, sizeof(name));
+	if (rounds_done)
+		errorf("stopped by %s after the last round, while comparing the rounds: %s restored "
+		       "to %s; the rounds are in %s (iostrata compare %s/A %s/B)", name, a->disk,
+		       a->orig_text, a->dir, a->dir, a->dir);
+	else if (!a->round)
+		errorf("stopped by %s before round 1 of %ld: %s restored to %s", name,
+		       2 * a->rounds, a->disk, a->orig_text);
+	else
+		errorf("stopped by %s in round %d of %ld: the load was stopped, tracing detached, "
+		       "%s restored to %s", name, a->round, 2 * a->rounds, a->disk, a->orig_text);
+	return 1;
+}
+
 /* The rounds, with the disk as it was put back whatever happens. 0, or 1 said. */
 static int run(struct sab *a)
 {
-	char why[1200], name[32];
-	int err = 0, sig;
+	char why[1200];
+	int err = 0;
 
 	for (a->round = 0; a->round < 2 * a->rounds && !err; a->round++) {
 		if (session_stopping())
@@ -948,12 +974,9 @@ static int run(struct sab *a)
 		errorf("%s; it was %s", why, a->orig_text);
 		return 1;
 	}
-	if ((sig = session_stop_signal())) {
-		errorf("stopped by %s in round %d of %ld: the load was stopped, tracing detached, "
-		       "%s restored to %s", stop_signal_name(sig, name, sizeof(name)), a->round,
-		       2 * a->rounds, a->disk, a->orig_text);
+	/* every round ran: a signal since came after the last one */
+	if (said_stopped(a, !err && a->round == 2 * a->rounds))
 		return 1;
-	}
 	return err;
 }
 
@@ -1042,7 +1065,13 @@ int cmd_sched_ab(int argc, char **argv)
 		cmp_result_free(v.aa);
 		return 1;
 	}
-	r = a.json ? print_json(&a, &v) : (print_text(&a, &v), sink_written(fflush(stdout)) > 0);
+	/* a signal in the comparison, or while its result was written, stops the run too */
+	r = said_stopped(&a, true);
+	if (!r)
+		r = a.json ? print_json(&a, &v) :
+			     (print_text(&a, &v), sink_written(fflush(stdout)) > 0);
+	if (!r)
+		r = said_stopped(&a, true);
 	cmp_result_free(v.ab);
 	cmp_result_free(v.aa);
 	return r ? 1 : v.regressed;
