@@ -471,7 +471,8 @@ def test_disk_removed_in_a_round(tmp_path):
     ("bfq:low_latency", "none", "bad tunable 'low_latency' in scheduler spec", 2),
     ("Bad!", "none", "bad scheduler spec 'Bad!'", 2),
     ("none:x=1", "bfq", "none has no tunables", 2),
-    ("fifo", "none", "offers no scheduler 'fifo'", 1),
+    # a scheduler the disk does not offer is bad input, as a LOAD that cannot run is
+    ("fifo", "none", "offers no scheduler 'fifo' (it offers: ", 2),
     ("bfq:no_such=1", "none", "bfq has no tunable 'no_such' (its tunables: ", 1),
     ("none", "kyber:read_lat_nsec=abc", "kyber's read_lat_nsec does not take 'abc'", 1),
 ])
@@ -487,8 +488,15 @@ def test_bad_spec_is_one_line_and_restores(disk, tmp_path, a, b, needle, rc):
 
 
 def test_unknown_scheduler_says_how_to_load_it(disk, tmp_path):
-    r = sched_ab(disk[0], "noop", "none", tmp_path / "out")
-    assert_one_line_error(r, "offers no scheduler 'noop'", "modprobe noop-iosched")
+    """Named with those the disk offers, exit 2 (bad input), nothing made or changed."""
+    dev, before = disk
+    offered = sysfs(f"/sys/block/{os.path.basename(dev)}/queue/scheduler").replace("[", "")
+    r = sched_ab(dev, "noop", "none", tmp_path / "out")
+    assert_one_line_error(r, f"offers no scheduler 'noop' (it offers: "
+                          f"{offered.replace(']', '')}); ", "modprobe noop-iosched")
+    assert r.returncode == 2
+    assert queue_state(dev) == before
+    assert not (tmp_path / "out").exists()
 
 
 def test_mounted_disk_is_refused(loopdev, tmp_path):

@@ -109,7 +109,8 @@ static const char usage_text[] =
 "\n"
 "Exit status: 0, 3 when a --gate regressed, 4 when a --gate was given but the\n"
 "verdicts are UNRELIABLE or events the tracer lost could change the gate's\n"
-"verdict, 1 on an error or a signal.\n"
+"verdict, 1 on an error or a signal, 2 for bad input (a scheduler DISK does\n"
+"not offer included).\n"
 "\n"
 "Example: is none faster than mq-deadline for 4 KiB random reads on sdb?\n"
 "  iostrata sched-ab -d sdb mq-deadline none -- --device /dev/sdb --force --rw randread\n";
@@ -367,7 +368,10 @@ static int lock_disk(struct sab *a)
 	return 0;
 }
 
-/* 0; -2 (said) when -d names no disk, a usage error; -1 (said) when the disk cannot be used */
+/*
+ * 0; -2 (said) when -d names no disk or A or B a scheduler it does not offer, usage errors
+ * (bad input, said before anything is changed); -1 (said) when the disk cannot be used
+ */
 static int check_disk(struct sab *a)
 {
 	char list[256], active[IOSCHED_NAME], why[1200];
@@ -388,7 +392,7 @@ static int check_disk(struct sab *a)
 			errorf("%s offers no scheduler '%s' (it offers: %s); a scheduler built as a "
 			       "module is loaded with `modprobe %s-iosched`", a->disk,
 			       a->spec[i].name, list, a->spec[i].name);
-			return -1;
+			return -2;
 		}
 	if (!a->allow_mounted && blkdev_in_use(a->disk, why, sizeof(why))) {
 		errorf("refusing %s: %s (switching the scheduler of a disk in use is your call: "
