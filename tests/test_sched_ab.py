@@ -467,6 +467,55 @@ def test_disk_removed_in_a_round(tmp_path):
     assert wait_no_bpf_programs() == []
 
 
+def test_disk_replaced_in_a_round(tmp_path):
+    """The loop device's file detached in a round and another attached to the same loopN: a
+    different disk under the same name (its queue keeps the settings of the one before). It
+    ran on, its rounds mixing two disks, and wrote the original settings to the new one. Its
+    diskseq differs: one line says so, exit 1, and the new disk's settings are left alone."""
+    imgs = [tmp_path / "one.img", tmp_path / "two.img"]
+    for img in imgs:
+        with open(img, "wb") as f:
+            f.truncate(64 << 20)
+    dev = subprocess.run(["losetup", "-f", "--show", str(imgs[0])], check=True,
+                         capture_output=True, text=True).stdout.strip()
+    name = os.path.basename(dev)
+    q = Path(f"/sys/block/{name}/queue")
+    was = sysfs(q / "scheduler").split("[")[1].split("]")[0]
+    nr = sysfs(q / "nr_requests")
+    seq = sysfs(f"/sys/block/{name}/diskseq")
+    out = tmp_path / "out"
+    try:
+        p = subprocess.Popen([str(IOSTRATA), "sched-ab", "-d", dev, "bfq", "none",
+                              "--rounds", "2", "--round-secs", "2", "-o", str(out), "--",
+                              "sleep", "100"], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+        first = out / "A" / "round-01.ndjson"
+        deadline = time.monotonic() + 60
+        while not (first.exists() and '"type":"interval"' in first.read_text()):
+            assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+            select.select([], [], [], 0.05)
+        subprocess.run(["losetup", "-d", dev], check=True)
+        subprocess.run(["losetup", dev, str(imgs[1])], check=True)
+        _, stderr = p.communicate(timeout=60)
+        now = sysfs(f"/sys/block/{name}/diskseq")
+        assert "[bfq]" in sysfs(q / "scheduler"), "the new disk's scheduler was changed"
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        sysfs(q / "scheduler", was)
+        sysfs(q / "nr_requests", nr)
+        subprocess.run(["losetup", "-d", dev], check=False)
+    assert p.returncode == 1, stderr
+    lines = stderr.splitlines()
+    assert len(lines) == 1, stderr
+    assert lines[0] == (f"iostrata: error: {name} was replaced during the run (diskseq {seq} at "
+                        f"the start, diskseq {now} now: another disk, or another file on the "
+                        f"loop device): its settings are left alone; it was {was}, "
+                        f"nr_requests {nr}"), lines[0]
+    assert wait_no_bpf_programs() == []
+
+
 @pytest.mark.parametrize("a,b,needle,rc", [
     ("bfq:low_latency", "none", "bad tunable 'low_latency' in scheduler spec", 2),
     ("Bad!", "none", "bad scheduler spec 'Bad!'", 2),

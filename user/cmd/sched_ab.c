@@ -58,6 +58,7 @@ struct sab {
 	/* the run */
 	char disk[32];
 	int lock_fd;		/* the disk's queue/scheduler, flock()ed until exit */
+	char ident[64];		/* which disk it is: "diskseq N", else "dev MAJ:MIN" */
 	struct trace_config cfg;
 	struct run_limits lim;
 	char dir[PATH_MAX];
@@ -345,6 +346,34 @@ static void log_last_line(const char *path, char *buf, size_t len)
 /* ---- the disk */
 
 /*
+ * Which disk the name stands for: "diskseq N" (Linux 5.15+: a number the kernel gives each
+ * disk it creates and each medium it attaches, a loop device's file among them: never the
+ * same for another disk under the same name), else "dev MAJ:MIN" (which a disk re-created
+ * under its name may have again). "" when neither can be read (the disk gone).
+ */
+static void disk_ident(const char *disk, char *buf, size_t len)
+{
+	static const char *const attr[] = { "diskseq", "dev" };
+	char path[300], v[40];
+	FILE *f = NULL;
+	int i;
+
+	buf[0] = '\0';
+	for (i = 0; i < 2 && !f; i++) {
+		snprintf(path, sizeof(path), "/sys/block/%s/%s", disk, attr[i]);
+		f = fopen(path, "r");
+	}
+	if (!f)
+		return;
+	if (fgets(v, sizeof(v), f)) {
+		v[strcspn(v, "\n")] = '\0';
+		if (v[0])
+			snprintf(buf, len, "%s %s", attr[i - 1], v);
+	}
+	fclose(f);
+}
+
+/*
  * One sched-ab on a disk at a time. A second one would take the first's scheduler of the
  * moment for the original and put that back when it ends, after the first had put back the
  * real one; and each would run its rounds under the other's switches. The lock is flock() on
@@ -382,6 +411,7 @@ static int check_disk(struct sab *a)
 		return -2;
 	dev = a->cfg.dev;
 	disk_name(dev, a->disk, sizeof(a->disk));
+	disk_ident(a->disk, a->ident, sizeof(a->ident));
 	if (iosched_offered(a->disk, list, sizeof(list), active, sizeof(active), why,
 			    sizeof(why))) {
 		errorf("%s", why);
@@ -402,13 +432,41 @@ static int check_disk(struct sab *a)
 	return lock_disk(a);
 }
 
-/* Has the disk been removed (hot-unplugged, a loop device deleted) since it was checked? */
-static bool disk_gone(const struct sab *a)
+enum { DISK_SAME, DISK_GONE, DISK_OTHER };
+
+/*
+ * Is the disk still the one checked at the start: not removed (hot-unplugged, a loop device
+ * deleted), nor removed and another made under its name (a loop device's file detached and
+ * another attached, a disk replaced), whose settings are not ours to change?
+ */
+static int disk_now(const struct sab *a, char *ident, size_t len)
 {
 	char path[300];
 
 	snprintf(path, sizeof(path), "/sys/block/%s/queue", a->disk);
-	return access(path, F_OK) && errno == ENOENT;
+	disk_ident(a->disk, ident, len);
+	if ((access(path, F_OK) && errno == ENOENT) || !ident[0])
+		return DISK_GONE;
+	return strcmp(ident, a->ident) ? DISK_OTHER : DISK_SAME;
+}
+
+/* Not the disk checked at the start (gone, or another under its name): 1 said, else 0. */
+static int disk_lost(const struct sab *a)
+{
+	char now[64];
+
+	switch (disk_now(a, now, sizeof(now))) {
+	case DISK_GONE:
+		errorf("%s is gone (removed during the run): nothing to put back; it was %s",
+		       a->disk, a->orig_text);
+		return 1;
+	case DISK_OTHER:
+		errorf("%s was replaced during the run (%s at the start, %s now: another disk, or "
+		       "another file on the loop device): its settings are left alone; it was %s",
+		       a->disk, a->ident, now, a->orig_text);
+		return 1;
+	}
+	return 0;
 }
 
 /* The queue empty (inflight 0 0), so that no request of the last round is counted in this
@@ -565,6 +623,9 @@ static int round_start(struct sab *a, struct round *r)
 	const struct sched_spec *sp = &a->spec[side_of(a->round)];
 	char why[1200] = "";
 
+	/* another disk under the name since the last round: not switched (run() says it) */
+	if (disk_now(a, why, sizeof(why)) != DISK_SAME)
+		return 1;
 	if (iosched_apply(a->disk, sp, why, sizeof(why)) ||
 	    iosched_save(a->disk, a->now, why, sizeof(why))) {
 		errorf("%s", why);
@@ -640,7 +701,7 @@ static int round_run(struct sab *a)
 	session_close(r.s);	/* detached before anything else is said or done */
 	/* a switch not ours in the round (an admin, a tuning daemon): its figures, and its meta
 	 * record's scheduler, are not the spec's; the run stops rather than compare them */
-	if (!err && !session_stopping() && disk_gone(a)) {
+	if (!err && !session_stopping() && disk_now(a, why, sizeof(why)) != DISK_SAME) {
 		err = 1;	/* run() says it */
 	} else if (!err && !session_stopping() && iosched_check(a->now, why, sizeof(why))) {
 		errorf("%s was changed during round %d, not by sched-ab (%s): the round did not run "
@@ -969,11 +1030,8 @@ static int run(struct sab *a)
 			break;
 		err = round_run(a);
 	}
-	if (disk_gone(a)) {
-		errorf("%s is gone (removed during the run): nothing to put back; it was %s", a->disk,
-		       a->orig_text);
+	if (disk_lost(a))
 		return 1;
-	}
 	if (iosched_restore(a->orig, why, sizeof(why))) {
 		errorf("%s; it was %s", why, a->orig_text);
 		return 1;
