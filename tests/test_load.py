@@ -651,3 +651,67 @@ def test_size_suffixes(tmp_path, bs, size):
     doc = load_json("--bs", bs, "--ios", 1, "--size", "1m", "--buffered", "--file",
                     tmp_path / "f")     # buffered: 512 B direct I/O fails on 4Kn storage
     assert doc["global options"]["bs"] == size, doc["global options"]
+
+
+@pytest.fixture
+def loopdev_4kn(tmp_path):
+    """A 64 MiB loop device of 4096-byte logical blocks (a 4Kn disk); always detached."""
+    img = tmp_path / "4kn.img"
+    with open(img, "wb") as f:
+        f.truncate(64 << 20)
+    dev = subprocess.run(["losetup", "-f", "--show", "--direct-io=on", "--sector-size", "4096",
+                          str(img)], check=True, capture_output=True, text=True).stdout.strip()
+    try:
+        yield dev
+    finally:
+        subprocess.run(["losetup", "-d", dev], check=False)
+
+
+def disk_stat(dev):
+    """/sys/block/DEV/stat: reads, read sectors, writes, write sectors (merges counted in)."""
+    f = [int(x) for x in Path(f"/sys/block/{Path(dev).name}/stat").read_text().split()]
+    return f[0] + f[1], f[2], f[4] + f[5], f[6]
+
+
+@pytest.mark.root
+def test_bs_below_the_logical_block_size_is_a_bad_option(loopdev_4kn, tmp_path):
+    """On a 4Kn device (or a file on a filesystem over one) O_DIRECT takes no 512-byte I/O: every
+    I/O failed with EINVAL mid-run, after a report of errors. It is a bad --bs for that target:
+    one line, exit 2, before any I/O and with no file left behind."""
+    r0, _, w0, _ = disk_stat(loopdev_4kn)
+    for bs in ("512", "2k", "6k"):
+        r = load("--device", loopdev_4kn, "--force", "--rw", "randwrite", "--bs", bs, "--ios", 5,
+                 check=False)
+        assert r.returncode == 2, r
+        assert_one_line_error(r, f"--bs {int(bs[:-1]) * 1024 if bs.endswith('k') else bs} is "
+                              f"not a multiple of {loopdev_4kn}'s logical block size, 4096")
+        assert r.stdout == ""
+    assert disk_stat(loopdev_4kn)[2] == w0, "a refused load wrote the device"
+    # a multiple of it works, every I/O counted by the kernel as the load counts it
+    _, rs0, w0, ws0 = disk_stat(loopdev_4kn)
+    doc = load_json("--device", loopdev_4kn, "--force", "--rw", "randwrite", "--bs", "8k",
+                    "--ios", 40, "--engine", "libaio")
+    _, rs1, w1, ws1 = disk_stat(loopdev_4kn)
+    assert doc["total"]["write"]["total_ios"] == 40 and doc["total"]["write"]["errors"] == 0
+    assert (w1 - w0, (ws1 - ws0) * 512) == (40, 40 * 8192)
+    # --buffered: the page cache takes any multiple of 512
+    load("--device", loopdev_4kn, "--force", "--rw", "randread", "--bs", "512", "--ios", 5,
+         "--buffered")
+    # a file on a filesystem over it: the same, for a file it would create and an existing one
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    subprocess.run(["mkfs.ext4", "-q", "-F", loopdev_4kn], check=True, capture_output=True)
+    subprocess.run(["mount", loopdev_4kn, str(mnt)], check=True)
+    try:
+        r = load("--file", mnt / "new", "--size", "1m", "--bs", "1k", "--ios", 5, check=False)
+        assert r.returncode == 2
+        assert_one_line_error(r, "--bs 1024 is not a multiple of", "logical block size, 4096")
+        assert not (mnt / "new").exists(), "the file it created was left behind"
+        (mnt / "old").write_bytes(bytes(1 << 20))
+        r = load("--file", mnt / "old", "--bs", "512", "--ios", 5, check=False)
+        assert r.returncode == 2
+        assert_one_line_error(r, "--bs 512 is not a multiple of", "logical block size, 4096")
+        doc = load_json("--file", mnt / "old", "--bs", "4k", "--ios", 5)
+        assert doc["total"]["read"]["total_ios"] == 5 and doc["total"]["read"]["errors"] == 0
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)

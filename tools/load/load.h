@@ -143,7 +143,9 @@ int engine_check(void);
  * (said at the end). 0, or -1.
  */
 int std_fds_hold(bool *out_closed);
-int target_open(void);		/* opens (and lays out) the target; one-line error on failure */
+/* opens (and lays out) the target: 0; -1 (it cannot be), -2 (a bad option for it: exit 2),
+ * with a one-line error */
+int target_open(void);
 int target_fd_for_job(void);	/* a descriptor for one job */
 void target_cleanup(void);	/* removes what we created; safe from a signal path */
 const char *target_describe(void);

@@ -1026,8 +1026,9 @@ int main(int argc, char **argv)
 		lo.size = 256 << 20;
 	if (lo.file && !size_set && access(lo.file, F_OK))
 		lo.size = 256 << 20;
-	if (target_open())
-		return 1;
+	r = target_open();
+	if (r)
+		return r == -2 ? 2 : 1;
 	if (lo.op == OP_RW && lo.size < lo.bs) {
 		lerr("the target (%llu bytes) is smaller than --bs", (unsigned long long)lo.size);
 		target_cleanup();

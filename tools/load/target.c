@@ -47,6 +47,40 @@ void target_cleanup(void)
 	created[0] = '\0';
 }
 
+/*
+ * O_DIRECT needs --bs (and so every offset, a multiple of it) aligned to the target's logical
+ * block size: a device's (BLKSSZGET; a 4Kn disk's is 4096), a file's filesystem's (statx
+ * STATX_DIOALIGN, where the kernel says it). Else every I/O fails with EINVAL mid-run: said
+ * here instead, as the bad option it is. 0, or -2 said.
+ */
+static int dio_align_check(int fd, const char *name)
+{
+	unsigned int align = 0;
+	struct stat st;
+	int lbs;
+
+	if (lo.op != OP_RW || !lo.direct || fstat(fd, &st))
+		return 0;
+	if (S_ISBLK(st.st_mode)) {
+		if (!ioctl(fd, BLKSSZGET, &lbs) && lbs > 0)
+			align = (unsigned int)lbs;
+	} else {
+#ifdef STATX_DIOALIGN
+		struct statx stx;
+
+		if (!statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) &&
+		    (stx.stx_mask & STATX_DIOALIGN))
+			align = stx.stx_dio_offset_align;
+#endif
+	}
+	if (align && lo.bs % align) {
+		lerr("--bs %u is not a multiple of %s's logical block size, %u, which O_DIRECT "
+		     "needs (or use --buffered)", lo.bs, name, align);
+		return -2;
+	}
+	return 0;
+}
+
 /* Fill the file so reads hit allocated blocks, as fio lays out its files. */
 static int lay_out(int fd, uint64_t size)
 {
@@ -93,6 +127,11 @@ static int create_file(const char *p, bool temp)
 		created[0] = '\0';
 		lerr("cannot create %s: %s", p, strerror(err));
 		return -1;
+	}
+	if ((err = dio_align_check(fd, p))) {
+		close(fd);
+		target_cleanup();
+		return err;
 	}
 	/* a file that would fill its filesystem is refused before a byte is written: at least
 	 * 5 % of it stays free (the root disk of a production host) */
@@ -262,6 +301,10 @@ static int open_device(void)
 		lerr("cannot open %s: %s", lo.device, strerror(errno));
 		return -1;
 	}
+	if (dio_align_check(fd, lo.device)) {
+		close(fd);
+		return -2;
+	}
 	if (ioctl(fd, BLKGETSIZE64, &bytes))
 		bytes = 0;
 	sig = signature(fd, bytes);
@@ -403,6 +446,10 @@ int target_open(void)
 	if (fd < 0) {
 		lerr("cannot open %s: %s", lo.file, strerror(errno));
 		return -1;
+	}
+	if (dio_align_check(fd, lo.file)) {
+		close(fd);
+		return -2;
 	}
 	close(fd);
 	snprintf(path, sizeof(path), "%s", lo.file);
