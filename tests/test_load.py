@@ -318,6 +318,40 @@ def test_the_file_under_a_mounted_loop_device_is_refused(loopdev, tmp_path):
     assert doc["total"]["write"]["total_ios"] == 5
 
 
+@pytest.mark.root
+@pytest.mark.parametrize("how", ["unlinked", "newline"])
+def test_the_file_under_a_mounted_loop_device_is_found_by_its_inode(tmp_path, how):
+    """The backing file was found by the name sysfs shows for it: the image of a mounted
+    filesystem reached by another hard link after its first name was removed (sysfs shows
+    "NAME (deleted)"), or one whose name holds a newline (read back cut short), was written
+    with --force, under the mounted filesystem. The loop device knows its file's inode."""
+    first = tmp_path / ("disk.img" if how == "unlinked" else "disk\nimg")
+    img = tmp_path / "alias.img" if how == "unlinked" else first
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    with open(first, "wb") as f:
+        f.truncate(64 << 20)
+    subprocess.run(["mkfs.ext4", "-q", "-F", str(first)], check=True, capture_output=True)
+    dev = subprocess.run(["losetup", "-f", "--show", str(first)], check=True,
+                         capture_output=True, text=True).stdout.strip()
+    try:
+        if how == "unlinked":
+            os.link(first, img)
+            first.unlink()
+        subprocess.run(["mount", dev, str(mnt)], check=True)
+        try:
+            before = digest(img)
+            line = assert_one_line_error(load("--file", img, "--force", "--rw", "write", "--ios",
+                                              5, "--size", "1m", check=False),
+                                         "refusing", "mounted")
+            assert Path(dev).name in line
+            assert digest(img) == before, "the mounted filesystem's image was written"
+        finally:
+            subprocess.run(["umount", str(mnt)], check=True)
+    finally:
+        subprocess.run(["losetup", "-d", dev], check=True)
+
+
 def job_fd_on(pid, dev):
     """Has process pid an O_DIRECT fd on dev (what the load's jobs open)?"""
     try:

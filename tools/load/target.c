@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <linux/fs.h>
+#include <linux/loop.h>
 #include "blkdev.h"
 #include "load.h"
 
@@ -336,27 +337,52 @@ static int open_device(void)
  * says; else that device is held for exclusive use until the load exits, as --device holds
  * its disk, so nothing mounts it meanwhile. 0, or -1 said.
  */
-static int loop_backing_check(const struct stat *file)
+/*
+ * Loop device NAME is bound to this very file. The device is asked (LOOP_GET_STATUS64: the
+ * backing inode's device and number), as losetup -j does: the name sysfs shows is no longer
+ * the file's once it was unlinked ("... (deleted)", the image still reachable by another hard
+ * link), nor read back whole with a newline in it. That name only when /dev/NAME cannot be
+ * asked.
+ */
+static bool loop_backs(const char *name, const struct stat *file)
 {
-	char p[PATH_MAX], back[PATH_MAX], why[1200], dev[300];
-	struct dirent *de;
+	char p[PATH_MAX], back[PATH_MAX], kname[64];
+	struct loop_info64 li;
 	struct stat st;
-	DIR *d = opendir("/sys/block");
 	size_t n;
 	FILE *f;
+	int fd, r = -1;
+
+	snprintf(p, sizeof(p), "/sys/block/%s/loop/backing_file", name);
+	f = fopen(p, "r");
+	if (!f)
+		return false;	/* not bound to a file */
+	n = fgets(back, sizeof(back), f) ? strcspn(back, "\n") : 0;
+	fclose(f);
+	back[n] = 0;
+	snprintf(p, sizeof(p), "/dev/%s", name);
+	fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd >= 0) {
+		/* only where /dev/NAME is this very device */
+		if (!fstat(fd, &st) && S_ISBLK(st.st_mode) &&
+		    blkdev_name(st.st_rdev, kname, sizeof(kname)) && !strcmp(kname, name))
+			r = ioctl(fd, LOOP_GET_STATUS64, &li);
+		close(fd);
+	}
+	if (!r)
+		return li.lo_device == (uint64_t)file->st_dev && li.lo_inode == file->st_ino;
+	return n && !stat(back, &st) && st.st_dev == file->st_dev && st.st_ino == file->st_ino;
+}
+
+static int loop_backing_check(const struct stat *file)
+{
+	char why[1200], dev[300];
+	struct dirent *de;
+	DIR *d = opendir("/sys/block");
 	int fd, err = 0;
 
 	while (d && !err && (de = readdir(d))) {
-		if (strncmp(de->d_name, "loop", 4))
-			continue;
-		snprintf(p, sizeof(p), "/sys/block/%s/loop/backing_file", de->d_name);
-		f = fopen(p, "r");
-		if (!f)
-			continue;	/* not bound to a file */
-		n = fgets(back, sizeof(back), f) ? strcspn(back, "\n") : 0;
-		fclose(f);
-		back[n] = 0;
-		if (!n || stat(back, &st) || st.st_dev != file->st_dev || st.st_ino != file->st_ino)
+		if (strncmp(de->d_name, "loop", 4) || !loop_backs(de->d_name, file))
 			continue;
 		if (blkdev_in_use(de->d_name, why, sizeof(why)) ||
 		    blkdev_has_partitions(de->d_name, why, sizeof(why))) {
