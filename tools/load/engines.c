@@ -266,6 +266,23 @@ fill:
 		if (j->err || job_fsync_due(j))
 			break;
 	}
+	/*
+	 * A job that stopped on an error: what it had submitted still completes, and is counted
+	 * (it reached the device). The refused ones never left: not issued, not counted. (A poll
+	 * probe is one at a time: none is left.)
+	 */
+	while (j->err && inflight(&s) > pend) {
+		r = io_getevents(ctx, 1, (long)lo.qd, ev, NULL);
+		t = now_ns();
+		if (r == -EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		for (done = 0; done < (uint32_t)r; done++) {
+			job_done(j, ev[done].data, (long)ev[done].res, t);
+			slot_put(&s, ev[done].data);
+		}
+	}
 out:
 	if (ctx) {
 		/* cancel what a fatal error left in flight; io_destroy waits for the rest */
@@ -571,16 +588,23 @@ fill:
 			seen++;
 		}
 		io_uring_cq_advance(&ring, seen);
+		if (!j->err)
+			job_fsync_due(j);
 		if (j->err) {
-			/* let what is in flight finish before the ring goes */
+			/* let what is in flight finish before the ring goes, counted: it reached the
+			 * device (the SQEs never taken did not, and are not) */
 			while (inflight(&s) > pend && !io_uring_wait_cqe(&ring, &cqe)) {
-				slot_put(&s, io_uring_cqe_get_data(cqe));
+				struct io *io = io_uring_cqe_get_data(cqe);
+				long res = cqe->res;
+
+				if (lo.op == OP_TIMEOUT && res == -ETIME)
+					res = 0;
+				job_done(j, io, res, now_ns());
+				slot_put(&s, io);
 				io_uring_cqe_seen(&ring, cqe);
 			}
 			break;
 		}
-		if (job_fsync_due(j))
-			break;
 	}
 out:
 	if (ring_ok)
@@ -707,9 +731,14 @@ int run_threadpool(struct job *j)
 			break;
 	}
 	pthread_mutex_lock(&tp.lock);
-	while (inflight(&s)) {		/* after an error: let the workers finish theirs */
+	/* after an error: what no worker has taken yet is not issued; what they have is finished
+	 * and counted, as it reached the file */
+	while ((io = q_pop(&tp.req)))
+		slot_put(&s, io);
+	while (inflight(&s)) {
 		while (!(io = q_pop(&tp.done)))
 			pthread_cond_wait(&tp.done.cond, &tp.lock);
+		job_done(j, io, tp.res[io->idx], now_ns());
 		slot_put(&s, io);
 	}
 	tp.quit = true;
