@@ -612,33 +612,41 @@ def test_backing_device_of_a_loop_device_is_refused(loopdev):
         subprocess.run(["losetup", "-d", stacked], check=True)
 
 
+def fail_syscall(nr, err):
+    """A preexec_fn: a seccomp filter making every call of syscall nr fail with errno err,
+    everything else allowed (x86_64)."""
+    def preexec():
+        import ctypes
+        BPF_LD_W_ABS, BPF_JEQ_K, BPF_RET_K = 0x20, 0x15, 0x06
+        AUDIT_ARCH_X86_64 = 0xC000003E
+        SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000
+
+        class Insn(ctypes.Structure):
+            _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8),
+                        ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+        class Prog(ctypes.Structure):
+            _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(Insn))]
+
+        insns = (Insn * 6)(Insn(BPF_LD_W_ABS, 0, 0, 4),                 # seccomp_data.arch
+                           Insn(BPF_JEQ_K, 0, 3, AUDIT_ARCH_X86_64),
+                           Insn(BPF_LD_W_ABS, 0, 0, 0),                 # seccomp_data.nr
+                           Insn(BPF_JEQ_K, 0, 1, nr),
+                           Insn(BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | err),
+                           Insn(BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW))
+        prog = Prog(6, insns)
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
+        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) or \
+                libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0):
+            os._exit(99)
+    return preexec
+
+
 def fail_io_submit_with_eagain():
-    """preexec_fn: a seccomp filter making every io_submit(2) fail with EAGAIN (what the
-    kernel says when it has no memory for an iocb), everything else allowed (x86_64)."""
-    import ctypes
-    BPF_LD_W_ABS, BPF_JEQ_K, BPF_RET_K = 0x20, 0x15, 0x06
-    AUDIT_ARCH_X86_64, NR_IO_SUBMIT = 0xC000003E, 209
-    SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000
-
-    class Insn(ctypes.Structure):
-        _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8),
-                    ("k", ctypes.c_uint32)]
-
-    class Prog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(Insn))]
-
-    insns = (Insn * 6)(Insn(BPF_LD_W_ABS, 0, 0, 4),                 # seccomp_data.arch
-                       Insn(BPF_JEQ_K, 0, 3, AUDIT_ARCH_X86_64),
-                       Insn(BPF_LD_W_ABS, 0, 0, 0),                 # seccomp_data.nr
-                       Insn(BPF_JEQ_K, 0, 1, NR_IO_SUBMIT),
-                       Insn(BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | errno.EAGAIN),
-                       Insn(BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW))
-    prog = Prog(6, insns)
-    libc = ctypes.CDLL(None, use_errno=True)
-    PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
-    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) or \
-            libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0):
-        os._exit(99)
+    """preexec_fn: every io_submit(2) fails with EAGAIN (what the kernel says when it has no
+    memory for an iocb), everything else allowed (x86_64)."""
+    fail_syscall(209, errno.EAGAIN)()
 
 
 @pytest.mark.skipif(os.uname().machine != "x86_64", reason="the seccomp filter is x86_64's")
@@ -780,3 +788,21 @@ def test_a_job_stopped_by_an_error_counts_what_it_had_in_flight(small_tmpfs, eng
     assert wr["errors"] >= 1 and wr["total_ios"] < 100000
     assert wr["total_ios"] == w1 - w0, "the report and the kernel disagree on the writes issued"
     assert wr["lat_ns"]["N"] == wr["total_ios"]
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the seccomp filter is x86_64's")
+def test_a_job_that_cannot_be_pinned_ends_the_run(workdir):
+    """--cpus on a CPU the process may not run on (outside its cpuset; here every
+    sched_setaffinity fails) stopped the job before it began, unmarked as ended: the load
+    waited for it forever. It ends the run with one error line and exit 1."""
+    f = workdir / "f"
+    r = subprocess.run([str(LOAD), "--cpus", "0", "--ios", "10", "--size", "1m", "--file", str(f),
+                        "--json"], capture_output=True, text=True, timeout=30,
+                       stdin=subprocess.DEVNULL, preexec_fn=fail_syscall(203, errno.EINVAL))
+    assert r.returncode == 1
+    assert_one_line_error(r, "job 0: cannot pin to CPU 0: Invalid argument")
+    doc = json.loads(r.stdout)
+    jsonschema.validate(doc, SCHEMA)
+    assert doc["total"]["read"]["total_ios"] == 0 and doc["jobs"][0]["error"] == errno.EINVAL
+    assert doc["total"]["runtime"] < 30000, "a job that never ran has no run time to speak of"
+    assert not f.exists()
