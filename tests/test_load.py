@@ -806,3 +806,31 @@ def test_a_job_that_cannot_be_pinned_ends_the_run(workdir):
     assert doc["total"]["read"]["total_ios"] == 0 and doc["jobs"][0]["error"] == errno.EINVAL
     assert doc["total"]["runtime"] < 30000, "a job that never ran has no run time to speak of"
     assert not f.exists()
+
+
+@pytest.mark.skipif(os.cpu_count() < 2, reason="needs two CPUs")
+def test_cpus_given_twice_is_the_last_list(workdir):
+    """Every option is the last one given; --cpus appended to the earlier list instead, so
+    --cpus 0 --cpus 1 pinned the only job to CPU 0."""
+    p = subprocess.Popen([str(LOAD), "--cpus", "0", "--cpus", "1", "--engine", "psync",
+                          "--size", "1m", "--runtime", "20s", "--file", str(workdir / "f")],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pinned = set()
+    try:
+        deadline = time.monotonic() + 15
+        while not pinned and p.poll() is None and time.monotonic() < deadline:
+            for t in Path(f"/proc/{p.pid}/task").iterdir():
+                try:
+                    status = (t / "status").read_text()
+                except (FileNotFoundError, ProcessLookupError):
+                    continue
+                cpus = next(l.split()[1] for l in status.splitlines()
+                            if l.startswith("Cpus_allowed_list:"))
+                if cpus in ("0", "1"):
+                    pinned.add(cpus)
+            time.sleep(0.05)
+    finally:
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=30)
+    assert p.returncode == 0, err
+    assert pinned == {"1"}

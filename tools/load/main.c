@@ -475,6 +475,7 @@ static int parse_cpus(const char *s)
 	char *end;
 	long a, b;
 
+	lo.ncpus = 0;	/* a later --cpus replaces an earlier one, as every option does */
 	while (*p) {
 		/* digits only (strtol would take "-0" and " 1"), and the list's syntax before the
 		 * range: "5x" is not CPU 5 */
