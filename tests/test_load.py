@@ -141,6 +141,38 @@ def test_buffered_and_fsync(workdir):
                     "--fsync-every", 16, "--size", "256k", "--file", workdir / "b")
     assert doc["global options"]["direct"] == 0
     assert doc["total"]["write"]["total_ios"] == 64
+    assert doc["total"]["sync"]["total_ios"] == 4 and doc["jobs"][0]["sync"]["total_ios"] == 4
+
+
+def disk_flushes(dev):
+    """/sys/block/DEV/stat's 16th field: flush requests completed (kernels from 5.5)."""
+    f = Path(f"/sys/block/{Path(dev).name}/stat").read_text().split()
+    if len(f) < 17:
+        pytest.skip("this kernel does not count flushes in /sys/block/DEV/stat")
+    return int(f[15])
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("engine,extra", ENGINES + [("io_uring", ["--complete-batch", "16"])],
+                         ids=IDS + ["io_uring-complete-batch"])
+def test_fsync_every_n_is_one_fsync_per_n_writes(engine, extra, loopdev):
+    """--fsync-every 10 over 1000 writes is 100 fsyncs, each a flush the device counts. An
+    engine reaping several completions at once reset the count to 0 past 10, dropping the
+    excess: 40 to 90 fsyncs, not 100. 1003 writes: still 100 (the last 3 owe none)."""
+    skip_without_uring(engine)
+    for n, want in ((1000, 100), (1003, 100)):
+        f0 = disk_flushes(loopdev)
+        doc = load_json("--device", loopdev, "--force", "--engine", engine, *extra, "--rw",
+                        "randwrite", "--ios", n, "--fsync-every", 10, "--size", "16m")
+        f1 = disk_flushes(loopdev)
+        assert doc["total"]["write"]["total_ios"] == n
+        assert doc["total"]["sync"]["total_ios"] == want, doc["total"]["sync"]
+        assert f1 - f0 == want, f"the device completed {f1 - f0} flushes"
+    # the text report says it too; per job with --jobs
+    if engine == "psync":
+        r = load("--device", loopdev, "--force", "--engine", engine, "--rw", "randwrite", "--ios",
+                 25, "--jobs", 2, "--fsync-every", 10, "--size", "16m")
+        assert "\nfsync: 4 issued, one after every 10 writes completed\n" in r.stdout
 
 
 def test_default_run_is_useful(workdir):

@@ -85,6 +85,7 @@ struct job {
 	uint64_t next_off;	/* sequential cursor */
 	uint64_t rng;
 	uint64_t writes_since_fsync;
+	uint64_t fsyncs;	/* --fsync-every: fsyncs issued (and returned 0) */
 	struct dir_stats d[NDIRS];
 	atomic_uint_fast64_t done;	/* completions, for the progress line */
 	uint64_t start_ns, end_ns;
