@@ -6,6 +6,7 @@ import errno
 import hashlib
 import json
 import os
+import shutil
 import signal
 import struct
 import subprocess
@@ -233,6 +234,37 @@ def test_existing_file_is_not_written_without_force(workdir):
     # with --force it is written, and kept: it was not ours
     load("--engine", "psync", "--rw", "randwrite", "--ios", 20, "--file", f, "--force")
     assert digest(f) != before and f.exists()
+
+
+@pytest.mark.skipif(not shutil.which("strace"), reason="needs strace")
+@pytest.mark.parametrize("engine", ["psync", "libaio"])
+def test_jobs_write_the_file_that_was_checked(workdir, engine):
+    """The checks ran on one lookup of --file, and the file was opened again by its path for
+    the dio check and by each job: a path swapped in that window (here for a symlink to a file
+    never checked; a disk, as well) was written. strace slows every open by 100 ms and the path
+    is swapped as soon as the first call naming it returns: what was checked is what is
+    written, and the file swapped in is untouched."""
+    checked, victim, link = workdir / "checked", workdir / "victim", workdir / "target"
+    for f in (link, victim):
+        f.write_bytes(os.urandom(1 << 20))
+    before = digest(victim)
+    p = subprocess.Popen(["strace", "-f", "-qq", "-e", "trace=%file", "-e",
+                          "inject=openat:delay_enter=100000", str(LOAD), "--engine", engine,
+                          "--file", str(link), "--force", "--rw", "write", "--ios", "5",
+                          "--size", "1m", "--json"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    for line in p.stderr:
+        if f'"{link}"' in line and "resumed>" not in line and "unfinished" not in line:
+            os.rename(link, checked)        # the file checked keeps its inode
+            link.symlink_to(victim)
+            break
+    out, _ = p.communicate(timeout=120)
+    assert p.returncode == 0
+    doc = json.loads(out)
+    assert doc["total"]["write"]["total_ios"] == 5
+    assert digest(victim) == before, "a file swapped in after the checks was written"
+    data = checked.read_bytes()
+    assert sum(HDR.unpack_from(data, o)[0] == MAGIC for o in range(0, len(data), 4096)) == 5
 
 
 def test_sigint_removes_its_files(workdir):

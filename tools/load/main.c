@@ -1049,10 +1049,6 @@ int main(int argc, char **argv)
 	stop_signals_catch(&sa);
 	signal(SIGPIPE, SIG_IGN);
 
-	if (!size_set && !lo.file && !lo.device)
-		lo.size = 256 << 20;
-	if (lo.file && !size_set && access(lo.file, F_OK))
-		lo.size = 256 << 20;
 	r = target_open();
 	if (r)
 		return r == -2 ? 2 : 1;

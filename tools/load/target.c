@@ -21,12 +21,34 @@
 #include "blkdev.h"
 #include "load.h"
 
-static char path[PATH_MAX];	/* what jobs open */
 static char shown[PATH_MAX];	/* what we print */
 static char created[PATH_MAX];	/* a file we made and must remove ("" when none) */
-static int keep_fd = -1;	/* holds an unlinked temporary file open */
-static int hold_fd = -1;	/* holds a device a load writes for exclusive use */
+/*
+ * The target, open since it was checked (for a device a load writes, held for exclusive use):
+ * jobs reopen this very inode through /proc/self/fd, never the path, which may name another
+ * file (a symlink to a disk) by then. Closed by exit.
+ */
+static int target_fd = -1;
+static struct stat target_st;	/* what was checked */
 static bool writable;
+
+/* The target is fd, which was checked: jobs reopen it. */
+static void target_set(int fd)
+{
+	target_fd = fd;
+	if (fstat(fd, &target_st))
+		memset(&target_st, 0, sizeof(target_st));
+}
+
+/* The file open as fd (O_PATH or not), opened again with flags: the same inode, never the one
+ * its path names now. */
+static int reopen(int fd, int flags)
+{
+	char self[64];
+
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	return open(self, flags);
+}
 
 static bool writes(void)
 {
@@ -116,6 +138,8 @@ static int create_file(const char *p, bool temp)
 	struct statvfs vfs;
 	int fd, err;
 
+	if (!lo.size)	/* a file it makes: 256 MiB unless --size */
+		lo.size = 256 << 20;
 	if (temp) {
 		snprintf(created, sizeof(created), "%s", p);
 		fd = mkstemp(created);
@@ -163,13 +187,9 @@ static int create_file(const char *p, bool temp)
 		/* an unlinked temporary file cannot outlive us, whatever kills us */
 		unlink(created);
 		created[0] = '\0';
-		keep_fd = fd;
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 		snprintf(shown + strlen(shown), sizeof(shown) - strlen(shown), " (temporary)");
-	} else {
-		close(fd);
-		snprintf(path, sizeof(path), "%s", created);
 	}
+	target_set(fd);	/* the file made, whatever its name is made to point at later */
 	writable = true;
 	return 0;
 }
@@ -267,23 +287,31 @@ static int open_device(void)
 	struct stat st;
 	uint64_t bytes = 0;
 	const char *sig;
-	int fd;
+	int fd, pfd;
 
-	if (stat(lo.device, &st) || !S_ISBLK(st.st_mode)) {
+	/* looked up once: what is checked is what is opened, and what jobs reopen (O_PATH opens
+	 * no device, so a path that is not one costs nothing) */
+	pfd = open(lo.device, O_PATH | O_CLOEXEC);
+	if (pfd < 0 || fstat(pfd, &st) || !S_ISBLK(st.st_mode)) {
+		if (pfd >= 0)
+			close(pfd);
 		lerr("%s is not a block device", lo.device);
 		return -1;
 	}
 	if (!lo.force) {
+		close(pfd);
 		lerr("refusing to use block device %s without --force (its data may be "
 		     "overwritten)", lo.device);
 		return -1;
 	}
 	/* by its kernel name: the path may be a link (/dev/disk/by-id/...) */
 	if (!(name = blkdev_name(st.st_rdev, kname, sizeof(kname)))) {
+		close(pfd);
 		lerr("%s: not known to sysfs (/sys/dev/block)", lo.device);
 		return -1;
 	}
 	if (blkdev_in_use(name, why, sizeof(why)) || blkdev_has_partitions(name, why, sizeof(why))) {
+		close(pfd);
 		lerr("refusing %s: %s", lo.device, why);
 		return -1;
 	}
@@ -292,7 +320,8 @@ static int open_device(void)
 	 * can be mounted from it, nor md or LVM take it, between the checks above and the last
 	 * write. Its jobs' own opens are not exclusive, so they are not refused.
 	 */
-	fd = open(lo.device, O_RDONLY | O_CLOEXEC | (writes() ? O_EXCL : 0));
+	fd = reopen(pfd, O_RDONLY | O_CLOEXEC | (writes() ? O_EXCL : 0));
+	close(pfd);
 	if (fd < 0 && errno == EBUSY) {
 		lerr("refusing %s: it is in use: the kernel holds it for exclusive use (mounted or "
 		     "claimed since it was checked)", lo.device);
@@ -309,23 +338,21 @@ static int open_device(void)
 	if (ioctl(fd, BLKGETSIZE64, &bytes))
 		bytes = 0;
 	sig = signature(fd, bytes);
-	if (writes() && !sig)
-		hold_fd = fd;	/* closed by exit */
-	else
-		close(fd);
 	if (sig) {
+		close(fd);
 		lerr("refusing %s: it holds a %s signature (wipe it first if it is really unused)",
 		     lo.device, sig);
 		return -1;
 	}
 	if (lo.size > bytes) {	/* as for a file: the region asked for is not there */
+		close(fd);
 		lerr("%s holds %llu bytes, less than --size %llu", lo.device,
 		     (unsigned long long)bytes, (unsigned long long)lo.size);
 		return -1;
 	}
 	if (!lo.size)
 		lo.size = bytes;
-	snprintf(path, sizeof(path), "%s", lo.device);
+	target_set(fd);	/* held (O_EXCL for a load that writes) until exit */
 	snprintf(shown, sizeof(shown), "%s", lo.device);
 	writable = true;
 	return 0;
@@ -418,12 +445,40 @@ int std_fds_hold(bool *out_closed)
 	return 0;
 }
 
+/* An existing --file, as fstat shows it: 0, or -1 said. */
+static int existing_file_check(const struct stat *st)
+{
+	if (S_ISBLK(st->st_mode)) {
+		lerr("%s is a block device: use --device", lo.file);
+		return -1;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		lerr("%s is not a regular file", lo.file);
+		return -1;
+	}
+	if (writes() && !lo.force) {
+		lerr("refusing to write to existing file %s (it was not created by iostrata-load; "
+		     "--force allows it)", lo.file);
+		return -1;
+	}
+	if (writes() && loop_backing_check(st))
+		return -1;
+	if (!lo.size)
+		lo.size = (uint64_t)st->st_size;
+	if ((uint64_t)st->st_size < lo.size) {
+		lerr("%s holds %lld bytes, less than --size %llu", lo.file, (long long)st->st_size,
+		     (unsigned long long)lo.size);
+		return -1;
+	}
+	return 0;
+}
+
 int target_open(void)
 {
 	struct stat st;
 	char tmpl[PATH_MAX];
 	const char *dir;
-	int fd;
+	int fd, pfd, err;
 
 	if (lo.op != OP_RW) {	/* probes need no file */
 		snprintf(shown, sizeof(shown), "(none: %s probe)",
@@ -439,36 +494,30 @@ int target_open(void)
 		snprintf(tmpl, sizeof(tmpl), "%s/iostrata-load.XXXXXX", dir);
 		return create_file(tmpl, true);
 	}
-	if (stat(lo.file, &st)) {
+	/*
+	 * The path is looked up once, O_PATH (nothing opened yet: not a device, nor a FIFO that
+	 * would block); the checks are of that inode, and it is what is opened and what jobs
+	 * reopen, whatever the path names by then.
+	 */
+	pfd = open(lo.file, O_PATH | O_CLOEXEC);
+	if (pfd < 0) {
 		if (errno != ENOENT) {
 			lerr("%s: %s", lo.file, strerror(errno));
 			return -1;
 		}
 		return create_file(lo.file, false);
 	}
-	if (S_ISBLK(st.st_mode)) {
-		lerr("%s is a block device: use --device", lo.file);
+	if (fstat(pfd, &st)) {
+		lerr("%s: %s", lo.file, strerror(errno));
+		close(pfd);
 		return -1;
 	}
-	if (!S_ISREG(st.st_mode)) {
-		lerr("%s is not a regular file", lo.file);
-		return -1;
+	if ((err = existing_file_check(&st))) {
+		close(pfd);
+		return err;
 	}
-	if (writes() && !lo.force) {
-		lerr("refusing to write to existing file %s (it was not created by iostrata-load; "
-		     "--force allows it)", lo.file);
-		return -1;
-	}
-	if (writes() && loop_backing_check(&st))
-		return -1;
-	if (!lo.size)
-		lo.size = (uint64_t)st.st_size;
-	if ((uint64_t)st.st_size < lo.size) {
-		lerr("%s holds %lld bytes, less than --size %llu", lo.file, (long long)st.st_size,
-		     (unsigned long long)lo.size);
-		return -1;
-	}
-	fd = open(lo.file, O_RDONLY);
+	fd = reopen(pfd, O_RDONLY | O_CLOEXEC);
+	close(pfd);
 	if (fd < 0) {
 		lerr("cannot open %s: %s", lo.file, strerror(errno));
 		return -1;
@@ -477,8 +526,7 @@ int target_open(void)
 		close(fd);
 		return -2;
 	}
-	close(fd);
-	snprintf(path, sizeof(path), "%s", lo.file);
+	target_set(fd);
 	snprintf(shown, sizeof(shown), "%s", lo.file);
 	writable = writes();
 	return 0;
@@ -486,12 +534,13 @@ int target_open(void)
 
 int target_fd_for_job(void)
 {
-	int flags = (writable ? O_RDWR : O_RDONLY) | (lo.direct ? O_DIRECT : 0);
+	int flags = (writable ? O_RDWR : O_RDONLY) | (lo.direct ? O_DIRECT : 0) | O_CLOEXEC;
+	struct stat st;
 	int fd;
 
 	if (lo.op != OP_RW)
 		return -1;
-	fd = open(path, flags);
+	fd = reopen(target_fd, flags);
 	if (fd < 0 && errno == EINVAL && lo.direct) {
 		lerr("%s does not support O_DIRECT (use --buffered, or a file on another "
 		     "filesystem)", shown);
@@ -499,6 +548,13 @@ int target_fd_for_job(void)
 	}
 	if (fd < 0) {
 		lerr("cannot open %s: %s", shown, strerror(errno));
+		return -2;
+	}
+	/* the inode checked, as /proc/self/fd guarantees; said, should it ever not be */
+	if (fstat(fd, &st) || st.st_dev != target_st.st_dev || st.st_ino != target_st.st_ino ||
+	    st.st_rdev != target_st.st_rdev) {
+		close(fd);
+		lerr("%s is no longer the target that was checked", shown);
 		return -2;
 	}
 	return fd;
