@@ -584,9 +584,15 @@ def test_keep_keeps_the_default_temporary_file(tmp_path):
     (["--sq", "1"], "ambiguous option '--sq': --sqpoll, --sqpoll-cpu"),
     (["--size"], "needs an argument"),
     (["extra"], "unexpected argument 'extra'"),
+    # no path: a bad option (exit 2), not "cannot create : No such file or directory" (exit 1)
+    (["--file", ""], "bad --file '': expected a path"),
+    (["--device", ""], "bad --device '': expected a path"),
+    (["--file=", "--rw", "write"], "bad --file '': expected a path"),
 ])
 def test_bad_options_are_one_line(args, needle):
-    assert_one_line_error(load(*args, check=False), needle)
+    r = load(*args, check=False)
+    assert_one_line_error(r, needle)
+    assert r.returncode == 2, "a bad option exits 2"
 
 
 def test_io_uring_setup_einval_is_one_line():

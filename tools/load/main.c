@@ -601,8 +601,15 @@ static int parse_args(int argc, char **argv)
 				return -1;
 			lo.fsync_every = (uint32_t)v;
 			break;
-		case O_FILE: lo.file = optarg; break;
-		case O_DEVICE: lo.device = optarg; break;
+		case O_FILE:
+		case O_DEVICE:
+			/* no path at all is a bad option, not a file that cannot be made */
+			if (!*optarg) {
+				lerr("bad %s '': expected a path", c == O_FILE ? "--file" : "--device");
+				return -1;
+			}
+			*(c == O_FILE ? &lo.file : &lo.device) = optarg;
+			break;
 		case O_FORCE: lo.force = true; break;
 		case O_KEEP: lo.keep = true; break;
 		case O_SEED:
