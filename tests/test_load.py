@@ -284,6 +284,34 @@ def test_sigint_removes_its_files(workdir):
     assert not f.exists(), "SIGINT left the file it created"
 
 
+def exit_status_section():
+    man = (ROOT / "docs" / "iostrata-load.1").read_text()
+    return man.split(".SH EXIT STATUS", 1)[1].split(".SH", 1)[0]
+
+
+@pytest.mark.parametrize("second", [signal.SIGINT, signal.SIGTERM], ids=["INT", "TERM"])
+def test_a_second_signal_leaves_at_once_with_130(second):
+    """A first signal stops the load, which waits for what is in flight (here a 5 s probe) to
+    report it; a second one leaves at once: exit 130, nothing printed. The man page's EXIT
+    STATUS did not list 130."""
+    if io_uring_usable():
+        args = ["--engine", "io_uring", "--op", "timeout"]
+    else:
+        args = ["--engine", "libaio", "--op", "poll"]
+    p = subprocess.Popen([str(LOAD), *args, "--latency", "5s", "--ios", "2", "--json"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         stdin=subprocess.DEVNULL)
+    # into the run: the job thread started (the handlers are set before it)
+    while p.poll() is None and len(os.listdir(f"/proc/{p.pid}/task")) < 2:
+        time.sleep(0.01)
+    p.send_signal(signal.SIGINT)
+    time.sleep(0.2)                 # the first is taken (no timing is asserted)
+    p.send_signal(second)
+    out, err = p.communicate(timeout=60)
+    assert (p.returncode, out, err) == (130, "", "")
+    assert "130 when a second signal" in exit_status_section()
+
+
 def test_nohup_keeps_a_hangup_ignored(workdir):
     """Started ignoring SIGHUP (nohup, so that a logout does not end it), the load runs on
     through a hangup (a review found it stopping: the handler was installed regardless)."""
