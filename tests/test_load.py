@@ -267,6 +267,17 @@ def test_jobs_write_the_file_that_was_checked(workdir, engine):
     assert sum(HDR.unpack_from(data, o)[0] == MAGIC for o in range(0, len(data), 4096)) == 5
 
 
+def test_a_dangling_symlink_is_refused_as_one(workdir):
+    """--file naming a symlink to nothing said "cannot create X: File exists" (O_EXCL does not
+    follow it): it says what is wrong, and creates nothing."""
+    link = workdir / "link"
+    link.symlink_to(workdir / "nowhere")
+    r = load("--file", link, "--rw", "write", "--ios", 5, "--size", "1m", check=False)
+    assert r.returncode == 1
+    assert_one_line_error(r, f"refusing {link}: it is a dangling symlink", "does not follow")
+    assert sorted(p.name for p in workdir.iterdir()) == ["link"] and link.is_symlink()
+
+
 def test_sigint_removes_its_files(workdir):
     f = workdir / "made-here"
     p = subprocess.Popen([str(LOAD), "--engine", "psync", "--rw", "randwrite", "--runtime", "60",

@@ -505,6 +505,12 @@ int target_open(void)
 			lerr("%s: %s", lo.file, strerror(errno));
 			return -1;
 		}
+		/* the name is there, what it points to is not: O_EXCL would say "File exists" */
+		if (!lstat(lo.file, &st) && S_ISLNK(st.st_mode)) {
+			lerr("refusing %s: it is a dangling symlink, and iostrata-load does not follow "
+			     "one to create a file (give the path it should point to)", lo.file);
+			return -1;
+		}
 		return create_file(lo.file, false);
 	}
 	if (fstat(pfd, &st)) {
