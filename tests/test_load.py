@@ -278,6 +278,23 @@ def test_a_dangling_symlink_is_refused_as_one(workdir):
     assert sorted(p.name for p in workdir.iterdir()) == ["link"] and link.is_symlink()
 
 
+@pytest.mark.parametrize("path,fs", [("/proc/version", "procfs"),
+                                     ("/sys/kernel/uevent_seqnum", "sysfs"),
+                                     ("/sys/kernel/tracing/trace_marker", "tracefs")])
+def test_kernel_interfaces_are_not_storage(path, fs):
+    """A --file on procfs, sysfs, tracefs (debugfs, cgroupfs, efivarfs, ...) passed every check
+    with --force and was written where the kernel let it (a writable sysfs attribute is 4096
+    bytes long). Refused, with what it is on, whatever --force says, and read too. These
+    ones are read-only or empty: before the fix no write could reach them either."""
+    if not os.access(path, os.F_OK):
+        pytest.skip(f"no {path} here")
+    for args in (["--force", "--rw", "write", "--buffered", "--bs", "4k"], ["--buffered"]):
+        r = load("--file", path, *args, "--ios", 1, check=False)
+        assert r.returncode == 1
+        assert_one_line_error(r, f"refusing {path}: it is on {fs}, a kernel interface, "
+                              "not storage")
+
+
 def test_sigint_removes_its_files(workdir):
     f = workdir / "made-here"
     p = subprocess.Popen([str(LOAD), "--engine", "psync", "--rw", "randwrite", "--runtime", "60",

@@ -16,8 +16,10 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/vfs.h>
 #include <linux/fs.h>
 #include <linux/loop.h>
+#include <linux/magic.h>
 #include "blkdev.h"
 #include "load.h"
 
@@ -445,15 +447,51 @@ int std_fds_hold(bool *out_closed)
 	return 0;
 }
 
-/* An existing --file, as fstat shows it: 0, or -1 said. */
-static int existing_file_check(const struct stat *st)
+/*
+ * The kernel's own interfaces, whose "files" are not storage: writing one sets whatever it
+ * controls (an attribute of a device, a cgroup's limits, an EFI variable), reading one may
+ * consume it (trace_pipe). Its name, or NULL.
+ */
+static const char *pseudo_fs(int fd)
 {
+	static const struct {
+		unsigned long magic;
+		const char *name;
+	} fs[] = {
+		{ PROC_SUPER_MAGIC, "procfs" }, { SYSFS_MAGIC, "sysfs" },
+		{ DEBUGFS_MAGIC, "debugfs" }, { TRACEFS_MAGIC, "tracefs" },
+		{ CGROUP_SUPER_MAGIC, "cgroupfs" }, { CGROUP2_SUPER_MAGIC, "cgroup2" },
+		{ SECURITYFS_MAGIC, "securityfs" }, { SELINUX_MAGIC, "selinuxfs" },
+		{ SMACK_MAGIC, "smackfs" }, { EFIVARFS_MAGIC, "efivarfs" },
+		{ PSTOREFS_MAGIC, "pstore" }, { BPF_FS_MAGIC, "bpffs" },
+		{ BINFMTFS_MAGIC, "binfmt_misc" }, { 0x62656570, "configfs" },
+	};
+	struct statfs sfs;
+	size_t i;
+
+	if (fstatfs(fd, &sfs))
+		return NULL;
+	for (i = 0; i < sizeof(fs) / sizeof(fs[0]); i++)
+		if ((unsigned long)sfs.f_type == fs[i].magic)
+			return fs[i].name;
+	return NULL;
+}
+
+/* An existing --file, as fstat shows it (pfd: its O_PATH descriptor): 0, or -1 said. */
+static int existing_file_check(int pfd, const struct stat *st)
+{
+	const char *pseudo;
+
 	if (S_ISBLK(st->st_mode)) {
 		lerr("%s is a block device: use --device", lo.file);
 		return -1;
 	}
 	if (!S_ISREG(st->st_mode)) {
 		lerr("%s is not a regular file", lo.file);
+		return -1;
+	}
+	if ((pseudo = pseudo_fs(pfd))) {	/* whatever --force says: it is no disk */
+		lerr("refusing %s: it is on %s, a kernel interface, not storage", lo.file, pseudo);
 		return -1;
 	}
 	if (writes() && !lo.force) {
@@ -518,7 +556,7 @@ int target_open(void)
 		close(pfd);
 		return -1;
 	}
-	if ((err = existing_file_check(&st))) {
+	if ((err = existing_file_check(pfd, &st))) {
 		close(pfd);
 		return err;
 	}
