@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import struct
 import subprocess
 import tempfile
@@ -734,6 +735,31 @@ def test_backing_device_of_a_loop_device_is_refused(loopdev):
         line = assert_one_line_error(load("--device", loopdev, "--force", "--rw", "randwrite",
                                           "--ios", 5, check=False), "refusing", "backing file")
         assert Path(stacked).name in line
+    finally:
+        subprocess.run(["losetup", "-d", stacked], check=True)
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("how", ["unlinked", "newline"])
+def test_backing_device_of_a_loop_device_is_found_by_its_number(loopdev, tmp_path, how):
+    """blkdev's loop_backed_by stat()ed the name sysfs shows for a loop device's backing file:
+    a loop device set up over another node of the disk, since removed (sysfs shows "NODE
+    (deleted)"), or one whose name holds a newline (read back cut short), was not seen, and the
+    disk under it was written with --force. The loop device knows its backing device's number
+    (LOOP_GET_STATUS64). sched-ab's refusal of a disk in use is the same check."""
+    st = os.stat(loopdev)
+    node = tmp_path / ("node" if how == "unlinked" else "no\nde")
+    os.mknod(node, 0o600 | stat.S_IFBLK, st.st_rdev)
+    stacked = subprocess.run(["losetup", "-f", "--show", str(node)], check=True,
+                             capture_output=True, text=True).stdout.strip()
+    try:
+        if how == "unlinked":
+            node.unlink()
+        r0 = disk_stat(loopdev)[2]
+        line = assert_one_line_error(load("--device", loopdev, "--force", "--rw", "randwrite",
+                                          "--ios", 5, check=False), "refusing", "backing file")
+        assert Path(stacked).name in line
+        assert disk_stat(loopdev)[2] == r0, "the disk under a loop device was written"
     finally:
         subprocess.run(["losetup", "-d", stacked], check=True)
 

@@ -4,12 +4,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <linux/loop.h>
 #include "blkdev.h"
 
 /* /sys/class/block/NAME/dev ("253:0") as a dev_t; false when NAME is not a block device. */
@@ -131,34 +134,58 @@ static bool held(const char *name, char *holder, size_t len)
 	return found;
 }
 
+/*
+ * Loop device NAME's backing file is the block device dev. The device is asked
+ * (LOOP_GET_STATUS64: lo_rdevice, the backing inode's device number), as losetup -j does: the
+ * name sysfs shows for it is no longer a name of it once that node was removed ("... (deleted)",
+ * the loop device still over the disk), nor read back whole with a newline in it, nor the same
+ * disk once another node took the name. That name only when /dev/NAME cannot be asked.
+ */
+static bool loop_backs(const char *name, dev_t dev)
+{
+	char p[PATH_MAX], file[PATH_MAX];
+	struct loop_info64 li;
+	struct stat st;
+	dev_t self;
+	size_t n;
+	FILE *f;
+	int fd, r = -1;
+
+	snprintf(p, sizeof(p), "/sys/class/block/%s/loop/backing_file", name);
+	if (!(f = fopen(p, "r")))
+		return false;	/* not bound to a file */
+	n = fgets(file, sizeof(file), f) ? strcspn(file, "\n") : 0;
+	fclose(f);
+	file[n] = '\0';
+	snprintf(p, sizeof(p), "/dev/%s", name);
+	if (dev_of_name(name, &self) && (fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) >= 0) {
+		/* only where /dev/NAME is this very device */
+		if (!fstat(fd, &st) && S_ISBLK(st.st_mode) && st.st_rdev == self)
+			r = ioctl(fd, LOOP_GET_STATUS64, &li);
+		close(fd);
+	}
+	/* lo_rdevice is the kernel's encoding of a dev_t, which major() and minor() read */
+	if (!r)
+		return li.lo_rdevice && major((dev_t)li.lo_rdevice) == major(dev) &&
+		       minor((dev_t)li.lo_rdevice) == minor(dev);
+	return n && !stat(file, &st) && S_ISBLK(st.st_mode) && st.st_rdev == dev;
+}
+
 /* A loop device whose backing file is the block device dev (loop registers no holder), or
  * false: its name in loop. */
 static bool loop_backed_by(dev_t dev, char *loop, size_t len)
 {
-	char p[PATH_MAX], file[PATH_MAX];
 	struct dirent *de;
-	struct stat st;
 	bool found = false;
-	size_t n;
 	DIR *d;
-	FILE *f;
 
 	if (!(d = opendir("/sys/class/block")))
 		return false;
 	while (!found && (de = readdir(d))) {
-		if (strncmp(de->d_name, "loop", 4))
+		if (strncmp(de->d_name, "loop", 4) || !loop_backs(de->d_name, dev))
 			continue;
-		snprintf(p, sizeof(p), "/sys/class/block/%s/loop/backing_file", de->d_name);
-		if (!(f = fopen(p, "r")))
-			continue;
-		if (fgets(file, sizeof(file), f)) {
-			n = strcspn(file, "\n");
-			file[n] = '\0';
-			found = !stat(file, &st) && S_ISBLK(st.st_mode) && st.st_rdev == dev;
-			if (found)
-				snprintf(loop, len, "%s", de->d_name);
-		}
-		fclose(f);
+		snprintf(loop, len, "%s", de->d_name);
+		found = true;
 	}
 	closedir(d);
 	return found;
