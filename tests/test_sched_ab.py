@@ -273,13 +273,16 @@ def test_tracing_failing_restores(disk, tmp_path):
     assert list((tmp_path / "out").rglob("round-*")) == []
 
 
-def start_mid_round(dev, out, a, b, secs=30):
+def start_mid_round(dev, out, a, b, secs=30, ignored=()):
     """sched-ab of a and b in the first round of --round-secs secs: its recording holds an
-    interval and its load runs."""
+    interval and its load runs. It starts with the signals ignored (as nohup does SIGHUP)."""
+    def ignore():
+        for sig in ignored:
+            signal.signal(sig, signal.SIG_IGN)
     p = subprocess.Popen([str(IOSTRATA), "sched-ab", "-d", dev, a, b, "--rounds", "2",
                           "--round-secs", str(secs), "-o", str(out), *load_args(dev)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         stdin=subprocess.DEVNULL)
+                         stdin=subprocess.DEVNULL, preexec_fn=ignore)
     first = out / "A" / "round-01.ndjson"
     deadline = time.monotonic() + 60
     while not (first.exists() and first.read_text().count('"type":"interval"') >= 1
@@ -315,6 +318,21 @@ def test_signal_in_a_round_restores(disk, tmp_path, sig):
     assert queue_state(dev) == before
     (meta, _, end), = recordings(out).values()
     assert end["reason"] == "signal"
+
+
+def test_nohup_run_outlives_a_hangup(disk, tmp_path):
+    """Started under nohup (SIGHUP ignored), a run goes on when the terminal closes, as the
+    other commands do: it ran its rounds and put the disk back at the end. sched-ab used to
+    catch SIGHUP whatever it was started with, so a nohup'd A/B stopped at the logout."""
+    dev, before = disk
+    out = tmp_path / "out"
+    p = start_mid_round(dev, out, "mq-deadline", "none", secs=2, ignored=[signal.SIGHUP])
+    p.send_signal(signal.SIGHUP)
+    stdout, stderr = p.communicate(timeout=120)
+    assert p.returncode == 0, stderr
+    assert "stopped" not in stderr, stderr
+    assert sorted(e["reason"] for _, _, e in recordings(out).values()) == ["duration"] * 4
+    assert queue_state(dev) == before
 
 
 def full_pipe():

@@ -70,13 +70,6 @@ void session_signals(void)
 	signal(SIGPIPE, SIG_IGN);
 }
 
-void session_stop_on(int sig)
-{
-	struct sigaction sa = { .sa_handler = session_stop, .sa_flags = SA_RESTART };
-
-	sigaction(sig, &sa, NULL);
-}
-
 bool session_stopping(void)
 {
 	return stopping;

@@ -62,8 +62,6 @@ void session_signals(void);
 /* Stop as sig would have: for a handler of its own (sched-ab's SIGALRM), async-signal-safe. */
 void session_stop(int sig);
 bool session_stopping(void);
-/* Sig stops it too (sched-ab: SIGHUP, a closed terminal, must not leave a disk switched). */
-void session_stop_on(int sig);
 /* The signal that asked the stop (SIGINT, SIGTERM, ...), 0 if none did. */
 int session_stop_signal(void);
 

@@ -1082,7 +1082,6 @@ int cmd_sched_ab(int argc, char **argv)
 	}
 	/* from here a signal stops the run, and the disk is put back */
 	session_signals();
-	session_stop_on(SIGHUP);
 	if (iosched_save(a.disk, a.orig, why, sizeof(why))) {
 		errorf("%s", why);
 		free(a.orig);
