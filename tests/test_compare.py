@@ -269,6 +269,24 @@ def test_exactly_enough_samples_above_a_tail_are_enough(tmp_path):
         p99["reason"], p99
 
 
+def test_tail_intervals_just_short_are_not_said_to_be_enough(tmp_path):
+    """A p99 whose samples come from 7.99 intervals in effect (seven intervals with 10 slow
+    samples, one with 9: 79^2 / 781) is refused, rightly, and was said to come from "8.0
+    intervals in effect (8 needed)": the figure is rounded down now, as the samples above are."""
+    intervals = []
+    for i in range(20):
+        samples = [100_000] * 100 + [10_000_000] * ((9 if i == 7 else 10) if i < 8 else 0)
+        intervals.append([hist("block", "device", samples)])
+    a = write_rec(tmp_path / "a.ndjson", intervals)
+    p99 = cell(compare_json(a, a), "block", "device", "p99")
+    assert p99["verdict"] == "not enough data", p99
+    assert p99["reason"] == "A's samples from p99 up come from 7.9 intervals in effect " \
+        "(8 needed)", p99
+    out = compare(a, a, "-v").stdout
+    assert "not enough data: block/device all p99: A's samples from p99 up come from 7.9 " \
+        "intervals in effect (8 needed)" in out, out
+
+
 def test_sets_rows_and_seeds(tmp_path):
     """Directories are sets; rows on one side only are listed, not compared; the same seed
     gives the same document."""

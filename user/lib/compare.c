@@ -716,8 +716,10 @@ static bool enough(const char *name, const struct side *sd, int k, uint32_t s, c
 	}
 	eff = tail_intervals(sd, s);
 	if (eff < CMP_MIN_TAIL_INTERVALS) {
+		/* rounded down, as the samples above are: 7.99 is not "8.0 ... (8 needed)" */
 		snprintf(why, len, "%s's samples from %s up come from %.1f intervals in effect "
-			 "(%d needed)", name, cmp_q_name[k], eff, CMP_MIN_TAIL_INTERVALS);
+			 "(%d needed)", name, cmp_q_name[k], floor(eff * 10) / 10,
+			 CMP_MIN_TAIL_INTERVALS);
 		return false;
 	}
 	return true;
