@@ -533,6 +533,29 @@ static void disk_settle(const struct session *s)
 	}
 }
 
+/*
+ * The layers attach one after another, each loaded and verified in turn: the first can record
+ * for a second before the last starts. What it recorded then would fall in the first interval,
+ * whose length starts when every layer is attached, so that interval showed more I/O for the
+ * first layers than for the later ones (block 149,959 requests against io_uring's 121,359 in
+ * one run), and a rate above the true one. The records made before are put aside here: every
+ * layer's first interval starts now. A request started before and ended after is measured in
+ * it, as at any interval's edge.
+ */
+static int session_baseline(struct session *s)
+{
+	uint32_t old = *s->gen & 1;
+	struct interval iv;
+	int err;
+
+	memset(&iv, 0, sizeof(iv));
+	__atomic_store_n(s->gen, old ^ 1, __ATOMIC_SEQ_CST);
+	grace();
+	err = collect(s, (int)old, &iv);
+	interval_clear(&iv);
+	return err;
+}
+
 int session_run(struct session *s, const struct run_limits *lim, session_sink sink, void *arg)
 {
 	uint64_t step = (uint64_t)(lim->interval_s * 1e9), next, end = 0;
@@ -540,6 +563,10 @@ int session_run(struct session *s, const struct run_limits *lim, session_sink si
 	long n = 0;
 	int rc = 0, out;
 
+	if (session_baseline(s)) {
+		detach_all(s);
+		return 1;
+	}
 	vlog("tracing; interval %.3fs, count %ld, duration %.3fs", lim->interval_s, lim->count,
 	     lim->duration_s);
 	s->last_ns = next = clock_ns(CLOCK_MONOTONIC);
