@@ -216,11 +216,15 @@ def test_json_and_gate(disk, tmp_path):
                                and doc["aa"]["compared"] > 0), (doc["aa"], judged, doc.get("reason"))
     (gate,) = doc["gates"]
     assert (gate["layer"], gate["stage"], gate["q"]) == ("block", "total", "p99")
-    # a gate on unreliable verdicts, or on one the events lost could change, neither passes
-    # nor fails: exit 4
-    assert gate["decided"] == (doc["reliable"] and (gate["regressed"] or not any(
-        c.get("lost") for row in doc["compare"]["rows"] if row["stage"] == "total"
-        for c in row["quantiles"] if c["q"] == "p99"))), doc
+    # a gate on unreliable verdicts, on one the events lost could change, or on a quantile
+    # with not enough data in every label set, neither passes nor fails: exit 4
+    cells = [c for row in doc["compare"]["rows"] if row["layer"] == "block"
+             and row["stage"] == "total" for c in row["quantiles"] if c["q"] == "p99"]
+    assert cells, doc["compare"]["rows"]
+    judged = [c for c in cells if c["verdict"] != "not enough data"]
+    assert gate["decided"] == (doc["reliable"] and (gate["regressed"] or (
+        not any(c.get("lost") for c in cells) and bool(judged)))), doc
+    assert gate["judged"] == (gate["decided"] and bool(judged)), gate
     assert ("gates_decided" in doc) == (not gate["decided"]), doc
     if not gate["decided"]:
         assert gate["judged"] is False and gate["regressed"] is False, gate

@@ -64,19 +64,29 @@ static inline uint32_t utf8_cp(const unsigned char *p, int n)
 
 /*
  * Is cp a character that shows nothing, or changes how the text around it reads, and so lets a
- * name pass for another? The bidirectional embeddings, overrides and isolates (U+202A..U+202E,
- * U+2066..U+2069) and marks (U+200E, U+200F, U+061C): a process named "\u202egpj.exe" reads
- * as "exe.jpg"; the zero-width space, joiners and word joiner, the invisible operators, the
- * deprecated format characters (U+200B..U+200D, U+2060..U+206F), U+FEFF, U+180E, the
- * interlinear annotation marks (U+FFF9..U+FFFB) and the tag characters (U+E0000..U+E007F),
- * invisible; and the line and paragraph separators (U+2028, U+2029), which end a line or a
- * bidirectional paragraph in the middle of a label.
+ * name pass for another? Unicode's Default_Ignorable_Code_Point set, what a renderer shows
+ * nothing for: the bidirectional embeddings, overrides and isolates (U+202A..U+202E,
+ * U+2066..U+2069) and marks (U+200E, U+200F, U+061C) -- a process named "\u202egpj.exe" reads
+ * as "exe.jpg" --, the zero-width space and joiners, the word joiner and invisible operators
+ * (U+200B..U+200D, U+2060..U+206F), the soft hyphen, the combining grapheme joiner, the
+ * variation selectors (U+FE00..U+FE0F, U+E0100..U+E01EF; the Mongolian U+180B..U+180F), the
+ * Khmer inherent vowels U+17B4/U+17B5, the Hangul fillers (U+115F, U+1160, U+3164, U+FFA0,
+ * blanks), U+FEFF, the shorthand and musical format controls, the tag characters and the
+ * code points reserved as ignorable (U+FFF0..U+FFF8, U+E0000..U+E0FFF); besides, the
+ * interlinear annotation marks (U+FFF9..U+FFFB), which hide the text they enclose, and the
+ * line and paragraph separators (U+2028, U+2029), which end a line or a bidirectional
+ * paragraph in the middle of a label.
  */
 static inline int utf8_hidden(uint32_t cp)
 {
-	return cp == 0x061c || cp == 0x180e || (cp >= 0x200b && cp <= 0x200f) ||
-	       (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2060 && cp <= 0x206f) ||
-	       cp == 0xfeff || (cp >= 0xfff9 && cp <= 0xfffb) || (cp >= 0xe0000 && cp <= 0xe007f);
+	if (cp < 0x2000)
+		return cp == 0x00ad || cp == 0x034f || cp == 0x061c || cp == 0x115f ||
+		       cp == 0x1160 || cp == 0x17b4 || cp == 0x17b5 || (cp >= 0x180b && cp <= 0x180f);
+	return (cp >= 0x200b && cp <= 0x200f) || (cp >= 0x2028 && cp <= 0x202e) ||
+	       (cp >= 0x2060 && cp <= 0x206f) || cp == 0x3164 || (cp >= 0xfe00 && cp <= 0xfe0f) ||
+	       cp == 0xfeff || cp == 0xffa0 || (cp >= 0xfff0 && cp <= 0xfffb) ||
+	       (cp >= 0x1bca0 && cp <= 0x1bca3) || (cp >= 0x1d173 && cp <= 0x1d17a) ||
+	       (cp >= 0xe0000 && cp <= 0xe0fff);
 }
 
 /*
