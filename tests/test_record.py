@@ -325,3 +325,16 @@ def test_count_ends_the_recording_and_text_goes_to_stdout(tmp_path, no_bpf_leak)
     recs = [json.loads(l) for l in lines_of(rec)]
     assert [x["type"] for x in recs] == ["meta", "interval", "interval", "interval", "end"]
     assert recs[-1]["reason"] == "count" and recs[-1]["intervals"] == 3
+
+
+@pytest.mark.parametrize("closed", [">&-", "2>&-"])
+def test_a_closed_stdout_or_stderr_writes_nothing_into_the_recording(tmp_path, closed,
+                                                                     no_bpf_leak):
+    """stdout (or stderr) closed: the recording took its descriptor, and the view (or -v's
+    lines) went into the recording between its records."""
+    rec = tmp_path / "rec.ndjson"
+    r = subprocess.run(["bash", "-c", f"exec {IOSTRATA} record -v -o {rec} -l block 0.2 2 "
+                        f"{closed}"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    recs = [json.loads(l) for l in lines_of(rec)]
+    assert [x["type"] for x in recs] == ["meta", "interval", "interval", "end"]

@@ -5,6 +5,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -47,12 +48,28 @@ static int out_done(int status)
 	return status;
 }
 
+/*
+ * stdin, stdout or stderr closed (`iostrata record -o F >&-`): the first file opened would take
+ * its number, and what is printed to it would land there (the view in the recording, an error
+ * line in an HTML page). Each closed one holds a descriptor on which every read and write fails
+ * with EBADF, as on the closed one.
+ */
+static void std_fds_held(void)
+{
+	int fd;
+
+	for (fd = 0; fd <= 2; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF && open("/", O_PATH) != fd)
+			_exit(1);	/* no descriptor left to say it on */
+}
+
 int main(int argc, char **argv)
 {
 	bool json = false;
 	size_t i;
 	int a;
 
+	std_fds_held();
 	/*
 	 * A reader that goes away (head, a closed pipe) is a way to stop, exit 0 (iostrata.8):
 	 * every command sees EPIPE from its write instead of dying of SIGPIPE.
