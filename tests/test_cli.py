@@ -102,6 +102,12 @@ def exited_pid():
     (["-l", "block", "-P"], ["-P", "no per-process"]),
     (["-d", "vda", "-P"], ["-P", "no per-process"]),
     (["-l", "block,syscall", "-O"], ["-O", "opcodes"]),
+    # a second filter replaced the first: its I/O went untraced, silently
+    (["-d", "vda", "-d", "vda2"], ["-d given twice ('vda', 'vda2')"]),
+    (["-p", "1", "--pid=2", "--duration", "1"], ["-p given twice ('1', '2')"]),
+    (["snoop", "-c", "/a", "-c", "/b"], ["-c given twice ('/a', '/b')"]),
+    (["record", "-o", "/nonexistent/r", "--comm", "a", "--comm", "b"],
+     ["--comm given twice ('a', 'b')"]),
 ])
 def test_bad_input(args, needles):
     assert_one_line_error(run(*args), *needles)

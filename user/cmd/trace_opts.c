@@ -277,6 +277,19 @@ static int stages_layers(struct trace_config *c)
 	return 0;
 }
 
+/*
+ * A filter holds one disk, process, cgroup or name: a second one given would replace the first
+ * and the I/O of the first go untraced, silently. 0, or -1 said.
+ */
+static int filter_once(const char *opt, const char *was, const char *arg)
+{
+	if (!was)
+		return 0;
+	errorf("%s given twice ('%s', '%s'): it takes one (the last alone would be traced)", opt,
+	       was, arg);
+	return -1;
+}
+
 /* 1: o is one of the shared options and was taken; 0: not one of them; -1: bad (said). */
 static int trace_opt(struct trace_opts *t, int o, const char *arg)
 {
@@ -284,9 +297,21 @@ static int trace_opt(struct trace_opts *t, int o, const char *arg)
 	long v;
 
 	switch (o) {
-	case 'd': t->disk = arg; return 1;
-	case 'p': t->pid = arg; return 1;
-	case 'c': c->cgroup = arg; return 1;
+	case 'd':
+		if (filter_once("-d", t->disk, arg))
+			return -1;
+		t->disk = arg;
+		return 1;
+	case 'p':
+		if (filter_once("-p", t->pid, arg))
+			return -1;
+		t->pid = arg;
+		return 1;
+	case 'c':
+		if (filter_once("-c", c->cgroup, arg))
+			return -1;
+		c->cgroup = arg;
+		return 1;
 	case 'P': c->per_process = true; return 1;
 	case 'O': c->per_opcode = true; return 1;
 	case 'C': c->per_cgroup = true; return 1;
@@ -296,6 +321,8 @@ static int trace_opt(struct trace_opts *t, int o, const char *arg)
 	case TOPT_STAGES:
 		return parse_stages(arg, c) ? -1 : 1;
 	case TOPT_COMM:
+		if (filter_once("--comm", c->comm, arg))
+			return -1;
 		if (!*arg || strlen(arg) > 15) {
 			errorf("bad --comm '%s': a thread name is 1 to 15 characters", arg);
 			return -1;
