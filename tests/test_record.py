@@ -335,6 +335,32 @@ def test_a_closed_stdout_or_stderr_writes_nothing_into_the_recording(tmp_path, c
     rec = tmp_path / "rec.ndjson"
     r = subprocess.run(["bash", "-c", f"exec {IOSTRATA} record -v -o {rec} -l block 0.2 2 "
                         f"{closed}"], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
+    # the view on a closed stdout is said to fail, the recording going on (exit 1)
+    assert r.returncode == (1 if closed == ">&-" else 0), r.stderr
     recs = [json.loads(l) for l in lines_of(rec)]
     assert [x["type"] for x in recs] == ["meta", "interval", "interval", "end"]
+
+
+@pytest.mark.parametrize("json_out", [False, True])
+def test_a_view_that_cannot_be_written_is_said_and_the_recording_goes_on(tmp_path, json_out,
+                                                                         no_bpf_leak):
+    """stdout a full disk: the view (text, or -j's copy of the records) was lost and record
+    exited 0 without a word. The recording is whole; one error line says the view failed, exit 1.
+    A reader that goes away (a closed pipe) stays a way to stop reading, exit 0."""
+    rec = tmp_path / "rec.ndjson"
+    j = " -j" if json_out else ""
+    r = subprocess.run(["bash", "-c", f"exec {IOSTRATA} record{j} -o {rec} -l block 0.2 2 "
+                        ">/dev/full"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1
+    line = r.stderr.strip()
+    assert len(r.stderr.splitlines()) == 1 and "No space left on device" in line, r.stderr
+    assert f"the recording {rec} is whole" in line, line
+    recs = [json.loads(l) for l in lines_of(rec)]
+    assert [x["type"] for x in recs] == ["meta", "interval", "interval", "end"]
+    rec.unlink()
+    r = subprocess.run(["bash", "-c", f"{IOSTRATA} record{j} -o {rec} -l block 0.2 2 | "
+                        "head -c1 >/dev/null; exit ${PIPESTATUS[0]}"], capture_output=True,
+                       text=True, timeout=60)
+    assert (r.returncode, r.stderr) == (0, ""), r
+    assert [json.loads(l)["type"] for l in lines_of(rec)] == ["meta", "interval", "interval",
+                                                             "end"]

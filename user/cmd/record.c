@@ -16,7 +16,8 @@
 struct recorder_cmd {
 	const struct trace_args *a;
 	struct recorder *rc;
-	bool out_closed;	/* stdout went away (a closed pipe) */
+	bool out_closed;	/* stdout went away (a closed pipe), or failed */
+	int out_errno;		/* why it failed, when not a closed pipe */
 };
 
 /* The sink: the interval to the file (and stdout), then the view on stdout. */
@@ -27,9 +28,13 @@ static int record_interval(const struct interval *iv, void *arg)
 	if (recorder_interval(c->rc, iv))
 		return 1;
 	if (!c->a->json && !c->out_closed) {
+		errno = 0;
 		output_text(iv, &c->a->text, stdout);
-		if (ferror(stdout) && errno == EPIPE)
+		if (ferror(stdout)) {	/* the view stops; the file goes on */
 			c->out_closed = true;
+			if (errno != EPIPE)
+				c->out_errno = errno ? errno : EIO;
+		}
 	}
 	return 0;
 }
@@ -44,7 +49,7 @@ int cmd_record(int argc, char **argv)
 			      .reps = reps };
 	struct session *s;
 	const char *reason;
-	int r = trace_args_parse(argc, argv, &a, true), err;
+	int r = trace_args_parse(argc, argv, &a, true), err, out_errno;
 
 	if (r)
 		return r > 0 ? 0 : 2;
@@ -79,6 +84,12 @@ int cmd_record(int argc, char **argv)
 	else
 		reason = "duration";
 	session_close(s);
+	out_errno = c.out_errno ? c.out_errno : recorder_echo_errno(c.rc);
 	err = recorder_close(c.rc, reason);
+	if (!r && !err && out_errno) {	/* a view lost unsaid would pass for a whole one */
+		errorf("writing the output: %s (the recording %s is whole)", strerror(out_errno),
+		       a.output);
+		err = 1;
+	}
 	return r ? r : err;
 }

@@ -36,7 +36,8 @@ struct recorder {
 	int ntotals;
 	struct counter drops[MAX_COUNTERS], events[MAX_COUNTERS];
 	int ndrops, nevents;
-	bool echo_closed;	/* stdout went away (a closed pipe under -j) */
+	bool echo_closed;	/* stdout went away (a closed pipe under -j), or failed */
+	int echo_errno;		/* why it failed, when not a closed pipe */
 	bool failed;		/* the file could not be written: said once */
 };
 
@@ -75,9 +76,12 @@ static int emit(struct recorder *rc)
 		rc->failed = true;
 	}
 	err = rc->failed;
-	if (!err && rc->echo && !rc->echo_closed && jw_flush_line(&rc->w, stdout) &&
-	    errno == EPIPE)
-		rc->echo_closed = true;	/* the file goes on; only the copy on stdout stops */
+	if (!err && rc->echo && !rc->echo_closed && jw_flush_line(&rc->w, stdout)) {
+		/* the file goes on; only the copy on stdout stops (a failure said at the end) */
+		rc->echo_closed = true;
+		if (errno != EPIPE)
+			rc->echo_errno = errno ? errno : EIO;
+	}
 	rc->w.len = 0;
 	rc->w.depth = 0;
 	rc->w.first[0] = true;
@@ -281,6 +285,11 @@ long recorder_intervals(const struct recorder *rc)
 bool recorder_echo_closed(const struct recorder *rc)
 {
 	return rc->echo_closed;
+}
+
+int recorder_echo_errno(const struct recorder *rc)
+{
+	return rc->echo_errno;
 }
 
 static int end_write(struct recorder *rc, const char *reason)

@@ -40,6 +40,8 @@ int recorder_interval(struct recorder *rc, const struct interval *iv);
 long recorder_intervals(const struct recorder *rc);
 /* Has stdout, echoed to, gone away (a closed pipe)? The file goes on regardless. */
 bool recorder_echo_closed(const struct recorder *rc);
+/* Why the copy on stdout failed, when not a closed pipe (a full disk): an errno, or 0. */
+int recorder_echo_errno(const struct recorder *rc);
 /* The end record (reason: signal, count, duration, error, ...), then close. 0, or 1 said. */
 int recorder_close(struct recorder *rc, const char *reason);
 /* Close and remove: nothing was recorded (tracing could not start). */
