@@ -41,6 +41,10 @@ def exited_pid():
     (["abc"], ["unknown command 'abc'", "record, report"]),
     (["--json=1"], ["option '--json' takes no value"]),
     (["record", "--force=1"], ["option '--force' takes no value"]),
+    # record's --output was taken by the trace command and ignored: it traced to stdout
+    (["--output=x", "--duration", "1"], ["unknown option '--output'", "record -o FILE"]),
+    (["--out", "x", "--duration", "1"], ["unknown option '--output'", "record -o FILE"]),
+    (["--force", "--duration", "1"], ["unknown option '--force'"]),
     (["--nosuch=1"], ["unknown option '--nosuch'"]),
     # an abbreviation of two options was called unknown; a unique one is taken (--dur, below)
     (["--d", "vda"], ["ambiguous option '--d': --disk, --duration"]),

@@ -122,8 +122,12 @@ int trace_args_parse(int argc, char **argv, struct trace_args *a, bool record)
 
 	while ((o = trace_getopt(&a->t, argc, argv, record ? "o:DFWmTjhV" : "DFWmTjhV",
 				 long_opts)) != -1) {
-		if (!record && o == OPT_FORCE)
-			o = '?';	/* trace has no output file */
+		if (!record && (o == OPT_FORCE || o == 'o')) {
+			/* trace has no output file: --output=F was taken, then ignored */
+			errorf("unknown option '--%s' (see --help; iostrata record -o FILE writes "
+			       "a file)", o == 'o' ? "output" : "force");
+			return -1;
+		}
 		switch (o) {
 		case -2: return -1;
 		case 'o': a->output = optarg; break;
