@@ -201,17 +201,22 @@ def test_every_layer_starts_counting_at_once(loopdev, no_bpf_leak):
     with queue_set(loopdev, nomerges=2):
         load = subprocess.Popen([str(LOAD), "--engine", "io_uring", "--rw", "randread", "--bs",
                                  "4k", "--qd", str(qd), "--device", loopdev, "--force",
-                                 "--runtime", "6s", "--json"], stdout=subprocess.PIPE,
+                                 "--runtime", "120s", "--json"], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
         tracer = None
-        try:
-            # the load is running before the tracer attaches: its reads reach the disk
+
+        def reads_done(n):
+            """n more reads reach the disk, the load running."""
             start = stat_requests(loopdev)["read"]
-            deadline = time.monotonic() + 30
-            while stat_requests(loopdev)["read"] < start + 1000:
+            deadline = time.monotonic() + 60
+            while stat_requests(loopdev)["read"] < start + n:
                 assert load.poll() is None and time.monotonic() < deadline, load.communicate()
                 time.sleep(0.01)
+        try:
+            reads_done(1000)    # running before the tracer attaches
             tracer = Tracer(["-l", "block,uring", "-p", str(load.pid), "-j"])
+            reads_done(1000)    # and while it traces
+            load.send_signal(signal.SIGINT)     # it stops, its count exact, before the tracer
             out, err = load.communicate(timeout=60)
             assert load.returncode == 0, err
         finally:
