@@ -50,7 +50,9 @@ const char *stop_signal_name(int sig, char *buf, size_t len)
 {
 	const char *n = sig < SIGRTMIN || sig > SIGRTMAX ? sigabbrev_np(sig) : NULL;
 
-	if (n)
+	if (sig == SIGIO)	/* glibc's name for it is POLL; the docs and kill -l say IO */
+		snprintf(buf, len, "SIGIO");
+	else if (n)
 		snprintf(buf, len, "SIG%s", n);
 	else if (sig == SIGRTMIN || sig == SIGRTMAX)
 		snprintf(buf, len, sig == SIGRTMIN ? "SIGRTMIN" : "SIGRTMAX");
