@@ -964,3 +964,19 @@ def test_latency_sums_past_2_64_are_no_error(tmp_path):
     a = write_rec(tmp_path / "a.ndjson", [[big]] * 8)
     doc = compare_json(a, a)
     assert doc["rows"][0]["a"]["count"] == 8 * 2**31, doc["rows"][0]["a"]
+
+
+def test_one_side_from_standard_input(tmp_path):
+    """'-' is standard input (zcat a.ndjson.gz | iostrata compare - b.ndjson): the same result
+    as from the file; both sides '-' is refused in one line."""
+    a = lognormal_rec(tmp_path / "a.ndjson", 30, seed=11)
+    b = lognormal_rec(tmp_path / "b.ndjson", 30, 1.3, seed=12)
+    want = compare_json(a, b)
+    with open(a, "rb") as f:
+        r = subprocess.run([str(IOSTRATA), "compare", "-", str(b), "-j"], stdin=f,
+                           capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    got = json.loads(r.stdout)
+    jsonschema.validate(got, CMP_SCHEMA)
+    assert got["a_path"] == "-" and got["rows"] == want["rows"], got["a_path"]
+    assert_one_line_error(compare("-", "-"), "standard input ('-') for one side only")

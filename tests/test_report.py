@@ -508,6 +508,32 @@ def test_two_files_make_one_timeline(tmp_path):
     assert not (tmp_path / "aa.html").exists()
 
 
+@pytest.mark.parametrize("gz", [False, True], ids=["plain", "gzip"])
+def test_standard_input_is_a_recording_named_dash(tmp_path, gz):
+    """'-' reads standard input (zcat ... | iostrata report -): the same page as from the file;
+    said as 'stdin'; named twice, refused like any recording given twice."""
+    rec = tmp_path / ("r.ndjson.gz" if gz else "r.ndjson")
+    synthesize(rec, 10, seed=4)
+    from_file = report(rec, "-o", tmp_path / "f.html", "--svg", tmp_path / "fsvg", check=True)
+    with open(rec, "rb") as f:
+        r = subprocess.run([str(IOSTRATA), "report", "-", "-o", str(tmp_path / "s.html"),
+                            "--svg", str(tmp_path / "ssvg")], stdin=f, capture_output=True,
+                           text=True, timeout=120)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    def shown(out):     # the panels and intervals (not the size: the page names its file)
+        return re.sub(r"[\d.]+ KiB", "", out.splitlines()[0].split(":", 1)[1])
+    assert shown(r.stdout) == shown(from_file.stdout), (r.stdout, from_file.stdout)
+    assert sorted(p.name for p in (tmp_path / "ssvg").iterdir()) == \
+        sorted(p.name for p in (tmp_path / "fsvg").iterdir())
+    for p in (tmp_path / "fsvg").iterdir():
+        assert (tmp_path / "ssvg" / p.name).read_bytes() == p.read_bytes(), p.name
+    with open(rec, "rb") as f:
+        r = subprocess.run([str(IOSTRATA), "report", "-", "-", "-o", str(tmp_path / "t.html")],
+                           stdin=f, capture_output=True, text=True, timeout=120)
+    assert_one_line_error(r, "standard input ('-') is named twice")
+    assert not (tmp_path / "t.html").exists()
+
+
 def test_the_open_ended_bucket_is_a_bound_and_has_its_cells(tmp_path):
     """Latencies of 68.7 s and more share one open-ended bucket: a percentile there is shown as
     at least its lower bound (once the exact max, 200 s, for a p50 of 70 s), and its samples

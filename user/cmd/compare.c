@@ -149,6 +149,10 @@ static int parse(int argc, char **argv, struct compare_args *a)
 	}
 	a->a = argv[optind];
 	a->b = argv[optind + 1];
+	if (!strcmp(a->a, "-") && !strcmp(a->b, "-")) {
+		errorf("compare reads standard input ('-') for one side only");
+		return -1;
+	}
 	return 0;
 }
 

@@ -105,6 +105,12 @@ static int named_twice(char **files, int n)
 	int i, j;
 
 	for (i = 0; i < n; i++)
+		for (j = i + 1; j < n; j++)
+			if (!strcmp(files[i], "-") && !strcmp(files[j], "-")) {
+				errorf("standard input ('-') is named twice: it is one recording");
+				return -1;
+			}
+	for (i = 0; i < n; i++)
 		for (j = i + 1; j < n && !stat(files[i], &a); j++)
 			if (!stat(files[j], &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino &&
 			    S_ISREG(a.st_mode)) {

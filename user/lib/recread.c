@@ -83,7 +83,13 @@ struct recread *recread_open(const char *path)
 	struct stat st;
 	int fd;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* "-": standard input, as a pipe from zcat or ssh gives it (a copy: stdin stays open) */
+	if (!strcmp(path, "-")) {
+		path = "stdin";
+		fd = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+	} else {
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	}
 	if (fd < 0) {
 		errorf("cannot open %s: %s", path, strerror(errno));
 		return NULL;
