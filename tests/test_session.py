@@ -233,6 +233,42 @@ def test_every_layer_starts_counting_at_once(loopdev, no_bpf_leak):
     assert abs(block + unseen - uring) <= qd, (block, unseen, uring)
 
 
+@pytest.mark.parametrize("record", [False, True], ids=["trace", "record"])
+def test_tracing_stops_when_the_process_ends(loopdev, tmp_path, no_bpf_leak, record):
+    """-p's process ends: tracing stops with the interval it ended in, says so, exit 0, every
+    one of its I/Os counted. It used to go on printing empty intervals, and once the pid was
+    given to another process, that process's I/O would have been counted as the first's."""
+    load = HeldLoad("--engine", "psync", "--rw", "randread", "--device", loopdev, "--force",
+                    "--ios", "300", "--json")
+    out = tmp_path / "r.ndjson"
+    args = ["-l", "block,syscall", "-p", str(load.pid), "-j", "60"]
+    tracer = Tracer(["-o", str(out), *args], command=("record",)) if record else Tracer(args)
+    try:
+        load.go()
+        load.finish()
+        # no signal: it ends by itself, within the 60 s interval
+        stdout, stderr = tracer.proc.communicate(timeout=60)
+    finally:
+        if tracer.proc.poll() is None:
+            tracer.proc.kill()
+            tracer.proc.communicate()
+    assert tracer.proc.returncode == 0, stderr
+    stderr = (tracer.stderr + stderr.decode()).splitlines()
+    said = [ln for ln in stderr if "exited" in ln]
+    assert said == [f"iostrata: warning: process {load.pid} exited: tracing stopped with it "
+                    "(its last interval is the one it ended in)"], stderr
+    recs = records(out.read_text() if record else stdout.decode())
+    intervals = [r for r in recs if r["type"] == "interval"]
+    assert len(intervals) == 1, [r["type"] for r in recs]
+    # its 300 reads and the 2 of its check for a filesystem signature on the device
+    assert tally(intervals, "syscall", "duration", syscall="pread64") == 300 + 2
+    reads = [h for h in intervals[0]["hists"] if h["layer"] == "block" and h["stage"] == "device"]
+    assert sum(h["count"] + h["unmeasured"] for h in reads) >= 300, reads
+    if record:
+        (end,) = [r for r in recs if r["type"] == "end"]
+        assert end["reason"] == "process_exited", end
+
+
 def test_no_self_counting(tmp_path, no_bpf_leak):
     """The syscall layer on the whole host for 5 s, -P: the tracer's own syscalls (its write()
     of each record, its reads) are not the workload and must not be in its output. Two tracers

@@ -34,6 +34,7 @@ struct session {
 	uint64_t last_ns;		/* CLOCK_MONOTONIC: the last interval's end */
 	uint64_t prev_misses;
 	bool finished;
+	bool fd_ended;		/* the last session_run ended because its stop_fd became readable */
 	/* snoop */
 	struct ring_buffer *rb;
 	session_req_sink req_sink;
@@ -586,6 +587,7 @@ int session_run(struct session *s, const struct run_limits *lim, session_sink si
 		/* the record sink said stop (a closed pipe, an error): this interval is the last */
 		final = stopping || s->req_out || (lim->count && n + 1 >= lim->count) ||
 			(end && next >= end) || ended;
+		s->fd_ended = ended && !stopping && !s->req_out;
 		if (final) {
 			rc = session_finish(s, &iv);
 		} else {
@@ -611,7 +613,15 @@ int session_run(struct session *s, const struct run_limits *lim, session_sink si
 	/* ended early (an error, a closed pipe): nothing may stay attached */
 	if (!s->finished)
 		detach_all(s);
+	if (!rc && s->fd_ended && lim->stop_pid > 0)
+		warnf("process %d exited: tracing stopped with it (its last interval is the one "
+		      "it ended in)", (int)lim->stop_pid);
 	return rc;
+}
+
+bool session_ended_by_fd(const struct session *s)
+{
+	return s->fd_ended;
 }
 
 void session_shared_maps(const struct session *s, struct layer_report *rep)

@@ -13,6 +13,7 @@
 #define IOSTRATA_SESSION_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 #include <stdint.h>
 #include "config.h"
 #include "interval.h"
@@ -71,6 +72,7 @@ struct run_limits {
 	double duration_s;	/* 0 = unlimited */
 	int stop_fd;		/* > 0: also end once it is readable (a pidfd: the process ended),
 				 * after the disk cfg->dev names has gone quiet */
+	pid_t stop_pid;		/* > 0: stop_fd is -p's process: its end is said, one line */
 };
 
 /* Receives each interval; 0 to go on, -1 to stop (a closed pipe: quietly), 1 on error. */
@@ -95,5 +97,7 @@ int session_snoop(struct session *s, session_req_sink fn, void *arg);
  * one from session_finish: one final interval, partial if cut short. 0, or 1 on an error said.
  */
 int session_run(struct session *s, const struct run_limits *lim, session_sink sink, void *arg);
+/* Did lim->stop_fd end the last session_run (no signal, count or duration first)? */
+bool session_ended_by_fd(const struct session *s);
 
 #endif

@@ -79,6 +79,8 @@ int cmd_record(int argc, char **argv)
 		reason = "signal";
 	else if (r)
 		reason = "error";
+	else if (session_ended_by_fd(s))
+		reason = "process_exited";
 	else if (a.t.lim.count && recorder_intervals(c.rc) >= a.t.lim.count)
 		reason = "count";
 	else

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -16,6 +17,10 @@
 #include "log.h"
 #include "sysinfo.h"
 #include "trace_opts.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
 
 const char trace_opts_help_what[] =
 "  -d, --disk=DISK       only this disk (vda, /dev/nvme0n1): the block layer\n"
@@ -444,6 +449,22 @@ int trace_opts_finish(struct trace_opts *t)
 		return -1;
 	if (t->pid && resolve_pid(t->pid, &c->tgid))
 		return -1;
+	/*
+	 * Tracing stops when -p's process ends: its pid, free again, would be given to another
+	 * process, whose I/O the filter would then count as this one's. A pidfd stands for the
+	 * process itself, not its number. Without one (kernels before 5.3), tracing goes on.
+	 */
+	if (c->tgid) {
+		int fd = (int)syscall(SYS_pidfd_open, c->tgid, 0);
+
+		if (fd > 0) {
+			t->lim.stop_fd = fd;
+			t->lim.stop_pid = c->tgid;
+		} else {
+			vlog("-p %d: no pidfd (%s): tracing will not stop when it ends",
+			     (int)c->tgid, strerror(errno));
+		}
+	}
 	if (c->cgroup && access(c->cgroup, F_OK)) {
 		errorf("-c %s: %s", c->cgroup, strerror(errno));
 		return -1;
