@@ -39,6 +39,7 @@ struct recorder {
 	bool echo_closed;	/* stdout went away (a closed pipe under -j), or failed */
 	int echo_errno;		/* why it failed, when not a closed pipe */
 	bool failed;		/* the file could not be written: said once */
+	bool wrote;		/* a line is in the file: the meta record */
 };
 
 struct recorder *recorder_create(const char *path, bool force, bool echo)
@@ -71,10 +72,12 @@ static int emit(struct recorder *rc)
 		return 1;
 	}
 	if (!rc->failed && recfile_line(rc->file, rc->w.buf, rc->w.len)) {
-		errorf("writing %s: %s (it ends with its last whole record)", rc->path,
-		       strerror(errno));
+		/* the meta record not written, nothing is kept (recorder_discard) */
+		errorf("writing %s: %s (%s)", rc->path, strerror(errno), rc->wrote ?
+		       "it ends with its last whole record" : "not one record written: no file is left");
 		rc->failed = true;
 	}
+	rc->wrote |= !rc->failed;
 	err = rc->failed;
 	if (!err && rc->echo && !rc->echo_closed && jw_flush_line(&rc->w, stdout)) {
 		/* the file goes on; only the copy on stdout stops (a failure said at the end) */
