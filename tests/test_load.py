@@ -359,7 +359,9 @@ def test_nohup_keeps_a_hangup_ignored(workdir):
 STOP_SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
                 signal.SIGUSR2, signal.SIGALRM, signal.SIGVTALRM, signal.SIGPROF, signal.SIGXCPU,
                 signal.SIGXFSZ, signal.SIGIO, signal.SIGPWR, signal.SIGSTKFLT, signal.SIGTRAP,
-                signal.SIGSYS, signal.SIGABRT, signal.SIGRTMIN, signal.SIGRTMAX]
+                signal.SIGSYS, signal.SIGABRT, signal.SIGRTMIN, signal.SIGRTMAX,
+                # sent with kill, not faults: a request to stop like the others
+                signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL]
 
 
 @pytest.mark.parametrize("sig", STOP_SIGNALS, ids=[s.name[3:] for s in STOP_SIGNALS])

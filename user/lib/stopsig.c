@@ -29,10 +29,30 @@ void stop_signals_set(sigset_t *set)
 		sigaddset(set, s);
 }
 
+/* SIGSEGV, SIGBUS, SIGFPE, SIGILL: a fault, or a process asking the end with kill(1) */
+static const int fault_sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL };
+static void (*fault_stop)(int);
+
+static void on_fault(int sig, siginfo_t *si, void *uc)
+{
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+
+	(void)uc;
+	/* kill(), sigqueue(), tgkill(): sent, not a fault (si_code <= 0): a stop like SIGTERM */
+	if (si->si_code <= 0 && fault_stop) {
+		fault_stop(sig);
+		return;
+	}
+	/* a real fault: the instruction runs again on return and the default ends the process */
+	sigaction(sig, &dfl, NULL);
+}
+
 void stop_signals_catch(const struct sigaction *sa)
 {
-	struct sigaction was;
+	struct sigaction was, fault = { .sa_sigaction = on_fault,
+					 .sa_flags = SA_SIGINFO | (sa->sa_flags & SA_RESTART) };
 	sigset_t set;
+	size_t i;
 	int s;
 
 	stop_signals_set(&set);
@@ -44,6 +64,11 @@ void stop_signals_catch(const struct sigaction *sa)
 			continue;
 		sigaction(s, sa, NULL);
 	}
+	if (sa->sa_flags & SA_SIGINFO)
+		return;
+	fault_stop = sa->sa_handler;
+	for (i = 0; i < sizeof(fault_sigs) / sizeof(fault_sigs[0]); i++)
+		sigaction(fault_sigs[i], &fault, NULL);
 }
 
 const char *stop_signal_name(int sig, char *buf, size_t len)

@@ -18,6 +18,8 @@ void stop_signals_set(sigset_t *set);
 /*
  * sa for every stop signal; one the process was started ignoring stays ignored (nohup: a
  * hangup; a shell's background job: SIGQUIT), except SIGINT and SIGTERM, which always stop it.
+ * SIGSEGV, SIGBUS, SIGFPE and SIGILL sent by a process (kill -SEGV) stop it too, through
+ * sa's handler (not an SA_SIGINFO one); a real fault still ends it at once, as by default.
  */
 void stop_signals_catch(const struct sigaction *sa);
 /* "SIGUSR1", "SIGRTMIN", "SIGRTMIN+3", "SIGRTMAX": sig's name in buf */
