@@ -450,6 +450,21 @@ def test_change_by_someone_else_in_a_round_stops_the_run(disk, tmp_path, knob, v
     assert end["reason"] == "error"
 
 
+def sched_ab_in_round_one(dev, a, out):
+    """sched-ab of a against none, LOAD a sleep, in its first round: its recording holds an
+    interval (stderr piped, for its one line)."""
+    p = subprocess.Popen([str(IOSTRATA), "sched-ab", "-d", dev, a, "none", "--rounds", "2",
+                          "--round-secs", "2", "-o", str(out), "--", "sleep", "100"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                         stdin=subprocess.DEVNULL)
+    first = out / "A" / "round-01.ndjson"
+    deadline = time.monotonic() + 60
+    while not (first.exists() and '"type":"interval"' in first.read_text()):
+        assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+        select.select([], [], [], 0.05)
+    return p
+
+
 def test_disk_removed_in_a_round(tmp_path):
     """The disk goes away in a round (a loop device detached and deleted, as a hot-unplugged
     disk): one line saying so, where it said that the disk 'was changed' because it was 'not
@@ -462,15 +477,7 @@ def test_disk_removed_in_a_round(tmp_path):
     name = os.path.basename(dev)
     out = tmp_path / "out"
     try:
-        p = subprocess.Popen([str(IOSTRATA), "sched-ab", "-d", dev, "mq-deadline", "none",
-                              "--rounds", "2", "--round-secs", "2", "-o", str(out), "--",
-                              "sleep", "100"], stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
-        first = out / "A" / "round-01.ndjson"
-        deadline = time.monotonic() + 60
-        while not (first.exists() and '"type":"interval"' in first.read_text()):
-            assert p.poll() is None and time.monotonic() < deadline, p.communicate()
-            select.select([], [], [], 0.05)
+        p = sched_ab_in_round_one(dev, "mq-deadline", out)
     finally:
         subprocess.run(["losetup", "-d", dev], check=True)
         ctl = os.open("/dev/loop-control", os.O_RDWR)
@@ -508,15 +515,7 @@ def test_disk_replaced_in_a_round(tmp_path):
     seq = sysfs(f"/sys/block/{name}/diskseq")
     out = tmp_path / "out"
     try:
-        p = subprocess.Popen([str(IOSTRATA), "sched-ab", "-d", dev, "bfq", "none",
-                              "--rounds", "2", "--round-secs", "2", "-o", str(out), "--",
-                              "sleep", "100"], stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
-        first = out / "A" / "round-01.ndjson"
-        deadline = time.monotonic() + 60
-        while not (first.exists() and '"type":"interval"' in first.read_text()):
-            assert p.poll() is None and time.monotonic() < deadline, p.communicate()
-            select.select([], [], [], 0.05)
+        p = sched_ab_in_round_one(dev, "bfq", out)
         subprocess.run(["losetup", "-d", dev], check=True)
         subprocess.run(["losetup", dev, str(imgs[1])], check=True)
         _, stderr = p.communicate(timeout=60)

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import IOSTRATA, ROOT, Tracer, records
+from test_snoop import cgroup2_mount
 
 LOAD = ROOT / "bin" / "iostrata-load"
 NAMES = ["fio", "тест", "测试", "\U0001f600x", "e\u0301z"]
@@ -42,14 +43,6 @@ def cols(s):
 def spans(line):
     """(start, end) display columns of each run of non-blanks."""
     return [(cols(line[:m.start()]), cols(line[:m.end()])) for m in re.finditer(r"\S+", line)]
-
-
-def cgroup2_mount():
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        pre, _, post = line.partition(" - ")
-        if post.startswith("cgroup2 "):
-            return Path(pre.split()[4])
-    pytest.skip("no cgroup2 hierarchy mounted")
 
 
 @pytest.fixture
