@@ -545,14 +545,12 @@ static void disk_settle(const struct session *s)
  */
 static int session_baseline(struct session *s)
 {
-	uint32_t old = *s->gen & 1;
 	struct interval iv;
 	int err;
 
 	memset(&iv, 0, sizeof(iv));
-	__atomic_store_n(s->gen, old ^ 1, __ATOMIC_SEQ_CST);
-	grace();
-	err = collect(s, (int)old, &iv);
+	err = session_interval(s, &iv);	/* an interval read and dropped; session_run restarts
+					 * the clock (last_ns) after it */
 	interval_clear(&iv);
 	return err;
 }
