@@ -312,6 +312,34 @@ def test_sets_rows_and_seeds(tmp_path):
         [c["verdict"] for c in doc["rows"][0]["quantiles"]]
 
 
+def test_json_labels_are_the_true_names(tmp_path):
+    """compare -j (and --aa -j, and sched-ab -j, the same writer) wrote each label set as the
+    text view prints it: a process named RLO + "gpj.exe" was "?gpj.exe" in JSON, one named
+    "x" ZWSP "y" was "x?y", so that JSON could not tell them from processes named so. JSON
+    keeps the name, escaped; the text table still shows '?'."""
+    names = {"comm": "\u202egpj.exe", "cgroup": "/x\u200by \u0442\u0435\u0441\u0442"}
+    true = "\u202egpj.exe /x\u200by \u0442\u0435\u0441\u0442"
+    a = lognormal_rec(tmp_path / "a.ndjson", 10, labels=names)
+    b = lognormal_rec(tmp_path / "b.ndjson", 10, seed=2, labels=names)
+    d = tmp_path / "d"  # a set with one more stage: a row only B has
+    d.mkdir()
+    lognormal_rec(d / "1.ndjson", 10, seed=3, labels=names)
+    lognormal_rec(d / "2.ndjson", 10, seed=4, stage="wait", labels=names)
+    doc = compare_json(a, b)
+    assert [r["labels"] for r in doc["rows"]] == [true], doc["rows"]
+    doc = compare_json(a, d)
+    assert [r["labels"] for r in doc["rows"]] == [true], doc["rows"]
+    assert doc["only_b"] == [{"layer": "block", "stage": "wait", "labels": true}], doc
+    doc = compare_json(d, a)
+    assert doc["only_a"] == [{"layer": "block", "stage": "wait", "labels": true}], doc
+    r = compare(a, "--aa", "5", "-j")
+    assert r.returncode == 0, r.stderr
+    assert [row["labels"] for row in json.loads(r.stdout)["rows"]] == [true], r.stdout
+    assert "\\u202e" in r.stdout and "\u202e" not in r.stdout, r.stdout  # escaped, not raw
+    text = compare(a, b).stdout
+    assert "?gpj.exe /x?y \u0442\u0435\u0441\u0442" in text and "\u202e" not in text, text
+
+
 def test_gate(tmp_path):
     a = lognormal_rec(tmp_path / "a.ndjson", 30, 1.0, seed=1)
     b = lognormal_rec(tmp_path / "b.ndjson", 30, 1.20, seed=3)

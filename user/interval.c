@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +55,7 @@ void rec_labels(const struct rec *r, char *buf, size_t len)
 	rec_id_labels(&r->id, buf, len);
 }
 
-void rec_id_labels(const struct rec_id *r, char *buf, size_t len)
+static void labels_text(const struct rec_id *r, char *buf, size_t len, bool printable)
 {
 	const char *parts[8] = { r->disk, r->op, r->opcode, r->flags, r->syscall, NULL, r->comm,
 				 r->cgroup };
@@ -66,11 +67,23 @@ void rec_id_labels(const struct rec_id *r, char *buf, size_t len)
 	parts[5] = pid;
 	buf[0] = '\0';
 	for (i = 0; i < 8; i++)
-		if (*parts[i] && used < len)	/* names from the host: printable only */
+		if (*parts[i] && used < len)	/* names from the host: printable only, if asked */
 			used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? " " : "",
-						 utf8_printable(parts[i], part, sizeof(part)));
+						 printable ? utf8_printable(parts[i], part,
+									    sizeof(part)) :
+							     parts[i]);
 	if (!*buf)
 		snprintf(buf, len, "all");
+}
+
+void rec_id_labels(const struct rec_id *r, char *buf, size_t len)
+{
+	labels_text(r, buf, len, true);
+}
+
+void rec_id_labels_true(const struct rec_id *r, char *buf, size_t len)
+{
+	labels_text(r, buf, len, false);
 }
 
 int rec_same_labels(const struct rec *a, const struct rec *b)

@@ -58,6 +58,9 @@ void recs_clear(struct recs *r);
 /* The label set as text: "vda read sync", "pid 42 fio", or "all" when it has no labels. */
 void rec_labels(const struct rec *r, char *buf, size_t len);
 void rec_id_labels(const struct rec_id *r, char *buf, size_t len);
+/* The same with each name as it is (controls, invisible characters, any byte): for JSON, whose
+ * writer escapes them, so that it carries the true name (rec_labels' is for a terminal). */
+void rec_id_labels_true(const struct rec_id *r, char *buf, size_t len);
 /* Room for rec_labels()' text: every label, a cgroup path of CGROUP_LABEL_LEN among them. */
 #define REC_LABELS_LEN	(CGROUP_LABEL_LEN + 256)
 /* Do a and b carry the same layer and labels (any stage)? */

@@ -31,7 +31,7 @@ struct cell {
 };
 
 struct srow {
-	const char *key, *layer, *stage, *labels;
+	const char *key, *layer, *stage, *labels, *true_labels;
 	int stage_order;
 	struct cell *cells;
 	size_t ncells, ccap;
@@ -209,8 +209,10 @@ static long row_get(struct cmp_set *s, const struct rec *r)
 	row->layer = strpool_intern(&s->pool, r->layer);
 	row->stage = strpool_intern(&s->pool, r->stage);
 	row->labels = strpool_intern(&s->pool, labels);
+	rec_id_labels_true(&r->id, labels, sizeof(labels));
+	row->true_labels = strpool_intern(&s->pool, labels);
 	row->stage_order = r->stage_order;
-	if (!row->key || !row->layer || !row->stage || !row->labels)
+	if (!row->key || !row->layer || !row->stage || !row->labels || !row->true_labels)
 		return -1;
 	for (j = fnv1a(key) & (s->tcap - 1); s->table[j]; j = (j + 1) & (s->tcap - 1))
 		;
@@ -1172,8 +1174,9 @@ static int lone_add(struct cmp_result *res, struct strpool *pool, const struct s
 	v->layer = strpool_intern(pool, row->layer);
 	v->stage = strpool_intern(pool, row->stage);
 	v->labels = strpool_intern(pool, row->labels);
+	v->true_labels = strpool_intern(pool, row->true_labels);
 	v->side = side;
-	return v->layer && v->stage && v->labels ? 0 : -1;
+	return v->layer && v->stage && v->labels && v->true_labels ? 0 : -1;
 }
 
 /* The events set s lost that row's histograms may miss: those of its layer. */
@@ -1204,8 +1207,9 @@ static int run_row(const struct cmp_set *a, const struct srow *ra, const struct 
 	out->layer = strpool_intern(pool, ra->layer);
 	out->stage = strpool_intern(pool, ra->stage);
 	out->labels = strpool_intern(pool, ra->labels);
+	out->true_labels = strpool_intern(pool, ra->true_labels);
 	out->stage_order = ra->stage_order;
-	if (!out->layer || !out->stage || !out->labels ||
+	if (!out->layer || !out->stage || !out->labels || !out->true_labels ||
 	    compare_row(&A, &B, o, o->seed, set_lost(a, ra), set_lost(b, rb), out->a.q, out->b.q,
 			out->c, fam))
 		goto out;
@@ -1478,9 +1482,10 @@ struct cmp_aa *cmp_aa_run(const struct cmp_set *s, int nsplits, const struct cmp
 		ar->layer = strpool_intern(pool, s->rows[r].layer);
 		ar->stage = strpool_intern(pool, s->rows[r].stage);
 		ar->labels = strpool_intern(pool, s->rows[r].labels);
+		ar->true_labels = strpool_intern(pool, s->rows[r].true_labels);
 		ar->stage_order = s->rows[r].stage_order;
 		cell_of[r] = cells_of(&s->rows[r], s->nintervals);
-		if (!ar->layer || !ar->stage || !ar->labels || !cell_of[r])
+		if (!ar->layer || !ar->stage || !ar->labels || !ar->true_labels || !cell_of[r])
 			goto oom;
 	}
 	aa->nrows = s->nrows;

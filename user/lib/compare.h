@@ -91,6 +91,7 @@ struct cmp_cell {
 
 struct cmp_row {
 	const char *layer, *stage, *labels;	/* labels: "vda read", or "all" */
+	const char *true_labels;	/* with the names as they are (labels: as printed) */
 	int stage_order;
 	struct cmp_side a, b;
 	struct cmp_cell c[CMP_NQ];
@@ -98,7 +99,7 @@ struct cmp_row {
 
 /* A row found on one side only. */
 struct cmp_lone {
-	const char *layer, *stage, *labels;
+	const char *layer, *stage, *labels, *true_labels;
 	char side;		/* 'A' or 'B' */
 };
 
@@ -152,7 +153,7 @@ void cmp_result_free(struct cmp_result *r);
  * in a split is a false positive; their rate says whether the verdicts can be trusted here.
  */
 struct cmp_aa_row {
-	const char *layer, *stage, *labels;
+	const char *layer, *stage, *labels, *true_labels;
 	int stage_order;
 	int changes[CMP_NQ];	/* splits that called this cell faster or slower */
 	int compared[CMP_NQ];	/* splits that had enough data for it */

@@ -199,7 +199,7 @@ static void lone_json(struct jw *w, const struct cmp_result *r, char side)
 		jw_obj(w, NULL);
 		jw_str(w, "layer", r->lone[i].layer);
 		jw_str(w, "stage", r->lone[i].stage);
-		jw_str(w, "labels", r->lone[i].labels);
+		jw_str(w, "labels", r->lone[i].true_labels);
 		jw_end_obj(w);
 	}
 	jw_end_arr(w);
@@ -240,7 +240,7 @@ void cmp_write_json(const struct cmp_result *r, struct jw *w)
 		jw_obj(w, NULL);
 		jw_str(w, "layer", row->layer);
 		jw_str(w, "stage", row->stage);
-		jw_str(w, "labels", row->labels);
+		jw_str(w, "labels", row->true_labels);
 		side_json(w, "a", &row->a);
 		side_json(w, "b", &row->b);
 		jw_arr(w, "quantiles");
@@ -332,7 +332,7 @@ void cmp_aa_write_json(const struct cmp_aa *aa, struct jw *w)
 		jw_obj(w, NULL);
 		jw_str(w, "layer", aa->rows[i].layer);
 		jw_str(w, "stage", aa->rows[i].stage);
-		jw_str(w, "labels", aa->rows[i].labels);
+		jw_str(w, "labels", aa->rows[i].true_labels);
 		jw_arr(w, "quantiles");
 		for (k = 0; k < CMP_NQ; k++) {
 			jw_obj(w, NULL);
