@@ -43,7 +43,7 @@ BENCH_BINS := $(BIN)/bench-floor $(BIN)/bench-jitdump
 LOAD_SRCS  := $(wildcard tools/load/*.c)
 LOAD_OBJS  := $(patsubst tools/load/%.c,$(BUILD)/load/%.o,$(LOAD_SRCS)) \
               $(BUILD)/user/lib/json.o $(BUILD)/user/lib/histfmt.o $(BUILD)/user/lib/cli.o \
-              $(BUILD)/user/lib/blkdev.o $(BUILD)/user/lib/stopsig.o
+              $(BUILD)/user/lib/blkdev.o $(BUILD)/user/lib/stopsig.o $(BUILD)/user/lib/utf8.o
 
 .PHONY: all deps run test test-vm test-unit test-root bench bench-load bench-layers bench-overhead bench-helpers bench-spill bench-profile check-exact bench-report sample-report interfaces soak vmlinux clean
 .DELETE_ON_ERROR:
@@ -110,9 +110,9 @@ $(BIN)/test_privs: tests/unit/test_privs.c tests/unit/check.h user/lib/privs.c u
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) tests/unit/test_privs.c user/lib/privs.c -o $@
 
-$(BIN)/test_http: tests/unit/test_http.c tests/unit/check.h user/lib/http.c user/lib/http.h user/lib/sbuf.c user/lib/sbuf.h user/lib/log.h $(BUILD)/.deps-ok | $(BIN)
+$(BIN)/test_http: tests/unit/test_http.c tests/unit/check.h user/lib/http.c user/lib/http.h user/lib/sbuf.c user/lib/sbuf.h user/lib/log.h user/lib/utf8.c user/lib/utf8.h $(BUILD)/.deps-ok | $(BIN)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) tests/unit/test_http.c user/lib/http.c user/lib/sbuf.c -lpthread -o $@
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) tests/unit/test_http.c user/lib/http.c user/lib/sbuf.c user/lib/utf8.c -lpthread -o $@
 
 $(BIN)/bench-floor: bench/floor.c $(BUILD)/floor.skel.h $(BUILD)/helpers.skel.h | $(BIN)
 	$(call msg,CC,$@)

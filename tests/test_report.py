@@ -631,6 +631,27 @@ def test_names_in_utf8_stay_apart_and_controls_do_not_pass(tmp_path):
     assert x.returncode == 0, x.stderr
 
 
+def test_variation_selectors_where_they_draw_something(tmp_path):
+    """A process named with an emoji heart, U+2764 U+FE0F, was "\u2764?": every variation
+    selector was '?'. Kept where it picks how the character before it is drawn; '?' where it
+    draws nothing (after ASCII, at the start), so "fio" + U+FE00 cannot pass for "fio"."""
+    def h(comm, pid):
+        return {"layer": "uring", "stage": "submit_cqe",
+                "labels": {"comm": comm, "pid": pid, "opcode": "read"}, "count": 2,
+                "sum_ns": 10000, "min_ns": 5000, "max_ns": 5000, "unmeasured": 0,
+                "buckets": [[hist_lo(hist_index(5000)), hist_hi(hist_index(5000)), 2]]}
+    iv = {"type": "interval", "ts": 2_000_000_000, "interval_ns": 1_000_000_000,
+          "hists": [h("\u2764\ufe0f", 1), h("fio\ufe00", 2), h("\ufe0fx", 3),
+                    h("\u845b\U000e0100", 4)], "drops": {}, "events": {}}
+    rec = tmp_path / "x.ndjson"
+    rec.write_text(json.dumps(iv) + "\n")
+    r = report(rec, "-o", tmp_path / "r.html")
+    assert r.returncode == 0, r.stderr
+    rows = re.findall(r'<tr><td class="l">uring read pid \d+ ([^<]*)</td>',
+                      (tmp_path / "r.html").read_text())
+    assert sorted(rows) == sorted(["\u2764\ufe0f", "fio?", "?x", "\u845b\U000e0100"]), rows
+
+
 def test_latency_axis_has_labels_at_every_range(tmp_path):
     """Every heatmap's latency axis carries at least two labels, in order and inside the panel,
     whatever latency its I/O had: one bucket's I/O from 100 ns to 30 s, each a recording of its

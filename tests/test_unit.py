@@ -71,7 +71,7 @@ def test_display_width_of_names():
     assert r.returncode == 0, r.stdout
     last = r.stdout.strip().splitlines()[-1]
     passed, failed = (int(x.split()[0]) for x in last.split(", "))
-    assert failed == 0 and passed == 210, last
+    assert failed == 0 and passed == 249, last
 
 
 def width(cp):

@@ -19,6 +19,16 @@ static void cols_is(const char *s, int want)
 	CHECK(got == want, "utf8_cols(\"%s\") = %d, want %d", s, got, want);
 }
 
+/* s through utf8_printable: want, in cols columns */
+static void printable_is(const char *s, const char *want, int cols)
+{
+	char out[64];
+
+	utf8_printable(s, out, sizeof(out));
+	CHECK(!strcmp(out, want), "printable(\"%s\") = \"%s\", want \"%s\"", s, out, want);
+	cols_is(s, cols);
+}
+
 /* s padded to w columns by "%-*s" then "|": the bar must land at column w */
 static void pads_to(const char *s, int w, const char *want)
 {
@@ -111,6 +121,32 @@ int main(int argc, char **argv)
 	cols_is("\xe6\xb5", 2);			/* 测 cut short: two stray bytes */
 	cols_is("vda read pid 42 тест /a/测试", 28);
 	cols_is("\u202egpj.exe", 8);		/* RLO: '?' */
+
+	/*
+	 * Variation selectors: kept where they pick how the character before is drawn (the
+	 * heart was "\u2764?"), '?' where they draw nothing; U+FE0F after a character of one
+	 * column makes it an emoji of two (UAX #11, 5), any other selector takes none.
+	 */
+	printable_is("\u2764\ufe0f", "\u2764\ufe0f", 2);		/* red heart */
+	printable_is("\u2764\ufe0e", "\u2764\ufe0e", 1);		/* text presentation */
+	printable_is("\u2764", "\u2764", 1);
+	printable_is("\U0001f600\ufe0f", "\U0001f600\ufe0f", 2);	/* wide already */
+	printable_is("\u231a\ufe0e", "\u231a\ufe0e", 2);
+	printable_is("\u845b\U000e0100", "\u845b\U000e0100", 2);	/* an ideographic variant */
+	printable_is("\u1820\u180b", "\u1820\u180b", 1);		/* Mongolian FVS1 */
+	printable_is("I\u2764\ufe0fNY", "I\u2764\ufe0fNY", 5);
+	printable_is("1\ufe0f\u20e3", "1\ufe0f\u20e3", 2);		/* a keycap */
+	printable_is("#\ufe0f\u20e3x", "#\ufe0f\u20e3x", 3);
+	printable_is("1\ufe0f", "1?", 2);				/* no keycap: nothing drawn */
+	printable_is("fio\ufe0f", "fio?", 4);			/* after ASCII */
+	printable_is("fio\ufe00", "fio?", 4);
+	printable_is("\ufe0ffio", "?fio", 4);			/* at the start */
+	printable_is("\u2764\ufe0f\ufe0f", "\u2764\ufe0f?", 3);	/* after a selector */
+	printable_is("e\u0301\ufe00", "e\u0301?", 2);		/* after a mark */
+	printable_is("\xff\ufe0f", "??", 2);			/* after a '?' */
+	printable_is("\u202e\ufe0f", "??", 2);
+	printable_is("\u2764\u200b\ufe0f", "\u2764??", 3);
+	pads_to("\u2764\ufe0f", 3, "\u2764\ufe0f |");
 
 	pads_to("abc", 5, "abc  |");
 	pads_to("тест", 6, "тест  |");

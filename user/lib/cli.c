@@ -83,11 +83,12 @@ void cli_error_line(FILE *f, const char *prog, bool json, const char *msg)
 void cli_put_clean(FILE *f, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
+	uint32_t prev = 0;
 	int n;
 
 	/* utf8_printable's rule, without its buffer */
 	for (; *p; p += n) {
-		if (utf8_term_ok(p, &n))
+		if (utf8_shown(p, &n, &prev))
 			fwrite(p, 1, (size_t)n, f);
 		else
 			fputc('?', f);

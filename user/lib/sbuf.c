@@ -66,9 +66,12 @@ void sbuf_printf(struct sbuf *b, const char *fmt, ...)
 void sbuf_esc(struct sbuf *b, const char *s)
 {
 	const unsigned char *p;
+	uint32_t prev = 0;	/* the character before, for a variation selector (utf8_shown) */
 	int n;
 
 	for (p = (const unsigned char *)s; *p; p++) {
+		if (*p < 0x80)
+			prev = *p >= 0x20 && *p != 0x7f ? *p : 0;
 		switch (*p) {
 		case '&': sbuf_puts(b, "&amp;"); break;
 		case '<': sbuf_puts(b, "&lt;"); break;
@@ -84,16 +87,19 @@ void sbuf_esc(struct sbuf *b, const char *s)
 			 * UTF-8) are '?'; so are bidirectional controls and invisible characters
 			 * (utf8_hidden), as on a terminal: a browser applies them too, and no
 			 * isolation (<bdi>) would keep an override from reversing the name itself,
-			 * nor reach a <title> tooltip or an attribute.
+			 * nor reach a <title> tooltip or an attribute. A variation selector where
+			 * it picks how the character before it is drawn is kept (utf8_shown).
 			 */
 			n = utf8_len(p);
-			if (n > 1 && !utf8_xml_bad(p, n) && !utf8_hidden(utf8_cp(p, n))) {
+			if (n > 1 && !utf8_xml_bad(p, n) && utf8_shown(p, &n, &prev)) {
 				sbuf_put(b, (const char *)p, (size_t)n);
 				p += n - 1;
 			} else if (n > 1) {
 				sbuf_put(b, "?", 1);
+				prev = 0;
 				p += n - 1;
 			} else if ((*p < 0x20 && *p != '\t' && *p != '\n') || *p >= 0x7f) {
+				prev = 0;
 				sbuf_put(b, "?", 1);
 			} else {
 				sbuf_put(b, (const char *)p, 1);

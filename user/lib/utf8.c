@@ -34,13 +34,40 @@ int utf8_cp_width(uint32_t cp)
 	return in_table(utf8_wide, sizeof(utf8_wide) / sizeof(utf8_wide[0]), cp) ? 2 : 1;
 }
 
+int utf8_shown(const unsigned char *p, int *n, uint32_t *prev)
+{
+	uint32_t before = *prev, cp;
+
+	*prev = 0;
+	if (utf8_term_ok(p, n)) {
+		*prev = utf8_cp(p, *n);
+		return 1;
+	}
+	if (*n == 1 || !utf8_vs(cp = utf8_cp(p, *n)))
+		return 0;
+	if (before >= 0x80 ? utf8_vs(before) || !utf8_cp_width(before) :
+	    !(cp == 0xfe0f && before && strchr("0123456789#*", (int)before) &&
+	      p[3] == 0xe2 && p[4] == 0x83 && p[5] == 0xa3))	/* a keycap: U+20E3 next */
+		return 0;
+	*prev = cp;
+	return 1;
+}
+
 int utf8_cols(const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
+	uint32_t prev = 0, before;
 	int cols = 0, n;
 
-	for (; *p; p += n)
-		cols += utf8_term_ok(p, &n) ? utf8_cp_width(utf8_cp(p, n)) : 1;
+	for (; *p; p += n) {
+		before = prev;
+		if (!utf8_shown(p, &n, &prev))
+			cols++;
+		else if (utf8_vs(prev))
+			cols += prev == 0xfe0f && utf8_cp_width(before) == 1;
+		else
+			cols += utf8_cp_width(prev);
+	}
 	return cols;
 }
 

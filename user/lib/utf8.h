@@ -108,17 +108,37 @@ static inline int utf8_term_ok(const unsigned char *p, int *n)
 	return !(*n == 2 && p[0] == 0xc2 && p[1] < 0xa0) && !utf8_hidden(utf8_cp(p, *n));
 }
 
-/* s as a terminal may show it (utf8_term_ok), in buf. Returns buf. */
+/* A variation selector: U+FE00..U+FE0F, U+E0100..U+E01EF, the Mongolian U+180B..U+180D, U+180F */
+static inline int utf8_vs(uint32_t cp)
+{
+	return (cp >= 0xfe00 && cp <= 0xfe0f) || (cp >= 0xe0100 && cp <= 0xe01ef) ||
+	       (cp >= 0x180b && cp <= 0x180d) || cp == 0x180f;
+}
+
+/*
+ * utf8_term_ok with what came before: *prev is the code point shown just before p (0 at the
+ * start or after a '?'), updated. A variation selector only picks how the character before it
+ * is drawn ("\u2764\ufe0f", a red heart, is U+2764 as an emoji): it is shown where it can do
+ * that, after a character shown that is not ASCII and takes columns (not a mark, not another
+ * selector), or as the U+FE0F of a keycap ("1\ufe0f\u20e3"). Anywhere else it draws nothing
+ * and is '?', as utf8_hidden's others are: "fio" and "fio\ufe00" must not look alike.
+ * (After a non-ASCII character that has no such sequence it draws nothing too; so may
+ * that character's homoglyphs, which no rule here tells apart.)
+ */
+int utf8_shown(const unsigned char *p, int *n, uint32_t *prev);
+
+/* s as a terminal may show it (utf8_shown), in buf. Returns buf. */
 static inline const char *utf8_printable(const char *s, char *buf, size_t len)
 {
 	const unsigned char *p = (const unsigned char *)s;
+	uint32_t prev = 0;
 	size_t o = 0;
 	int n;
 
 	if (!len)
 		return buf;
 	while (*p && o + 1 < len) {
-		if (!utf8_term_ok(p, &n)) {
+		if (!utf8_shown(p, &n, &prev)) {
 			buf[o++] = '?';
 		} else if (o + (size_t)n < len) {
 			memcpy(buf + o, p, (size_t)n);
@@ -138,7 +158,11 @@ static inline const char *utf8_printable(const char *s, char *buf, size_t len)
  * them), 1 for the rest; from the table scripts/gen-width.py makes.
  */
 int utf8_cp_width(uint32_t cp);
-/* The columns s takes as a terminal shows it: each character utf8_term_ok refuses is one '?' */
+/*
+ * The columns s takes as a terminal shows it: each character utf8_shown refuses is one '?'. A
+ * U+FE0F shown after a character of 1 column adds one: an emoji presentation sequence takes
+ * two, as East Asian Wide characters do (UAX #11, 5; UTS #51); any other selector none.
+ */
 int utf8_cols(const char *s);
 /*
  * The printf field width ("%-*s", "%*s") that pads s, as utf8_printable leaves it, to cols
