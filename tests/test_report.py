@@ -652,6 +652,29 @@ def test_variation_selectors_where_they_draw_something(tmp_path):
     assert sorted(rows) == sorted(["\u2764\ufe0f", "fio?", "?x", "\u845b\U000e0100"]), rows
 
 
+def test_a_comm_cut_inside_a_character_keeps_its_tail(tmp_path):
+    """The kernel cuts a comm at 15 bytes: "\u00e9" x 8 is "\u00e9" x 7 and the first byte of
+    the eighth, which -j and recordings write as U+FFFD (3 bytes). Read back into 16 bytes it
+    did not fit and was dropped: the process was reported as "\u00e9" x 7, one row with a
+    process of that name, their counts summed. Each keeps its row and count."""
+    def h(comm, n):
+        return {"layer": "syscall", "stage": "syscall", "labels": {"comm": comm}, "count": n,
+                "sum_ns": 5000 * n, "min_ns": 5000, "max_ns": 5000, "unmeasured": 0,
+                "buckets": [[hist_lo(hist_index(5000)), hist_hi(hist_index(5000)), n]]}
+    cut = "\u00e9" * 7 + "\ufffd"  # as the writer gives b"\xc3\xa9" * 7 + b"\xc3"
+    worst = "\ufffd" * 15           # 15 bytes of no character
+    iv = {"type": "interval", "ts": 2_000_000_000, "interval_ns": 1_000_000_000,
+          "hists": [h("\u00e9" * 7, 3), h(cut, 5), h(worst, 7)], "drops": {}, "events": {}}
+    rec = tmp_path / "x.ndjson"
+    rec.write_text(json.dumps(iv) + "\n")
+    r = report(rec, "-o", tmp_path / "r.html")
+    assert r.returncode == 0, r.stderr
+    rows = dict(re.findall(r'<tr><td class="l">syscall ([^<]*)</td><td class="l">'
+                           r'<a [^>]*>syscall</a></td><td>(\d+)</td>',
+                           (tmp_path / "r.html").read_text()))
+    assert rows == {"\u00e9" * 7: "3", cut: "5", worst: "7"}, rows
+
+
 def test_latency_axis_has_labels_at_every_range(tmp_path):
     """Every heatmap's latency axis carries at least two labels, in order and inside the panel,
     whatever latency its I/O had: one bucket's I/O from 100 ns to 30 s, each a recording of its

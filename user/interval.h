@@ -13,6 +13,13 @@
 #include "histfmt.h"
 
 /*
+ * A comm's room: the kernel's 15 bytes (TASK_COMM_LEN), as a recording gives them back. The
+ * kernel cuts a name at 15 bytes, inside a UTF-8 character as often as not; each byte of no
+ * character is written U+FFFD (3 bytes) and read so: "\u00e9" x 7 and a cut byte is 17 bytes.
+ */
+#define REC_COMM_LEN	(15 * 3 + 1)
+
+/*
  * A record's identity: its layer, stage and labels. Labels "" (or pid 0) are not labels of
  * the record; cgroup (-C) is the cgroup v2 path, or "cgroup:ID" when it cannot be found.
  */
@@ -26,7 +33,7 @@
 	char syscall[24];						\
 	char opcode[24];						\
 	uint32_t pid;							\
-	char comm[16];							\
+	char comm[REC_COMM_LEN];					\
 	char cgroup[CGROUP_LABEL_LEN];
 
 struct rec_id {

@@ -78,12 +78,14 @@ void req_label(const struct layer_inst *l, const void *key, struct rec *r)
 		l->desc->code_name(k->opcode, r->opcode, sizeof(r->opcode));
 	req_flags_name(k->flags, r->flags, sizeof(r->flags));
 	if (k->tgid) {
+		char comm[16];	/* the map's value: TASK_COMM_LEN */
+
 		r->pid = k->tgid;
 		/* noted by the programs at submission: known after the process has gone */
-		if (bpf_map__lookup_elem(layer_map(l, l->desc->comm_map), &r->pid, sizeof(r->pid), r->comm,
-					 sizeof(r->comm), 0))
-			process_comm(r->pid, r->comm, sizeof(r->comm));
-		r->comm[sizeof(r->comm) - 1] = '\0';
+		if (bpf_map__lookup_elem(layer_map(l, l->desc->comm_map), &r->pid, sizeof(r->pid), comm,
+					 sizeof(comm), 0))
+			process_comm(r->pid, comm, sizeof(comm));
+		snprintf(r->comm, sizeof(r->comm), "%.15s", comm);
 	}
 	layer_label_cgroup(l, k->cgroup, r);
 }
