@@ -569,6 +569,8 @@ int session_run(struct session *s, const struct run_limits *lim, session_sink si
 	vlog("tracing; interval %.3fs, count %ld, duration %.3fs", lim->interval_s, lim->count,
 	     lim->duration_s);
 	s->last_ns = next = clock_ns(CLOCK_MONOTONIC);
+	if (lim->started)
+		lim->started(arg);
 	if (lim->duration_s)
 		end = next + (uint64_t)(lim->duration_s * 1e9);
 	memset(&iv, 0, sizeof(iv));

@@ -73,6 +73,10 @@ struct run_limits {
 	int stop_fd;		/* > 0: also end once it is readable (a pidfd: the process ended),
 				 * after the disk cfg->dev names has gone quiet */
 	pid_t stop_pid;		/* > 0: stop_fd is -p's process: its end is said, one line */
+	/* called (with the sink's arg) once the first interval has started, what the layers
+	 * recorded while attaching put aside: a command's "ready" comes here, not before
+	 * session_run, or I/O done between the two is dropped */
+	void (*started)(void *arg);
 };
 
 /* Receives each interval; 0 to go on, -1 to stop (a closed pipe: quietly), 1 on error. */
