@@ -12,6 +12,7 @@
 - --max-series folds the excess into "other" series and counts it; --buckets-per-octave;
 - the systemd unit in docs/ verifies, and its capability bounding set is enough to start.
 """
+import errno
 import gzip
 import json
 import os
@@ -801,6 +802,30 @@ def status_fields(pid):
         k, _, v = line.partition(":")
         out[k] = v.split()
     return out
+
+
+@pytest.mark.root
+def test_not_ptraceable_by_its_new_uid(servers, no_bpf_leak):
+    """Once it runs as nobody, no other process of nobody's may ptrace serve and take its BPF
+    fds: the uid change leaves a process dumpable when fs.suid_dumpable is 1 (Debian's default
+    is 0), so serve says it is not. /proc/PID's files of a process not dumpable belong to root."""
+    knob = Path("/proc/sys/fs/suid_dumpable")
+    old = knob.read_text().strip()
+    knob.write_text("1\n")
+    try:
+        srv = servers("-l", "uring")
+        assert status_fields(srv.pid)["Uid"] == [str(NOBODY)] * 4
+        for tid in os.listdir(f"/proc/{srv.pid}/task"):
+            assert os.stat(f"/proc/{srv.pid}/task/{tid}/status").st_uid == 0, tid
+        # and a process of nobody's is refused (PTRACE_ATTACH needs the target dumpable)
+        probe = ("import ctypes,os,sys; os.setgid(%d); os.setuid(%d); "
+                 "r=ctypes.CDLL(None,use_errno=True).ptrace(16,%d,0,0); "
+                 "sys.exit(0 if r==0 else ctypes.get_errno())" % (NOBODY, NOBODY, srv.pid))
+        rc = subprocess.run([sys.executable, "-c", probe]).returncode
+        assert rc == errno.EPERM, rc
+        srv.stop(signal.SIGTERM)
+    finally:
+        knob.write_text(old + "\n")
 
 
 @pytest.mark.root

@@ -132,6 +132,12 @@ int drop_privileges_keeping(uid_t uid, gid_t gid, int keep)
 		errorf("cannot clear the capabilities: %s", strerror(errno));
 		return -1;
 	}
+	/* The uid change left the process dumpable as fs.suid_dumpable says: at 1, any process
+	 * of the same uid could ptrace it and take its BPF fds (pidfd_getfd). Never so. */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)) {
+		errorf("cannot make the process undumpable: %s", strerror(errno));
+		return -1;
+	}
 	if (syscall(SYS_capget, &h, d) || d[0].effective != want[0].effective ||
 	    d[0].permitted != want[0].permitted || d[1].effective != want[1].effective ||
 	    d[1].permitted != want[1].permitted || d[0].inheritable || d[1].inheritable ||
