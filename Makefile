@@ -220,3 +220,21 @@ vmlinux:
 
 clean:
 	rm -rf $(BUILD) $(BIN)
+
+# Opt-in: bin/iostrata-asan, the same sources under AddressSanitizer and UBSan (dynamic: the
+# sanitizers do not link statically). For fuzzing the readers (report, compare) by hand; not
+# part of all.
+ASAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+ASAN_OBJS  := $(patsubst user/%.c,$(BUILD)/asan/%.o,$(USER_SRCS))
+.PHONY: asan
+asan: $(BIN)/iostrata-asan
+
+$(BUILD)/asan/%.o: user/%.c $(SKELS) $(BUILD)/.deps-ok
+	$(call msg,CC-ASAN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(filter-out -O2,$(CFLAGS)) $(ASAN_FLAGS) -MMD -MP -c $< -o $@
+
+$(BIN)/iostrata-asan: $(ASAN_OBJS) | $(BIN)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(ASAN_FLAGS) $^ $(LDLIBS) -o $@
+-include $(wildcard $(BUILD)/asan/*.d $(BUILD)/asan/*/*.d)
