@@ -940,3 +940,30 @@ def test_recordings_of_two_hosts_name_both(tmp_path):
     html = (tmp_path / "a.html").read_text()
     assert "<strong>alpha</strong> &middot; Linux 6.1.0 x86_64 &middot; 2 CPUs" in head(html)
     assert title(html).startswith("I/O latency: alpha")
+
+
+def test_a_recording_repeated_is_refused(tmp_path):
+    """`iostrata -j` output has no meta record, so `cat a a` (or a copy appended to itself)
+    was read whole with only the no-meta warning: every interval, and its I/O, counted twice
+    by report and by compare. No run ends two intervals at the same ns: an interval whose ts
+    and interval_ns were read before is one error line naming both lines, for both."""
+    once = "".join(json.dumps({"type": "interval", "ts": (t + 2) * 10**9, "interval_ns": 10**9,
+                               "hists": [uring_hist("total", 5, 10)], "drops": {},
+                               "events": {}}) + "\n" for t in range(3))
+    rec = tmp_path / "once.ndjson"
+    rec.write_text(once)
+    r = report(rec, "-o", tmp_path / "once.html", check=True)
+    assert "no meta record" in r.stderr
+    twice = tmp_path / "twice.ndjson"
+    twice.write_text(once + once)
+    out = tmp_path / "twice.html"
+    assert_one_line_error(report(twice, "-o", out), "twice.ndjson:4:", "line 1 again",
+                          "counted twice")
+    assert not out.exists()
+    r = subprocess.run([str(IOSTRATA), "compare", str(rec), str(twice)], capture_output=True,
+                       text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert_one_line_error(r, "twice.ndjson:4:", "line 1 again")
+    # a repeat of any interval, not only of the first: the last line again
+    tail = tmp_path / "tail.ndjson.gz"
+    tail.write_bytes(gzip.compress((once + once.splitlines(True)[-1]).encode()))
+    assert_one_line_error(report(tail, "-o", out), "tail.ndjson.gz:4:", "line 3 again")

@@ -29,6 +29,11 @@
 
 struct inflater;
 
+/* An interval read, by its end and length: no interval of one run ends at the same ns twice. */
+struct seen_iv {
+	uint64_t ts, len, lineno;	/* lineno 0: an empty slot */
+};
+
 struct recread {
 	char *path;
 	gzFile gz;
@@ -40,7 +45,9 @@ struct recread {
 	struct recread_meta meta;
 	struct recread_end end;
 	struct strpool pool;	/* names of layers, stages and counters this build does not know */
-	bool warned_type, warned_layer, warned_order, warned_mended;
+	bool warned_type, warned_layer, warned_mended;
+	struct seen_iv *seen;	/* intervals read: a hash set of their ts and interval_ns */
+	size_t nseen, seencap;
 	struct inflater *inf;	/* the thread that inflates ahead */
 	bool inf_tried;
 	jsmntok_t *tok;		/* one line's tokens */
@@ -1086,6 +1093,45 @@ static const char *tokenize(struct recread *r, const char *line, size_t len, str
 	return NULL;
 }
 
+/*
+ * iv's end and length into the set of those read: 0; the line that read them first when they
+ * were read before (a file repeated: `cat a a` of output without a meta record, whose second
+ * meta record would have said so); -1 out of memory.
+ */
+static int64_t seen_before(struct recread *r, const struct interval *iv)
+{
+	struct seen_iv *e;
+	uint64_t h;
+	size_t i;
+
+	if (r->nseen * 2 >= r->seencap) {	/* at most half full */
+		size_t cap = r->seencap ? r->seencap * 2 : 1024, k;
+		struct seen_iv *t = calloc(cap, sizeof(*t));
+
+		if (!t)
+			return -1;
+		for (k = 0; k < r->seencap; k++) {
+			if (!r->seen[k].lineno)
+				continue;
+			e = &r->seen[k];
+			h = (e->ts ^ e->len * 0x9e3779b97f4a7c15ULL) * 0xbf58476d1ce4e5b9ULL;
+			for (i = h >> 32 & (cap - 1); t[i].lineno; i = (i + 1) & (cap - 1))
+				;
+			t[i] = *e;
+		}
+		free(r->seen);
+		r->seen = t;
+		r->seencap = cap;
+	}
+	h = (iv->ts_ns ^ iv->interval_ns * 0x9e3779b97f4a7c15ULL) * 0xbf58476d1ce4e5b9ULL;
+	for (i = h >> 32 & (r->seencap - 1); r->seen[i].lineno; i = (i + 1) & (r->seencap - 1))
+		if (r->seen[i].ts == iv->ts_ns && r->seen[i].len == iv->interval_ns)
+			return (int64_t)r->seen[i].lineno;
+	r->seen[i] = (struct seen_iv){ iv->ts_ns, iv->interval_ns, r->lineno };
+	r->nseen++;
+	return 0;
+}
+
 enum recread_kind recread_next(struct recread *r, struct interval *iv)
 {
 	const char *why;
@@ -1093,6 +1139,7 @@ enum recread_kind recread_next(struct recread *r, struct interval *iv)
 	size_t len;
 	bool whole, first;
 	struct jdoc d;
+	int64_t seen;
 	int got;
 
 	for (;;) {
@@ -1166,6 +1213,18 @@ enum recread_kind recread_next(struct recread *r, struct interval *iv)
 				errorf("%s:%" PRIu64 ": %s", r->path, r->lineno, why);
 				return RR_ERROR;
 			}
+			seen = seen_before(r, iv);
+			if (seen) {
+				interval_clear(iv);
+				if (seen < 0)
+					errorf("%s: out of memory", r->path);
+				else
+					errorf("%s:%" PRIu64 ": the interval of line %" PRId64 " again "
+					       "(the same ts and interval_ns): the recording repeated? "
+					       "(its I/O would be counted twice)", r->path, r->lineno,
+					       seen);
+				return RR_ERROR;
+			}
 			if (first)
 				rwarn(r, "%s: no meta record (iostrata -j output, or an older "
 				      "recording): no host, kernel or options to show", r->path);
@@ -1222,6 +1281,7 @@ void recread_close(struct recread *r)
 	free(r->end.reason);
 	free(r->buf);
 	free(r->tok);
+	free(r->seen);
 	free(r->path);
 	free(r);
 }

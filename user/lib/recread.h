@@ -4,7 +4,8 @@
  * gzip, tokenized by jsmn, each interval record handed back as the in-memory interval every
  * renderer takes. Damage is said, never crashed on: a last line cut short, a newer or older
  * format are warnings (what is there is read); garbage, an empty file, a directory, a line
- * past RECREAD_MAX_LINE, a bucket outside this build's scheme are one-line errors.
+ * past RECREAD_MAX_LINE, a bucket outside this build's scheme, an interval read twice (the same
+ * ts and interval_ns: the file repeated) are one-line errors.
  */
 #ifndef IOSTRATA_RECREAD_H
 #define IOSTRATA_RECREAD_H
