@@ -534,6 +534,29 @@ def test_standard_input_is_a_recording_named_dash(tmp_path, gz):
     assert not (tmp_path / "t.html").exists()
 
 
+
+def test_standard_input_closed_is_not_called_a_directory(tmp_path):
+    """'-' with standard input closed (`<&-`): main() holds fd 0 with an O_PATH descriptor of
+    "/", and the reader said "stdin: is a directory, not a recording". It is a descriptor
+    that cannot be read: said so, by report and by compare; a directory on stdin still is
+    one."""
+    rec = tmp_path / "r.ndjson"
+    synthesize(rec, 3, seed=4)
+    out = tmp_path / "r.html"
+    for args in (["report", "-", "-o", str(out)], ["compare", str(rec), "-"]):
+        r = subprocess.run(["sh", "-c", '"$@" <&-', "sh", str(IOSTRATA), *args],
+                           capture_output=True, text=True, timeout=120)
+        line = assert_one_line_error(r, "stdin", "Bad file descriptor")
+        assert "directory" not in line, line
+    assert not out.exists()
+    root = os.open("/", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        r = subprocess.run([str(IOSTRATA), "report", "-", "-o", str(out)], stdin=root,
+                           capture_output=True, text=True, timeout=120)
+    finally:
+        os.close(root)
+    assert_one_line_error(r, "stdin: is a directory")
+
 def test_the_open_ended_bucket_is_a_bound_and_has_its_cells(tmp_path):
     """Latencies of 68.7 s and more share one open-ended bucket: a percentile there is shown as
     at least its lower bound (once the exact max, 200 s, for a p50 of 70 s), and its samples

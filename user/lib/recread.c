@@ -94,6 +94,12 @@ struct recread *recread_open(const char *path)
 	if (!strcmp(path, "-")) {
 		path = "stdin";
 		fd = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+		/* closed, and held by main() with an O_PATH descriptor of "/": not a directory */
+		if (fd >= 0 && (fcntl(fd, F_GETFL) & O_PATH)) {
+			close(fd);
+			fd = -1;
+			errno = EBADF;
+		}
 	} else {
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 	}
