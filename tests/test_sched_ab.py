@@ -10,6 +10,7 @@ import fcntl
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import time
@@ -133,6 +134,26 @@ def recordings(out):
         assert f.parent.name == meta["sched_ab"]["side"], f
         rounds[meta["sched_ab"]["round"]] = (meta, recs[1:-1], end)
     return rounds
+
+
+@pytest.mark.skipif(not shutil.which("strace"), reason="needs strace")
+def test_load_started_after_the_first_interval(disk, tmp_path):
+    """Each round's load starts once the round's first interval has: what the layers recorded
+    while attaching is put aside just before it (session_begin). The load was started first,
+    so the I/O it did before that was dropped, neither traced nor said. Here every round's
+    setitimer, between the load's start and the trace's, is held 1 s (strace): before the fix,
+    a second of each round's reads was missing against the disk's own count."""
+    dev, before = disk
+    cmd = [str(IOSTRATA), "sched-ab", "-d", dev, "none", "mq-deadline", "--rounds", "1",
+           "--round-secs", "1", "-o", str(tmp_path / "out"), *load_args(dev)]
+    r = subprocess.run(["strace", "-o", "/dev/null", "-e", "trace=setitimer",
+                        "-e", "inject=setitimer:delay_enter=1000000", *cmd],
+                       capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr
+    assert "requests traced" not in r.stderr, r.stderr     # each round against the disk's stat
+    rounds = recordings(tmp_path / "out")
+    assert sorted(rounds) == [1, 2], rounds
+    assert queue_state(dev) == before, "the disk was not put back exactly"
 
 
 @pytest.mark.parametrize("a,b", PAIRS, ids=[f"{a}-{b}".replace(":", "+") for a, b in PAIRS])

@@ -34,6 +34,7 @@ struct session {
 	uint64_t last_ns;		/* CLOCK_MONOTONIC: the last interval's end */
 	uint64_t prev_misses;
 	bool finished;
+	bool begun;			/* session_begin: the first interval has started */
 	bool fd_ended;		/* the last session_run ended because its stop_fd became readable */
 	/* snoop */
 	struct ring_buffer *rb;
@@ -555,6 +556,19 @@ static int session_baseline(struct session *s)
 	return err;
 }
 
+int session_begin(struct session *s)
+{
+	if (s->begun)
+		return 0;
+	if (session_baseline(s)) {
+		detach_all(s);
+		return 1;
+	}
+	s->last_ns = clock_ns(CLOCK_MONOTONIC);
+	s->begun = true;
+	return 0;
+}
+
 int session_run(struct session *s, const struct run_limits *lim, session_sink sink, void *arg)
 {
 	uint64_t step = (uint64_t)(lim->interval_s * 1e9), next, end = 0;
@@ -562,15 +576,11 @@ int session_run(struct session *s, const struct run_limits *lim, session_sink si
 	long n = 0;
 	int rc = 0, out;
 
-	if (session_baseline(s)) {
-		detach_all(s);
+	if (session_begin(s))
 		return 1;
-	}
 	vlog("tracing; interval %.3fs, count %ld, duration %.3fs", lim->interval_s, lim->count,
 	     lim->duration_s);
-	s->last_ns = next = clock_ns(CLOCK_MONOTONIC);
-	if (lim->started)
-		lim->started(arg);
+	next = s->last_ns;
 	if (lim->duration_s)
 		end = next + (uint64_t)(lim->duration_s * 1e9);
 	memset(&iv, 0, sizeof(iv));

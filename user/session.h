@@ -73,11 +73,16 @@ struct run_limits {
 	int stop_fd;		/* > 0: also end once it is readable (a pidfd: the process ended),
 				 * after the disk cfg->dev names has gone quiet */
 	pid_t stop_pid;		/* > 0: stop_fd is -p's process: its end is said, one line */
-	/* called (with the sink's arg) once the first interval has started, what the layers
-	 * recorded while attaching put aside: a command's "ready" comes here, not before
-	 * session_run, or I/O done between the two is dropped */
-	void (*started)(void *arg);
 };
+
+/*
+ * The first interval starts now: what the layers recorded while attaching, one after another,
+ * is put aside, so that no layer counts a longer window than another. session_run does it
+ * first when it has not been done; a command whose "ready" line, or whose load, must come
+ * after it (or its I/O would be dropped with the rest) calls it before. 0, or 1 with one line
+ * said and every layer detached.
+ */
+int session_begin(struct session *s);
 
 /* Receives each interval; 0 to go on, -1 to stop (a closed pipe: quietly), 1 on error. */
 typedef int (*session_sink)(const struct interval *iv, void *arg);

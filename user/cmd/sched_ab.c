@@ -640,9 +640,13 @@ static int round_start(struct sab *a, struct round *r)
 	    session_open(&a->cfg, false, &r->s, r->reps, NULL))
 		goto fail;
 	m.s = r->s;
-	r->done0 = disk_completed(a->cfg.dev);	/* attached, the disk idle: the round starts */
 	if (recorder_meta(r->rc, &m))
 		goto fail;
+	/* the first interval starts (what the layers saw while attaching put aside), then the
+	 * load: started before, its first I/O would be dropped with the rest */
+	if (session_begin(r->s))
+		goto fail;
+	r->done0 = disk_completed(a->cfg.dev);	/* attached, the disk idle: the round starts */
 	if (child_start(a->load, r->logfd, &a->child, why, sizeof(why))) {
 		errorf("%s", why);
 		goto fail;

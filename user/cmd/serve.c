@@ -42,7 +42,6 @@ struct serve {
 	pthread_barrier_t started;	/* the HTTP thread is running, without capabilities */
 	struct prom *prom;
 	struct http_server *http;
-	const char *listen;		/* --listen, for the "serving" line */
 	int bpo;
 	bool http_failed;		/* set by the HTTP thread, atomically */
 	bool caps_kept;			/* the HTTP thread could not drop its capabilities
@@ -348,15 +347,6 @@ static void *http_thread(void *arg)
 
 /* ---- the session's thread */
 
-/* Ready: the first interval has started (session_run), so every I/O from here is counted. */
-static void say_serving(void *arg)
-{
-	const struct serve *sv = arg;
-
-	printf("serving http://%s/metrics\n", sv->listen);
-	fflush(stdout);
-}
-
 static int add_interval(const struct interval *iv, void *arg)
 {
 	struct serve *sv = arg;
@@ -492,7 +482,6 @@ int cmd_serve(int argc, char **argv)
 		return 1;
 	}
 	sv.bpo = a.prom.buckets_per_octave;
-	sv.listen = a.listen;
 	sv.start_ns = clock_ns(CLOCK_REALTIME);
 	sbuf_puts(&idx, index_html);
 	sv.prom = prom_new(&a.prom);
@@ -513,8 +502,13 @@ int cmd_serve(int argc, char **argv)
 	session_attached(s);
 	if (become(s, &a, uid, gid, &sv.drop_caps) || start_http(&sv, &th))
 		goto out;	/* session_close() detaches every program */
-	a.t.lim.started = say_serving;
-	r = session_run(s, &a.t.lim, add_interval, &sv);
+	/* ready once the first interval has started: every I/O from here is counted */
+	r = session_begin(s);
+	if (!r) {
+		printf("serving http://%s/metrics\n", a.listen);
+		fflush(stdout);
+		r = session_run(s, &a.t.lim, add_interval, &sv);
+	}
 	http_stop(sv.http);
 	pthread_join(th, NULL);
 	if (sv.http_failed)

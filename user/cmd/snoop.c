@@ -216,6 +216,11 @@ int cmd_snoop(int argc, char **argv)
 		session_close(s);
 		return 1;
 	}
+	/* the header once the first interval has started: what is done after it is counted */
+	if (session_begin(s)) {
+		session_close(s);
+		return 1;
+	}
 	if (!a.json && (r = written(output_req_header(stdout)))) {
 		session_close(s);	/* detached: nothing ran */
 		return r > 0;
