@@ -478,6 +478,31 @@ def test_unwritable_output_leaves_nothing(tmp_path):
     assert not (tmp_path / "r.html").exists()
 
 
+def test_a_summary_stdout_cannot_take_leaves_no_page(tmp_path):
+    """stdout a full disk or closed: the line saying what was written could not be, and the run
+    failed (exit 1) with the page and its SVGs left in place, so that the same command again
+    was refused ("exists"). Now nothing is left, and the retry writes the report. A reader gone
+    (a closed pipe) is a way to stop: the page is written, exit 0."""
+    rec = tmp_path / "r.ndjson"
+    synthesize(rec, 5)
+    out, svg = tmp_path / "r.html", tmp_path / "svg"
+    cmd = f"{IOSTRATA} report {rec} -o {out} --svg {svg}"
+    for redirect, why in ((">/dev/full", "No space left on device"),
+                          (">&-", "Bad file descriptor")):
+        r = subprocess.run(["bash", "-c", f"{cmd} {redirect}"], capture_output=True, text=True,
+                           timeout=120)
+        assert_one_line_error(r, f"writing the output: {why} (no report written)")
+        assert r.returncode == 1
+        assert sorted(os.listdir(tmp_path)) == ["r.ndjson"], redirect
+    r = subprocess.run(["bash", "-c", f"{cmd} | head -c1 >/dev/null; exit ${{PIPESTATUS[0]}}"],
+                       capture_output=True, text=True, timeout=120)
+    assert (r.returncode, r.stderr) == (0, ""), r
+    assert out.exists() and list(svg.glob("*.svg"))
+    out.unlink()
+    shutil.rmtree(svg)
+    report(rec, "-o", out, "--svg", svg, check=True)
+
+
 def test_two_files_make_one_timeline(tmp_path):
     a, b = tmp_path / "a.ndjson", tmp_path / "b.ndjson.gz"
     synthesize(a, 10, seed=1)

@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <unistd.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include "log.h"
 #include "outfile.h"
@@ -74,6 +76,50 @@ int fd_write_all(int fd, const void *buf, size_t n)
 		p += w;
 		n -= (size_t)w;
 	}
+	return 0;
+}
+
+int fd_write_held(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+	sigset_t stop;
+	int sfd, err = 0;
+
+	stop_signals_set(&stop);
+	sfd = signalfd(-1, &stop, SFD_CLOEXEC | SFD_NONBLOCK);	/* a held one: readable */
+	if (sfd < 0)
+		return -1;
+	while (n && !err) {
+		struct pollfd f[2] = { { .fd = fd, .events = POLLOUT },
+				       { .fd = sfd, .events = POLLIN } };
+		ssize_t w;
+
+		if (poll(f, 2, -1) < 0) {
+			err = errno != EINTR;
+			continue;
+		}
+		if (!f[0].revents && f[1].revents) {	/* left pending: delivered at the release */
+			errno = ECANCELED;
+			err = 1;
+			continue;
+		}
+		/* POLLOUT: a pipe takes PIPE_BUF without blocking; POLLERR, POLLNVAL: the error */
+		w = write(fd, p, n < PIPE_BUF ? n : PIPE_BUF);
+		if (w < 0) {
+			err = errno != EINTR && errno != EAGAIN;
+			continue;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	if (err) {
+		int e = errno;
+
+		close(sfd);
+		errno = e;
+		return -1;
+	}
+	close(sfd);
 	return 0;
 }
 

@@ -31,6 +31,12 @@ int outfile_commit(const char *tmp, const char *path, bool force);
  */
 sigset_t outfile_hold(void);
 void outfile_release(const sigset_t *was);
+/*
+ * All n bytes to fd while the stop signals are held (outfile_hold), waiting for room beside
+ * them: 0; or -1 with errno, ECANCELED when one is pending and fd has no room (a full pipe
+ * nobody reads must not keep a Ctrl-C off for ever), the signal left pending.
+ */
+int fd_write_held(int fd, const void *buf, size_t n);
 /* All n bytes to fd, through EINTR and short writes: 0, or -1 with errno. */
 int fd_write_all(int fd, const void *p, size_t n);
 

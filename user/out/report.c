@@ -871,13 +871,44 @@ static int write_svgs(const struct report *r, struct panel *p, int n, struct svg
 	return 0;
 }
 
+/*
+ * What was written, said on stdout before the page is put in place: a line stdout cannot take
+ * (a full disk, stdout closed) is an error with nothing left behind, not a whole page beside
+ * exit 1 that a second try finds in its way. A reader gone (EPIPE) is a way to stop, as
+ * everywhere: the page is written. 0, or -1 (said, or a stop pending).
+ */
+static int say_written(const struct report *r, int n, size_t bytes)
+{
+	char from[64], to[64], line[2 * PATH_MAX + 256];
+	int len;
+
+	fmt_date(from, sizeof(from), r->t0);
+	fmt_date(to, sizeof(to), r->t1);
+	len = snprintf(line, sizeof(line), "%s: %d panels, %.1f KiB, %zu intervals from %s to %s\n",
+		       r->o.html, n, bytes / 1024.0, r->nivs, r->nivs ? from : "-",
+		       r->nivs ? to : "-");
+	if (r->o.svg_dir && len < (int)sizeof(line))
+		len += snprintf(line + len, sizeof(line) - (size_t)len, "%s: %d SVG files\n",
+				r->o.svg_dir, n);
+	if (len >= (int)sizeof(line))
+		len = (int)sizeof(line) - 1;
+	if (fflush(stdout) || fd_write_held(STDOUT_FILENO, line, (size_t)len)) {
+		if (errno == EPIPE)
+			return 0;
+		if (errno != ECANCELED)
+			errorf("writing the output: %s (no report written)", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 int report_write(struct report *r)
 {
 	struct panel *panels = NULL;
 	struct sbuf *svgs = NULL, page = { 0 };
 	struct svg_undo undo = { 0 };
 	int n = 0, i, err = -1;
-	char from[64], to[64], staged[PATH_MAX + 8];
+	char staged[PATH_MAX + 8];
 	sigset_t held;
 
 	if (rank_labelsets(r) || build_panels(r, &panels, &n) || bin_all(r, panels, n)) {
@@ -905,23 +936,18 @@ int report_write(struct report *r)
 		outfile_release(&held);
 		goto out;
 	}
-	if (r->o.svg_dir && write_svgs(r, panels, n, &undo))
+	if ((r->o.svg_dir && write_svgs(r, panels, n, &undo)) ||
+	    say_written(r, n, page.len))
 		unlink(staged);
 	else if (!outfile_commit(staged, r->o.html, r->o.force))	/* its file gone if not */
 		staged[0] = '\0';
 	if (staged[0]) {
 		svg_undo(r, panels, &undo);
-		outfile_release(&held);
+		outfile_release(&held);	/* a stop that cut the line short lands here */
 		goto out;
 	}
 	outfile_release(&held);
 	free(undo.fresh);
-	fmt_date(from, sizeof(from), r->t0);
-	fmt_date(to, sizeof(to), r->t1);
-	printf("%s: %d panels, %.1f KiB, %zu intervals from %s to %s\n", r->o.html, n,
-	       page.len / 1024.0, r->nivs, r->nivs ? from : "-", r->nivs ? to : "-");
-	if (r->o.svg_dir)
-		printf("%s: %d SVG files\n", r->o.svg_dir, n);
 	err = 0;
 out:
 	for (i = 0; i < n; i++) {
