@@ -1,6 +1,8 @@
 """Bad input: one line on stderr naming the problem, a non-zero exit, nothing left attached."""
 import json
 import os
+import select
+import signal
 import subprocess
 from pathlib import Path
 
@@ -288,14 +290,22 @@ def test_closed_pipe_ends_cleanly():
     assert wait_no_bpf_programs() == []
 
 
+def blocked_on_output(pid):
+    """Waiting for room in its stdout: in write() (before stopout) or in stopout's poll()."""
+    w = Path(f"/proc/{pid}/wchan").read_text()
+    return "pipe_write" in w or "poll_schedule_timeout" in w
+
+
+CUT = "stopped by SIGINT while stdout was full: the output is cut short"
+
+
 @pytest.mark.root
-def test_signals_never_tear_a_record_written_to_a_slow_reader(tmp_path, no_bpf_leak):
-    """stdout is a pipe nobody reads until the tracer blocks writing to it; then SIGINT (which
-    ends the blocked write() with what it had written) and SIGTERM (which lands in the retry,
-    before it moved a byte). Every record must still arrive whole and the exit be clean: without
-    SA_RESTART the retry failed with EINTR, stdio dropped part of a record and the tool exited 1
-    without a word."""
-    import signal
+def test_a_stop_cuts_a_record_written_to_a_reader_that_stopped_reading(tmp_path, no_bpf_leak):
+    """stdout is a pipe nobody reads until the tracer blocks writing to it; then SIGINT. With
+    SA_RESTART the write was restarted after the signal, for ever: only SIGKILL ended the
+    tracer, its programs attached. Now the stop ends the write once stdout has taken nothing
+    for a grace (stopout.h): the record it was writing is cut short and that is said, exit 1;
+    every record before it arrived whole."""
     import time
     src, dst = tmp_path / "src", tmp_path / "dst"
     src.write_bytes(os.urandom(1 << 16))
@@ -305,24 +315,103 @@ def test_signals_never_tear_a_record_written_to_a_slow_reader(tmp_path, no_bpf_l
         deadline = time.monotonic() + 60
         time.sleep(1)
         # new processes, new keys, big records: the 64 KiB pipe fills within seconds
-        while "pipe_write" not in open(f"/proc/{p.pid}/wchan").read():
+        while not blocked_on_output(p.pid):
             assert time.monotonic() < deadline, "the tracer never blocked on its output"
             subprocess.run(["dd", f"if={src}", f"of={dst}", "bs=4k"], check=True,
                            stderr=subprocess.DEVNULL)
-        time.sleep(0.2)
         p.send_signal(signal.SIGINT)
-        time.sleep(0.2)
-        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=60)     # nothing read until it has ended
         out, err = p.communicate(timeout=30)
     finally:
         if p.poll() is None:
             p.kill()
             p.communicate()
-    assert p.returncode == 0, err.decode()
-    lines = out.decode().splitlines()
-    assert lines
-    for line in lines:
+    assert (p.returncode, err.decode()) == (1, json.dumps({"type": "error", "message": CUT},
+                                                         separators=(",", ":")) + "\n")
+    lines = out.decode().split("\n")
+    assert len(lines) > 1 and lines[-1], "the last record is the one cut short"
+    for line in lines[:-1]:
         assert json.loads(line)["type"], line[:200]
+
+
+def full_pipe():
+    """(read end, write end) of a pipe already full: a write to it blocks until it is read."""
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    try:
+        while True:
+            os.write(w, b"x" * 4096)
+    except BlockingIOError:
+        pass
+    os.set_blocking(w, True)
+    return r, w
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("cmd", ["trace", "snoop", "record"])
+def test_a_stop_ends_a_tracer_whose_stdout_nobody_reads(tmp_path, no_bpf_leak, cmd):
+    """`iostrata ... | sleep 1000`: the tracer blocked writing to a full pipe could not be
+    stopped but by SIGKILL (its programs left attached until then). SIGINT now ends it: every
+    program detached, one line saying the output was cut short, exit 1. record's file is whole,
+    its end record says why it stopped."""
+    rec = tmp_path / "rec.ndjson"
+    args = {"trace": ["-l", "block", "0.1"],
+            "snoop": ["snoop", "-l", "block"],
+            "record": ["record", "-o", str(rec), "-l", "block", "-j", "0.1"]}[cmd]
+    r, w = full_pipe()
+    try:
+        p = subprocess.Popen([str(IOSTRATA), *args], stdout=w, stderr=subprocess.PIPE,
+                             stdin=subprocess.DEVNULL, text=True)
+        os.close(w)
+        try:
+            while not (conftest.our_bpf_programs() and blocked_on_output(p.pid)):
+                assert p.poll() is None, p.communicate()
+                select.select([], [], [], 0.05)
+            p.send_signal(signal.SIGINT)
+            _, err = p.communicate(timeout=60)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+    finally:
+        os.close(r)
+    if cmd == "record":     # -j: the error is JSON too
+        want = json.dumps({"type": "error", "message": f"{CUT} (the recording {rec} is whole)"},
+                          separators=(",", ":"))
+    else:
+        want = f"iostrata: error: {CUT}"
+    assert (p.returncode, err) == (1, want + "\n")
+    if cmd == "record":
+        last = json.loads(rec.read_text().splitlines()[-1])
+        assert (last["type"], last["reason"]) == ("end", "signal"), last
+
+
+@pytest.mark.root
+def test_a_reader_that_reads_only_after_the_stop_gets_every_record(no_bpf_leak):
+    """A script's way: stdout read only once the tracer was told to stop (Popen, SIGINT,
+    communicate). The tracer, blocked on the full pipe, waits for it after the stop (a grace
+    that starts again whenever stdout takes something): every record whole, the final interval
+    among them, exit 0."""
+    r, w = full_pipe()
+    p = subprocess.Popen([str(IOSTRATA), "-l", "block", "-j", "0.1"], stdout=w,
+                         stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    os.close(w)
+    try:
+        while not (conftest.our_bpf_programs() and blocked_on_output(p.pid)):
+            assert p.poll() is None, p.communicate()
+            select.select([], [], [], 0.05)
+        p.send_signal(signal.SIGINT)
+        with os.fdopen(r, "rb") as f:
+            out = f.read()
+        _, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    assert (p.returncode, err) == (0, "")
+    assert out[:1 << 16] == b"x" * (1 << 16)
+    recs = [json.loads(line) for line in out[1 << 16:].decode().splitlines()]
+    assert recs and all(rec["type"] == "interval" for rec in recs)
 
 
 def test_control_characters_in_a_name_keep_the_error_one_line():

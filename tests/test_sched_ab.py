@@ -379,7 +379,9 @@ def test_signal_after_the_rounds_stops(disk, tmp_path, sig):
     """A signal after the last round, the disk already put back, while the result is made or
     written: it was ignored and the run exited 0 as one that ran its course. The run was asked
     to stop: one line says so, exit 1. Made to land there for sure: -j writes nothing to stdout
-    until the result, and stdout is a full pipe, so sched-ab waits in that write."""
+    until the result, and stdout is a full pipe, so sched-ab waits in that write; the stop
+    ends that wait once stdout has taken nothing for a grace (a pipe nobody reads held it for
+    ever), the result cut short."""
     dev, before = disk
     out = tmp_path / "out"
     r, w = full_pipe()
@@ -390,28 +392,32 @@ def test_signal_after_the_rounds_stops(disk, tmp_path, sig):
                              stdin=subprocess.DEVNULL)
         os.close(w)
         deadline = time.monotonic() + 120
-        while "pipe_write" not in Path(f"/proc/{p.pid}/wchan").read_text():
+
+        def ended():    # rounds whose recording has its end record
+            return sum(f.read_text().rstrip("\n").rsplit("\n", 1)[-1].startswith(
+                '{"type":"end"') for f in out.glob("[AB]/round-*.ndjson"))
+        def waits():    # in write() (before stopout), or in stopout's poll (as the rounds)
+            w = Path(f"/proc/{p.pid}/wchan").read_text()
+            return "pipe_write" in w or "poll_schedule_timeout" in w
+        # every round ran to its end and the disk is back: only the result is left, and
+        # sched-ab waits for room in stdout
+        while not (ended() == 4 and queue_state(dev) == before and waits()):
             assert p.poll() is None and time.monotonic() < deadline, p.communicate()
             select.select([], [], [], 0.05)
-        # every round ran to its end and the disk is back: only the result is left
-        assert queue_state(dev) == before
         assert sorted(e["reason"] for _, _, e in recordings(out).values()) == ["duration"] * 4
         p.send_signal(sig)
-        stdout = b""
-        while chunk := os.read(r, 1 << 16):
-            stdout += chunk
+        _, stderr = p.communicate(timeout=60)  # the pipe is read by no one until it ended
     finally:
         os.close(r)
-    _, stderr = p.communicate(timeout=60)
     assert p.returncode == 1, stderr
     lines = stderr.splitlines()
     assert len(lines) == 1, stderr
     err = json.loads(lines[0])
     assert err["type"] == "error"
     name = os.path.basename(dev)
-    assert err["message"].startswith(f"stopped by {sig.name} after the last round, while "
-                                     f"comparing the rounds: {name} restored to kyber "
-                                     "(read_lat_nsec=3000000"), err
+    assert err["message"].startswith(f"stopped by {sig.name} after the last round, its "
+                                     f"result cut short (stdout full): {name} restored to "
+                                     "kyber (read_lat_nsec=3000000"), err
     assert err["message"].endswith(f"; the rounds are in {out} (iostrata compare {out}/A "
                                    f"{out}/B)"), err
     assert queue_state(dev) == before

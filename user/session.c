@@ -14,6 +14,7 @@
 #include "cgroups.h"
 #include "log.h"
 #include "session.h"
+#include "stopout.h"
 #include "stopsig.h"
 #include "sysinfo.h"
 
@@ -48,6 +49,7 @@ static volatile sig_atomic_t stopping;
 void session_stop(int sig)
 {
 	stopping = sig;
+	stopout_stop();
 }
 
 void session_signals(void)
@@ -56,9 +58,15 @@ void session_signals(void)
 	 * SA_RESTART: a signal must not cut a write() to stdout short. Without it, a write blocked
 	 * on a full pipe (a slow reader) that a signal interrupts before it moved a byte fails with
 	 * EINTR, and stdio drops that part of the record: a torn JSON line. The interval sleep,
-	 * clock_nanosleep, is never restarted, so a signal still ends it at once.
+	 * clock_nanosleep, is never restarted, so a signal still ends it at once. Nor would a
+	 * write to a full pipe nobody reads ever end: stdout goes through stopout, whose write
+	 * waits for room beside the stop, and after one only so long (stopout.h).
 	 */
 	struct sigaction sa = { .sa_handler = session_stop, .sa_flags = SA_RESTART };
+
+	if (stopout_init())
+		warnf("stdout cannot be made stoppable (%s): a stop waits for a full stdout",
+		      strerror(errno));
 
 	/*
 	 * Every signal whose default ends the process stops the run as Ctrl-C does, so that what

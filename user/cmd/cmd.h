@@ -23,9 +23,12 @@ int cmd_sched_ab(int argc, char **argv);
 
 /*
  * A command's answer after writing to stdout (err: its writer's -1, errno set): 0 written, -1 a
- * closed pipe (a reader's way to stop: quietly), 1 any other error (said).
+ * closed pipe (a reader's way to stop: quietly), 1 any other error (said), a stop that cut the
+ * output short (stopout.h) among them.
  */
 int sink_written(int err);
+/* "stopped by SIGINT while stdout was full: ..." (a write stopout failed with ECANCELED) */
+const char *output_cut_short(void);
 
 /* Root, or the capabilities loading and attaching tracing programs takes. */
 bool privileged(void);

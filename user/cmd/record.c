@@ -89,8 +89,11 @@ int cmd_record(int argc, char **argv)
 	out_errno = c.out_errno ? c.out_errno : recorder_echo_errno(c.rc);
 	err = recorder_close(c.rc, reason);
 	if (!r && !err && out_errno) {	/* a view lost unsaid would pass for a whole one */
-		errorf("writing the output: %s (the recording %s is whole)", strerror(out_errno),
-		       a.output);
+		if (out_errno == ECANCELED)
+			errorf("%s (the recording %s is whole)", output_cut_short(), a.output);
+		else
+			errorf("writing the output: %s (the recording %s is whole)",
+			       strerror(out_errno), a.output);
 		err = 1;
 	}
 	return r ? r : err;

@@ -992,7 +992,7 @@ static int print_json(const struct sab *a, struct verdicts *v)
 	jw_end_obj(&w);
 	err = w.oom ? -1 : jw_flush_line(&w, stdout);
 	jw_free(&w);
-	return sink_written(err) > 0;
+	return err;
 }
 
 /* ---- the command */
@@ -1002,7 +1002,7 @@ static int print_json(const struct sab *a, struct verdicts *v)
  * disk already put back, the comparison under way) too: the run was asked to stop, so it does
  * not end as one that ran its course (exit 0, or a gate's 3 or 4); the rounds stay in DIR.
  */
-static int said_stopped(const struct sab *a, bool rounds_done)
+static int said_stopped(const struct sab *a, bool rounds_done, bool cut)
 {
 	int sig = session_stop_signal();
 	char name[32];
@@ -1011,9 +1011,10 @@ static int said_stopped(const struct sab *a, bool rounds_done)
 		return 0;
 	stop_signal_name(sig, name, sizeof(name));
 	if (rounds_done)
-		errorf("stopped by %s after the last round, while comparing the rounds: %s restored "
-		       "to %s; the rounds are in %s (iostrata compare %s/A %s/B)", name, a->disk,
-		       a->orig_text, a->dir, a->dir, a->dir);
+		errorf("stopped by %s after the last round, %s: %s restored to %s; the rounds are "
+		       "in %s (iostrata compare %s/A %s/B)", name, cut ? "its result cut short "
+		       "(stdout full)" : "while comparing the rounds", a->disk, a->orig_text,
+		       a->dir, a->dir, a->dir);
 	else if (!a->round)
 		errorf("stopped by %s before round 1 of %ld: %s restored to %s", name,
 		       2 * a->rounds, a->disk, a->orig_text);
@@ -1041,7 +1042,7 @@ static int run(struct sab *a)
 		return 1;
 	}
 	/* every round ran: a signal since came after the last one */
-	if (said_stopped(a, !err && a->round == 2 * a->rounds))
+	if (said_stopped(a, !err && a->round == 2 * a->rounds, false))
 		return 1;
 	return err;
 }
@@ -1052,6 +1053,7 @@ int cmd_sched_ab(int argc, char **argv)
 			 .cfg = TRACE_CONFIG_DEFAULT, .co = CMP_OPTS_DEFAULT };
 	struct verdicts v = { 0 };
 	char why[1200];
+	bool cut = false;
 	int r, i;
 
 	log_init("iostrata", log_json(), 0);
@@ -1131,12 +1133,17 @@ int cmd_sched_ab(int argc, char **argv)
 		return 1;
 	}
 	/* a signal in the comparison, or while its result was written, stops the run too */
-	r = said_stopped(&a, true);
-	if (!r)
+	r = said_stopped(&a, true, false);
+	if (!r) {
+		errno = 0;
 		r = a.json ? print_json(&a, &v) :
-			     (print_text(&a, &v), sink_written(fflush(stdout)) > 0);
+			     (print_text(&a, &v), fflush(stdout) || ferror(stdout) ? -1 : 0);
+		/* a stop that cut the result short (stdout full, stopout.h) is said as the stop */
+		cut = r && errno == ECANCELED;
+		r = cut ? 0 : sink_written(r) > 0;
+	}
 	if (!r)
-		r = said_stopped(&a, true);
+		r = said_stopped(&a, true, cut);
 	cmp_result_free(v.ab);
 	cmp_result_free(v.aa);
 	return r ? 1 : v.regressed;

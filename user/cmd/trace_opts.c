@@ -15,6 +15,7 @@
 #include "cmd.h"
 #include "layer.h"
 #include "log.h"
+#include "stopsig.h"
 #include "sysinfo.h"
 #include "trace_opts.h"
 
@@ -489,12 +490,26 @@ int trace_session_open(const struct trace_opts *t, bool json, struct session **s
 	return session_open(&t->cfg, false, s, NULL, NULL);
 }
 
+const char *output_cut_short(void)
+{
+	static char msg[128];
+	char name[32];
+
+	snprintf(msg, sizeof(msg), "stopped by %s while stdout was full: the output is cut short",
+		 stop_signal_name(session_stop_signal(), name, sizeof(name)));
+	return msg;
+}
+
 int sink_written(int err)
 {
 	if (!err)
 		return 0;
 	if (errno == EPIPE)
 		return -1;	/* a closed pipe is a reader's way to stop */
+	if (errno == ECANCELED) {	/* stopout: a stop, and stdout full (stopout.h) */
+		errorf("%s", output_cut_short());
+		return 1;
+	}
 	errorf("writing the output: %s", strerror(errno));
 	return 1;
 }
