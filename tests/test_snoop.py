@@ -19,8 +19,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from conftest import (ROOT, SCHEMA, Tracer, finish_dio, loop_device, queue_set, records,
-                      run_dio, stat_requests, without_unseen)
+from conftest import (OUR_PROGS, ROOT, SCHEMA, Tracer, finish_dio, loop_device, queue_set,
+                      records, run_dio, stat_requests, without_unseen)
 
 LOAD = ROOT / "bin" / "iostrata-load"
 SCHEMA_DOC = json.loads(SCHEMA.read_text())
@@ -166,6 +166,39 @@ def test_exactly_the_slow_block_and_syscall_requests(slow_loopdev, fast_loopdev,
     for r in calls:
         check_record(r, 20 * MS)
         assert r["res"] == 4096 and r["comm"] == "python3", r
+
+
+def bpftool(*args):
+    return json.loads(subprocess.run(["bpftool", "-j", *args], check=True, capture_output=True,
+                                     text=True).stdout or "[]")
+
+
+def our_rodata():
+    """The .rodata variables of iostrata's loaded programs (no_bpf_leak: the one tracer's)."""
+    ids = {i for p in bpftool("prog", "show") if OUR_PROGS.match(p.get("name", ""))
+           for i in p.get("map_ids", [])}
+    out = {}
+    for m in bpftool("map", "show"):
+        if m["id"] in ids and m.get("name", "").endswith(".rodata"):
+            for var in bpftool("map", "dump", "id", str(m["id"]))[0]["formatted"]["value"][
+                    ".rodata"]:
+                out.update(var)
+    return out
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("slower,ns", [("8.2ms", 8_200_000), ("1.001us", 1001),
+                                       ("0.0082", 8_200_000), ("20ms", 20_000_000)])
+def test_the_threshold_is_the_one_asked_for(slower, ns, no_bpf_leak):
+    """The programs compare with --slower to the nanosecond: 8.2ms is 8200000 ns (it was
+    8199999, the product 8.2 * 1e6 in binary cut down, so that a request of 8199999 ns was
+    printed as one of 8.2 ms or more)."""
+    tracer = Tracer(["--slower", slower, "-l", "uring"], command=("snoop",))
+    try:
+        got = our_rodata()
+    finally:
+        tracer.stop()
+    assert got.get("snoop") and got.get("snoop_slower_ns") == ns, got
 
 
 @pytest.mark.root

@@ -151,6 +151,7 @@ int cli_parse_time(const char *s, bool zero_ok, uint64_t *out)
 	    !mul || !isfinite(v) || v < 0 || (!zero_ok && v == 0) || (v > 0 && v * mul < 1) ||
 	    v * mul > 1e16)
 		return -1;
-	*out = (uint64_t)(v * mul);
+	/* to the nearest ns: 8.2 * 1e6 is 8199999.999999999 in binary, and 8.2ms is 8200000 ns */
+	*out = (uint64_t)(v * mul + 0.5);
 	return 0;
 }
