@@ -121,6 +121,7 @@ struct syscall_start {
 	__u64 ts;
 	__u32 sc;
 	__s32 fd;		/* the fd-taking calls' fd (snoop: the file), else -1 */
+	__u64 cgroup;		/* the caller's cgroup v2 at entry, for snoop and -C (owner_note) */
 };
 
 /*

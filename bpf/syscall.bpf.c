@@ -143,13 +143,16 @@ static __always_inline int on_enter(struct trace_event_raw_sys_enter *ctx, __u32
 	}
 	st->sc = sc;
 	st->fd = takes_fd(sc) ? (__s32)ctx->args[0] : -1;
+	/* where the call is made, as the other layers' submitters: a thread moved to another
+	 * cgroup while it waits keeps the one it called from (its bios' block records do) */
+	st->cgroup = owner_cgroup();
 	st->ts = bpf_ktime_get_ns();
 	return 0;
 }
 
 /* snoop: a slow call, from the calling thread itself. */
-static __always_inline void snoop_syscall(__u64 id, __u32 sc, __s32 fd, __u64 start, __u64 now,
-					  long ret)
+static __always_inline void snoop_syscall(__u64 id, __u32 sc, __s32 fd, __u64 cgroup,
+					  __u64 start, __u64 now, long ret)
 {
 	struct snoop_rec *r = snoop_reserve(SN_SYSCALL);
 	struct file *f;
@@ -160,7 +163,7 @@ static __always_inline void snoop_syscall(__u64 id, __u32 sc, __s32 fd, __u64 st
 	r->ts[SN_END] = now;
 	r->tgid = id >> 32;
 	r->tid = (__u32)id;
-	r->cgroup = bpf_get_current_cgroup_id();
+	r->cgroup = cgroup;
 	r->code = sc;
 	r->res = ret;
 	/* the process's name, as the other layers' records give it */
@@ -177,18 +180,19 @@ static __always_inline int on_exit(struct trace_event_raw_sys_exit *ctx, __u32 s
 	struct syscall_key key = {};
 	struct syscall_start *st;
 	struct hist *h;
-	__u64 start;
+	__u64 start, cgroup;
 
 	st = bpf_task_storage_get(&sc_start, bpf_get_current_task_btf(), 0, 0);
 	if (!st || !st->ts)
 		return 0;	/* entered before tracing began, or filtered out at entry */
 	now = bpf_ktime_get_ns();
 	start = st->ts;
+	cgroup = st->cgroup;
 	st->ts = 0;
 	if (st->sc != sc || now < start)
 		return 0;
 	if (snoop_slow(start, now))
-		snoop_syscall(id, sc, st->fd, start, now, ctx->ret);
+		snoop_syscall(id, sc, st->fd, cgroup, start, now, ctx->ret);
 	if (!sc_flat) {
 		key.gen = cur_gen();
 		key.sc = sc;
@@ -196,8 +200,8 @@ static __always_inline int on_exit(struct trace_event_raw_sys_exit *ctx, __u32 s
 			key.tgid = id >> 32;
 			bpf_get_current_comm(key.comm, sizeof(key.comm));
 		}
-		/* the calling thread's: the exit runs in it, as the entry did */
-		key.cgroup = key_cgroup(bpf_get_current_cgroup_id());
+		/* the calling thread's, noted at entry */
+		key.cgroup = key_cgroup(cgroup);
 		h = hists_lookup_or_init(&sc_hists, &key, &sc_zero, HIST_SPILL_ARGS(sc));
 	} else {
 		__u32 idx = cur_gen() * SC_N + sc;

@@ -397,6 +397,37 @@ def test_long_cgroup_paths_are_whole_or_cut_and_said(cgroups, no_bpf_leak):
 
 
 @pytest.mark.root
+def test_a_call_keeps_the_cgroup_it_was_made_from(cgroups, slow_loopdev, tmp_path, no_bpf_leak):
+    """fsync of a disk whose flush is held: the caller is moved to another cgroup while it
+    waits. Its syscall record names the cgroup it called from, as a block record names the one
+    its bio was queued from (it named the one the call returned in)."""
+    top = cgroups("mv")
+    a, b = cgroups("mv/from"), cgroups("mv/to")
+    pa = "/" + str(a.relative_to(cgroup2_mount()))
+    mark, hold = tmp_path / "flushing", tmp_path / "hold"
+    dev = slow_loopdev(1000, fsync_us=30_000_000, fsync_mark=mark, fsync_hold=hold)
+    mark.unlink(missing_ok=True)    # losetup's own flush, not held: no hold file yet
+    hold.touch()
+    tracer = Tracer(["--slower", "0", "-l", "syscall", "-c", str(top), "-j"],
+                    command=("snoop",))
+    p = subprocess.Popen(["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(a),
+                          "python3", "-c", f"import os; os.fsync(os.open({dev!r}, os.O_WRONLY))"])
+    try:
+        deadline = time.monotonic() + 30
+        while not mark.exists():    # the flush is in slowfs: fsync is waiting
+            assert p.poll() is None and time.monotonic() < deadline, "no flush came"
+            time.sleep(0.05)
+        (b / "cgroup.procs").write_text(str(p.pid))
+    finally:
+        hold.unlink()
+        assert p.wait(timeout=60) == 0
+    snoops, _ = snoop_records(tracer.stop())
+    calls = [(r["syscall"], r["cgroup"]) for r in snoops if r["pid"] == p.pid and
+             r["syscall"] == "fsync"]
+    assert calls == [("fsync", pa)], [(r["syscall"], r["cgroup"]) for r in snoops]
+
+
+@pytest.mark.root
 def test_cgroup_removed_keeps_its_path(cgroups, no_bpf_leak):
     """A cgroup whose requests are printed after it is gone keeps the path it had."""
     cg = cgroups("gone")
