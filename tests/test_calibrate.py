@@ -85,6 +85,18 @@ def test_not_on_a_disk_is_incomplete_not_pass(small_tmpfs, no_bpf_leak):
     assert doc["result"] == "INCOMPLETE" and r.returncode == 3, (r.returncode, doc["result"])
 
 
+def test_a_verdict_stdout_cannot_take_is_a_failure(small_tmpfs, no_bpf_leak):
+    """-j flushes each line as it goes: with stdout on a full disk every line failed unseen and
+    calibrate exited with its verdict (3 here), as if someone had read it. Now: exit 1, said."""
+    d = small_tmpfs("256m")
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([str(IOSTRATA), "calibrate", "-j", "--dir", str(d)], stdout=full,
+                           stderr=subprocess.PIPE, text=True, timeout=120)
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert json.loads(r.stderr.splitlines()[-1]) == {    # -j: the error is JSON too
+        "type": "error", "message": "writing the result: No space left on device"}, r.stderr
+
+
 def test_a_load_that_cannot_run_fails(small_tmpfs, no_bpf_leak):
     """An 8 MiB tmpfs: the load's 16 MiB file does not fit, so no read check can be made. The
     runs failed, so calibrate fails (it used to skip them all and say PASS), and each failure

@@ -10,6 +10,7 @@
 
 static int stop_pipe[2] = { -1, -1 };
 static volatile sig_atomic_t stops;
+static int first_err;		/* the first write that failed, its errno */
 static char buf[1 << 16];
 
 void stopout_stop(void)
@@ -61,7 +62,14 @@ static ssize_t stdout_write(void *cookie, const char *p, size_t n)
 		}
 		done += (size_t)w;
 	}
+	if (done < n && !first_err)
+		first_err = errno ? errno : EIO;
 	return done ? (ssize_t)done : -1;	/* stdio marks a short write an error */
+}
+
+int stopout_error(void)
+{
+	return first_err;
 }
 
 int stopout_init(void)

@@ -20,5 +20,8 @@ int stopout_init(void);
 /* In a stop signal's handler: a write waiting for room waits no more than the grace, or (a
  * second stop) not at all. Async-signal-safe. */
 void stopout_stop(void);
+/* The errno of the first write to stdout that failed (EPIPE: the reader went), 0 if none did:
+ * stdio keeps only that one did. */
+int stopout_error(void);
 
 #endif
