@@ -206,6 +206,9 @@ struct layer_inst {
 	const struct session_shared *shared;
 	void *skel;
 	struct bpf_link *links[MAX_EVENTS];
+	/* EV_SYSCALL: a perf event of iostrata's own on the tracepoint, holding it registered
+	 * while the links detach (layer_detach); -1: none */
+	int tp_holds[MAX_EVENTS];
 	struct bpf_program *progs[MAX_EVENTS];	/* the chosen program of each event */
 	struct layer_report rep;
 	int ncpus;
@@ -230,8 +233,11 @@ struct layer_inst {
  */
 int layer_start(const struct layer *d, const struct trace_config *cfg,
 		const struct session_shared *sh, struct layer_inst **out, struct layer_report *rep);
-/* Detach every program (starts of requests first); the maps stay readable. */
+/* Detach every program (starts of requests first); the maps stay readable. What is left to
+ * release, which takes the kernel longer, is released by layer_free(). */
 void layer_detach(struct layer_inst *l);
+/* The same for ls[0..n) (NULL: none) at once: their syscall pairs detach together. */
+void layers_detach(struct layer_inst *const *ls, int n);
 void layer_free(struct layer_inst *l);
 /* The report from BTF and tracefs alone, loading nothing (features as non-root). */
 void layer_report_static(const struct layer *d, const struct trace_config *cfg,

@@ -353,11 +353,7 @@ static int collect(struct session *s, int gen, struct interval *iv)
 
 static void detach_all(struct session *s)
 {
-	int i;
-
-	for (i = 0; i < NLAYERS; i++)
-		if (s->inst[i])
-			layer_detach(s->inst[i]);
+	layers_detach(s->inst, NLAYERS);
 	s->finished = true;
 }
 
