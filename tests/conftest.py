@@ -357,3 +357,16 @@ def slow_loopdev(tmp_path):
             out = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
             assert str(mnt) not in out, f"loop device still attached: {out}"
     assert not changed, f"queue settings not put back (before, after): {changed}"
+
+
+def full_pipe():
+    """(read end, write end) of a pipe already full: a write to it blocks until it is read."""
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    try:
+        while True:
+            os.write(w, b"x" * 4096)
+    except BlockingIOError:
+        pass
+    os.set_blocking(w, True)
+    return r, w

@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 
 import conftest
-from conftest import IOSTRATA, ROOT, SCHEMA, wait_no_bpf_programs
+from conftest import IOSTRATA, ROOT, SCHEMA, full_pipe, wait_no_bpf_programs
 
 SCHEMA_DOC = json.loads(SCHEMA.read_text())
 
@@ -334,17 +334,23 @@ def test_a_stop_cuts_a_record_written_to_a_reader_that_stopped_reading(tmp_path,
         assert json.loads(line)["type"], line[:200]
 
 
-def full_pipe():
-    """(read end, write end) of a pipe already full: a write to it blocks until it is read."""
-    r, w = os.pipe()
-    os.set_blocking(w, False)
+def start_on_full_pipe(args):
+    """(process, read end): iostrata ARGS with stdout a pipe already full, once it has attached
+    and is blocked writing to that pipe."""
+    r, w = full_pipe()
+    p = subprocess.Popen([str(IOSTRATA), *args], stdout=w, stderr=subprocess.PIPE,
+                         stdin=subprocess.DEVNULL, text=True)
+    os.close(w)
     try:
-        while True:
-            os.write(w, b"x" * 4096)
-    except BlockingIOError:
-        pass
-    os.set_blocking(w, True)
-    return r, w
+        while not (conftest.our_bpf_programs() and blocked_on_output(p.pid)):
+            assert p.poll() is None, p.communicate()
+            select.select([], [], [], 0.05)
+    except BaseException:
+        p.kill()
+        p.communicate()
+        os.close(r)
+        raise
+    return p, r
 
 
 @pytest.mark.root
@@ -358,15 +364,9 @@ def test_a_stop_ends_a_tracer_whose_stdout_nobody_reads(tmp_path, no_bpf_leak, c
     args = {"trace": ["-l", "block", "0.1"],
             "snoop": ["snoop", "-l", "block"],
             "record": ["record", "-o", str(rec), "-l", "block", "-j", "0.1"]}[cmd]
-    r, w = full_pipe()
+    p, r = start_on_full_pipe(args)
     try:
-        p = subprocess.Popen([str(IOSTRATA), *args], stdout=w, stderr=subprocess.PIPE,
-                             stdin=subprocess.DEVNULL, text=True)
-        os.close(w)
         try:
-            while not (conftest.our_bpf_programs() and blocked_on_output(p.pid)):
-                assert p.poll() is None, p.communicate()
-                select.select([], [], [], 0.05)
             p.send_signal(signal.SIGINT)
             _, err = p.communicate(timeout=60)
         finally:
@@ -392,14 +392,8 @@ def test_a_reader_that_reads_only_after_the_stop_gets_every_record(no_bpf_leak):
     communicate). The tracer, blocked on the full pipe, waits for it after the stop (a grace
     that starts again whenever stdout takes something): every record whole, the final interval
     among them, exit 0."""
-    r, w = full_pipe()
-    p = subprocess.Popen([str(IOSTRATA), "-l", "block", "-j", "0.1"], stdout=w,
-                         stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
-    os.close(w)
+    p, r = start_on_full_pipe(["-l", "block", "-j", "0.1"])
     try:
-        while not (conftest.our_bpf_programs() and blocked_on_output(p.pid)):
-            assert p.poll() is None, p.communicate()
-            select.select([], [], [], 0.05)
         p.send_signal(signal.SIGINT)
         with os.fdopen(r, "rb") as f:
             out = f.read()

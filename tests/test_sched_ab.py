@@ -19,8 +19,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from conftest import (IOSTRATA, ROOT, assert_one_line_error, our_bpf_programs, stat_requests,
-                      wait_no_bpf_programs)
+from conftest import (IOSTRATA, ROOT, assert_one_line_error, full_pipe, our_bpf_programs,
+                      stat_requests, wait_no_bpf_programs)
 
 pytestmark = pytest.mark.root
 
@@ -359,19 +359,6 @@ def test_nohup_run_outlives_a_hangup(disk, tmp_path):
     assert "stopped" not in stderr, stderr
     assert sorted(e["reason"] for _, _, e in recordings(out).values()) == ["duration"] * 4
     assert queue_state(dev) == before
-
-
-def full_pipe():
-    """(read end, write end) of a pipe already full: a write to it blocks until it is read."""
-    r, w = os.pipe()
-    os.set_blocking(w, False)
-    try:
-        while True:
-            os.write(w, b"x" * 4096)
-    except BlockingIOError:
-        pass
-    os.set_blocking(w, True)
-    return r, w
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGUSR1], ids=["TERM", "USR1"])
