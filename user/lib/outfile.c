@@ -79,48 +79,65 @@ int fd_write_all(int fd, const void *buf, size_t n)
 	return 0;
 }
 
-int fd_write_held(int fd, const void *buf, size_t n)
+size_t fd_write_polled(int fd, const void *buf, size_t n, int stop_fd, int (*wait_ms)(void *),
+		       void *arg)
 {
 	const char *p = buf;
+	size_t done = 0;
+
+	while (done < n) {
+		struct pollfd f[2] = { { .fd = fd, .events = POLLOUT },
+				       { .fd = stop_fd, .events = POLLIN } };
+		int wait = wait_ms(arg), r = poll(f, 2, wait);
+		ssize_t w;
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (!f[0].revents) {	/* stop_fd woke it: the next wait_ms() says how long now */
+			if (!r || !wait) {
+				errno = ECANCELED;
+				break;
+			}
+			continue;
+		}
+		/* POLLOUT: a pipe takes PIPE_BUF without blocking; POLLERR, POLLNVAL: the error */
+		w = write(fd, p + done, n - done < PIPE_BUF ? n - done : PIPE_BUF);
+		if (w < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			break;
+		}
+		done += (size_t)w;
+	}
+	return done;
+}
+
+/* a stop held pending (the signalfd readable): no more waiting; else for ever */
+static int held_wait(void *arg)
+{
+	struct pollfd q = { .fd = *(int *)arg, .events = POLLIN };
+
+	return poll(&q, 1, 0) > 0 ? 0 : -1;
+}
+
+int fd_write_held(int fd, const void *buf, size_t n)
+{
 	sigset_t stop;
-	int sfd, err = 0;
+	int sfd, e;
+	size_t done;
 
 	stop_signals_set(&stop);
 	sfd = signalfd(-1, &stop, SFD_CLOEXEC | SFD_NONBLOCK);	/* a held one: readable */
 	if (sfd < 0)
 		return -1;
-	while (n && !err) {
-		struct pollfd f[2] = { { .fd = fd, .events = POLLOUT },
-				       { .fd = sfd, .events = POLLIN } };
-		ssize_t w;
-
-		if (poll(f, 2, -1) < 0) {
-			err = errno != EINTR;
-			continue;
-		}
-		if (!f[0].revents && f[1].revents) {	/* left pending: delivered at the release */
-			errno = ECANCELED;
-			err = 1;
-			continue;
-		}
-		/* POLLOUT: a pipe takes PIPE_BUF without blocking; POLLERR, POLLNVAL: the error */
-		w = write(fd, p, n < PIPE_BUF ? n : PIPE_BUF);
-		if (w < 0) {
-			err = errno != EINTR && errno != EAGAIN;
-			continue;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	if (err) {
-		int e = errno;
-
-		close(sfd);
-		errno = e;
-		return -1;
-	}
+	done = fd_write_polled(fd, buf, n, sfd, held_wait, &sfd);
+	e = errno;
 	close(sfd);
-	return 0;
+	errno = e;
+	return done < n ? -1 : 0;
 }
 
 /* tmp in path's place: over a regular file only with force, never over a file made meanwhile */

@@ -37,6 +37,14 @@ void outfile_release(const sigset_t *was);
  * nobody reads must not keep a Ctrl-C off for ever), the signal left pending.
  */
 int fd_write_held(int fd, const void *buf, size_t n);
+/*
+ * n bytes of buf to fd as poll() finds room, PIPE_BUF at a time (a pipe with room takes that
+ * without blocking), beside stop_fd. Each wait lasts wait_ms(arg) ms (-1: for ever; called
+ * again whenever stop_fd wakes it); one that ends with no room, or a wake by stop_fd when it
+ * said 0, is errno ECANCELED. Returns the bytes written: fewer than n with errno.
+ */
+size_t fd_write_polled(int fd, const void *buf, size_t n, int stop_fd, int (*wait_ms)(void *),
+		       void *arg);
 /* All n bytes to fd, through EINTR and short writes: 0, or -1 with errno. */
 int fd_write_all(int fd, const void *p, size_t n);
 

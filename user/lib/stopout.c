@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <unistd.h>
+#include "outfile.h"
 #include "stopout.h"
 
 static int stop_pipe[2] = { -1, -1 };
@@ -23,45 +22,24 @@ void stopout_stop(void)
 	errno = e;
 }
 
-/*
- * n bytes of p to stdout, what poll() found room for at a time, PIPE_BUF at most (a pipe with a
- * slot free takes that without blocking). Short, errno ECANCELED, when stdout had no room for
- * the grace after a stop, or at a second one.
- */
-static ssize_t stdout_write(void *cookie, const char *p, size_t n)
+/* The stops so far read (one after wakes the poll). None: wait for ever; one: the grace;
+ * more: not at all. */
+static int stop_wait(void *arg)
 {
-	size_t done = 0;
 	char drain[64];
 
-	(void)cookie;
-	while (done < n) {
-		struct pollfd f[2] = { { .fd = STDOUT_FILENO, .events = POLLOUT },
-				       { .fd = stop_pipe[0], .events = POLLIN } };
-		int r, wait;
-		ssize_t w;
+	(void)arg;
+	while (read(stop_pipe[0], drain, sizeof(drain)) > 0)
+		;
+	return !stops ? -1 : stops == 1 ? STOPOUT_GRACE_MS : 0;
+}
 
-		/* the stops so far read; one after wakes the poll */
-		while (read(stop_pipe[0], drain, sizeof(drain)) > 0)
-			;
-		wait = !stops ? -1 : stops == 1 ? STOPOUT_GRACE_MS : 0;
-		r = poll(f, 2, wait);
-		if (r < 0 && errno != EINTR)
-			break;
-		if (!r) {
-			errno = ECANCELED;
-			break;
-		}
-		/* POLLERR (a reader gone), POLLNVAL (closed): the write says which */
-		if (r < 0 || !f[0].revents)
-			continue;
-		w = write(STDOUT_FILENO, p + done, n - done < PIPE_BUF ? n - done : PIPE_BUF);
-		if (w < 0) {
-			if (errno == EINTR || errno == EAGAIN)
-				continue;
-			break;
-		}
-		done += (size_t)w;
-	}
+/* Short, errno ECANCELED, when stdout had no room for the grace after a stop, or at a second. */
+static ssize_t stdout_write(void *cookie, const char *p, size_t n)
+{
+	size_t done = fd_write_polled(STDOUT_FILENO, p, n, stop_pipe[0], stop_wait, NULL);
+
+	(void)cookie;
 	if (done < n && !first_err)
 		first_err = errno ? errno : EIO;
 	return done ? (ssize_t)done : -1;	/* stdio marks a short write an error */
