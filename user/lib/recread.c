@@ -1104,10 +1104,15 @@ static const char *tokenize(struct recread *r, const char *line, size_t len, str
  * were read before (a file repeated: `cat a a` of output without a meta record, whose second
  * meta record would have said so); -1 out of memory.
  */
+static size_t seen_home(uint64_t ts, uint64_t len, size_t cap)
+{
+	return (size_t)(((ts ^ len * 0x9e3779b97f4a7c15ULL) * 0xbf58476d1ce4e5b9ULL) >> 32) &
+	       (cap - 1);
+}
+
 static int64_t seen_before(struct recread *r, const struct interval *iv)
 {
 	struct seen_iv *e;
-	uint64_t h;
 	size_t i;
 
 	if (r->nseen * 2 >= r->seencap) {	/* at most half full */
@@ -1120,8 +1125,7 @@ static int64_t seen_before(struct recread *r, const struct interval *iv)
 			if (!r->seen[k].lineno)
 				continue;
 			e = &r->seen[k];
-			h = (e->ts ^ e->len * 0x9e3779b97f4a7c15ULL) * 0xbf58476d1ce4e5b9ULL;
-			for (i = h >> 32 & (cap - 1); t[i].lineno; i = (i + 1) & (cap - 1))
+			for (i = seen_home(e->ts, e->len, cap); t[i].lineno; i = (i + 1) & (cap - 1))
 				;
 			t[i] = *e;
 		}
@@ -1129,8 +1133,8 @@ static int64_t seen_before(struct recread *r, const struct interval *iv)
 		r->seen = t;
 		r->seencap = cap;
 	}
-	h = (iv->ts_ns ^ iv->interval_ns * 0x9e3779b97f4a7c15ULL) * 0xbf58476d1ce4e5b9ULL;
-	for (i = h >> 32 & (r->seencap - 1); r->seen[i].lineno; i = (i + 1) & (r->seencap - 1))
+	for (i = seen_home(iv->ts_ns, iv->interval_ns, r->seencap); r->seen[i].lineno;
+	     i = (i + 1) & (r->seencap - 1))
 		if (r->seen[i].ts == iv->ts_ns && r->seen[i].len == iv->interval_ns)
 			return (int64_t)r->seen[i].lineno;
 	r->seen[i] = (struct seen_iv){ iv->ts_ns, iv->interval_ns, r->lineno };
