@@ -318,6 +318,32 @@ def test_cut_mid_line_reports_what_is_there(tmp_path, gz):
     assert "no end record" in html
 
 
+@pytest.mark.parametrize("cut", ["trailer", "half-trailer", "at-a-line"])
+def test_a_gzip_stream_cut_short_at_a_line_is_said(tmp_path, cut):
+    """A .gz whose writer died between two lines: its deflate data may end whole, its trailer
+    (CRC-32 and length) missing, so nothing checked what was read; or it ends inside the deflate
+    data exactly where a line ended. zlib's gzread returns no error for either (only gzerror
+    says "unexpected end of file"): read as far as it goes, and said."""
+    whole = tmp_path / "whole.ndjson"
+    synthesize(whole, 30)
+    data = whole.read_bytes()
+    if cut == "at-a-line":
+        lines = data.split(b"\n")
+        part = b"\n".join(lines[:21]) + b"\n"             # the meta record, 20 intervals
+        z = zlib.compressobj(6, zlib.DEFLATED, 31)
+        raw = z.compress(part) + z.flush(zlib.Z_SYNC_FLUSH)   # no final block, no trailer
+        want = "20 intervals"
+    else:
+        z = gzip.compress(data)
+        raw = z[:len(z) - (8 if cut == "trailer" else 4)]
+        want = "30 intervals"
+    rec = tmp_path / "cut.ndjson.gz"
+    rec.write_bytes(raw)
+    r = report(rec, "-o", tmp_path / "r.html")
+    one_warning(r, "the gzip stream is cut short")
+    assert want in (tmp_path / "r.html").read_text()
+
+
 def test_older_format_without_meta(tmp_path):
     """iostrata -j output, or a recording from before the meta record: read, and said."""
     rec = tmp_path / "old.ndjson"

@@ -164,6 +164,15 @@ static void chunk_read(gzFile gz, struct chunk *c)
 		c->err_no = errno;
 		msg = gzerror(gz, &c->zerr);
 		snprintf(c->msg, sizeof(c->msg), "%s", msg ? msg : "");
+	} else if (!c->n) {
+		/*
+		 * A stream cut short (inside the deflate data, or its trailer missing, the CRC never
+		 * checked) is no error to gzread: it returns what it inflated, then 0, and only
+		 * gzerror says Z_BUF_ERROR, "unexpected end of file".
+		 */
+		(void)gzerror(gz, &c->zerr);
+		if (c->zerr == Z_BUF_ERROR)
+			c->n = -1;
 	}
 }
 
