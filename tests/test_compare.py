@@ -13,6 +13,7 @@
   two bucket schemes, garbage: one error line, exit 1, nothing on stdout. Usage errors: exit 2.
 """
 import gzip
+import itertools
 import json
 import math
 import os
@@ -61,9 +62,13 @@ def hist(layer, stage, samples, labels=None):
             "unmeasured": 0, "buckets": buckets}
 
 
+RUNS = itertools.count()
+
+
 def write_rec(path, intervals, scheme=SCHEME):
-    """A recording: a meta record, one interval record per list of histograms, an end."""
-    start = 1_790_000_000 * 10**9
+    """A recording: a meta record, one interval record per list of histograms, an end. Each
+    starts 1000 s after the one before: one run is never read twice (recread_runs_add)."""
+    start = 1_790_000_000 * 10**9 + next(RUNS) * 10**12
     lines = [{"type": "meta", "format": 1, "tool": "iostrata", "version": "test",
               "host": "synthetic", "start_ns": start, "buckets": scheme}]
     for t, hists in enumerate(intervals):
@@ -310,6 +315,12 @@ def test_sets_rows_and_seeds(tmp_path):
     assert other["method"]["seed"] == 7 and other["method"]["resamples"] == 500
     assert [c["verdict"] for c in other["rows"][0]["quantiles"]] == \
         [c["verdict"] for c in doc["rows"][0]["quantiles"]]
+    # a set holding one recording twice (a copy) would weigh it twice: refused, said
+    shutil.copy(da / "1.ndjson", da / "copy.ndjson")
+    assert_one_line_error(compare(da, db), "1.ndjson and ", "copy.ndjson hold the same recording",
+                          "counted twice")
+    # one recording against its copy (an A/A check) is no set holding it twice
+    assert compare_json(da / "1.ndjson", da / "copy.ndjson")["a"]["files"] == 1
 
 
 def test_json_labels_are_the_true_names(tmp_path):

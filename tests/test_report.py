@@ -557,6 +557,12 @@ def test_two_files_make_one_timeline(tmp_path):
     assert_one_line_error(report(a, tmp_path / "." / "a.ndjson", "-o", tmp_path / "aa.html"),
                           "same recording", "twice")
     assert not (tmp_path / "aa.html").exists()
+    # a copy of it under another name (another inode): its meta record's host and start
+    shutil.copy(a, tmp_path / "copy.ndjson")
+    assert_one_line_error(report(b, a, tmp_path / "copy.ndjson", "-o", tmp_path / "aa.html"),
+                          "a.ndjson and ", "copy.ndjson hold the same recording (host synthetic,",
+                          "counted twice")
+    assert not (tmp_path / "aa.html").exists()
 
 
 @pytest.mark.parametrize("gz", [False, True], ids=["plain", "gzip"])
@@ -869,9 +875,9 @@ def uring_hist(stage, pid, n, flags="", ns=1000):
             "buckets": [[lo, hist_hi(hist_index(ns)), n]]}
 
 
-def write_rec(path, intervals, host="h", kernel="6.1.0", cpus=2, argv=("record",)):
+def write_rec(path, intervals, host="h", kernel="6.1.0", cpus=2, argv=("record",),
+              start=1_700_000_000 * 10**9):
     """A recording: intervals is a list of each 1 s interval's hists."""
-    start = 1_700_000_000 * 10**9
     lines = [{"type": "meta", "format": 1, "host": host, "version": "test", "start_ns": start,
               "kernel": {"release": kernel, "version": "#1", "machine": "x86_64"},
               "cpus": cpus, "argv": list(argv)}]
@@ -998,7 +1004,8 @@ def test_recordings_of_two_hosts_name_both(tmp_path):
     ivs = [[uring_hist("total", 5, 10)]]
     a = write_rec(tmp_path / "a.ndjson", ivs, host="alpha", kernel="6.1.0", argv=["record", "-P"])
     b = write_rec(tmp_path / "b.ndjson", ivs, host="beta", kernel="6.18.0", argv=["record"])
-    c = write_rec(tmp_path / "c.ndjson", ivs, host="alpha", kernel="6.18.0", argv=["record", "-P"])
+    c = write_rec(tmp_path / "c.ndjson", ivs, host="alpha", kernel="6.18.0", argv=["record", "-P"],
+                  start=1_700_086_400 * 10**9)   # a day later, rebooted
     head = lambda html: html.split("<header>", 1)[1].split("</header>", 1)[0]  # noqa: E731
     title = lambda html: re.search(r"<title>([^<]*)</title>", html)[1]  # noqa: E731
     report(a, b, c, "-o", tmp_path / "abc.html", check=True)

@@ -104,7 +104,8 @@ def synthesize(path, seconds, seed=1, meta_record=True, fmt=1, end_record=True, 
                                             separators=(",", ":")) for _ in range(4)]
     start = 1_790_000_000 * 10**9
     meta = {"type": "meta", "format": 1, "tool": "iostrata", "version": "bench",
-            "host": "synthetic", "kernel": {"release": "6.1.0", "version": "#1", "machine":
+            # another seed, another host: two of them recorded the same seconds, not one twice
+            "host": "synthetic" if seed == 1 else f"synthetic-{seed}", "kernel": {"release": "6.1.0", "version": "#1", "machine":
                                             "x86_64"},
             "cpus": 16, "start_ns": start, "argv": ["record", "-o", "synthetic", "-D", "-F",
                                                     "-P", "-O"],

@@ -122,7 +122,7 @@ static int named_twice(char **files, int n)
 }
 
 /* Every record of one file into the report. 0, or -1 (said). */
-static int read_file(struct report *rep, const char *path)
+static int read_file(struct report *rep, struct recread_runs *runs, const char *path)
 {
 	struct recread *rr = recread_open(path);
 	struct interval iv;
@@ -141,7 +141,8 @@ static int read_file(struct report *rep, const char *path)
 		}
 		if (k == RR_META) {
 			meta = true;
-			err = report_add_meta(rep, path, recread_meta(rr));
+			err = recread_runs_add(runs, path, recread_meta(rr)) ?:
+			      report_add_meta(rep, path, recread_meta(rr));
 		} else if (k == RR_INTERVAL) {
 			if (!meta) {	/* an older file, or iostrata -j output: no meta record */
 				meta = true;
@@ -171,6 +172,7 @@ static int read_file(struct report *rep, const char *path)
 int cmd_report(int argc, char **argv)
 {
 	struct report_opts o = { .top = 4 };
+	struct recread_runs runs = { 0 };
 	struct report *rep;
 	int verbose = 0, r, i;
 
@@ -187,11 +189,13 @@ int cmd_report(int argc, char **argv)
 	if (!rep)
 		return 1;
 	for (i = optind; i < argc; i++) {
-		if (read_file(rep, argv[i])) {
+		if (read_file(rep, &runs, argv[i])) {
+			recread_runs_free(&runs);
 			report_free(rep);
 			return 1;
 		}
 	}
+	recread_runs_free(&runs);
 	r = report_write(rep) ? 1 : 0;
 	report_free(rep);
 	return r;

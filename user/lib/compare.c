@@ -52,6 +52,7 @@ struct cmp_set {
 	uint64_t lost[NLAYERS];	/* of those, the ones of each layer (drop_layer) */
 	const char *scheme;	/* the bucket scheme the meta records declare; NULL: none seen */
 	const char *scheme_file;
+	struct recread_runs runs;	/* one recording under two names would count twice */
 	struct strpool pool;
 };
 
@@ -117,6 +118,7 @@ void cmp_set_free(struct cmp_set *s)
 	}
 	free(s->rows);
 	free(s->table);
+	recread_runs_free(&s->runs);
 	strpool_free(&s->pool);
 	free(s);
 }
@@ -376,7 +378,8 @@ int cmp_set_add_file(struct cmp_set *s, const char *path)
 			       "interval %u: not what a host can count", path,
 			       s->nintervals - before + 1);
 		if (err || k == RR_ERROR ||
-		    (k == RR_META && set_scheme(s, path, recread_meta(rr)))) {
+		    (k == RR_META && (recread_runs_add(&s->runs, path, recread_meta(rr)) ||
+				      set_scheme(s, path, recread_meta(rr))))) {
 			err = -1;
 			break;
 		}

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
 #define JSMN_STATIC
@@ -1303,4 +1304,62 @@ void recread_close(struct recread *r)
 	free(r->seen);
 	free(r->path);
 	free(r);
+}
+
+struct recread_run {
+	char *host, *file;
+	uint64_t start_ns;
+};
+
+int recread_runs_add(struct recread_runs *rs, const char *file, const struct recread_meta *m)
+{
+	struct recread_run *v;
+	char when[64];
+	struct tm tm;
+	time_t t;
+	size_t i;
+
+	if (m->format <= 0 || !m->host || !m->start_ns)
+		return 0;	/* no meta record (iostrata -j output): no run to tell by */
+	for (i = 0; i < rs->n; i++) {
+		if (rs->v[i].start_ns != m->start_ns || strcmp(rs->v[i].host, m->host))
+			continue;
+		t = (time_t)(m->start_ns / 1000000000);
+		if (!gmtime_r(&t, &tm) || !strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm))
+			snprintf(when, sizeof(when), "%" PRIu64 " ns", m->start_ns);
+		errorf("%s and %s hold the same recording (host %s, started %s): its I/O would be "
+		       "counted twice", rs->v[i].file, file, m->host, when);
+		return -1;
+	}
+	v = realloc(rs->v, (rs->n + 1) * sizeof(*v));
+	if (!v)
+		goto oom;
+	rs->v = v;
+	v = &v[rs->n];
+	v->start_ns = m->start_ns;
+	v->host = strdup(m->host);
+	v->file = strdup(file);
+	if (!v->host || !v->file) {
+		free(v->host);
+		free(v->file);
+		goto oom;
+	}
+	rs->n++;
+	return 0;
+oom:
+	errorf("out of memory");
+	return -1;
+}
+
+void recread_runs_free(struct recread_runs *rs)
+{
+	size_t i;
+
+	for (i = 0; i < rs->n; i++) {
+		free(rs->v[i].host);
+		free(rs->v[i].file);
+	}
+	free(rs->v);
+	rs->v = NULL;
+	rs->n = 0;
 }

@@ -54,4 +54,16 @@ const struct recread_end *recread_end(const struct recread *r);
 uint64_t recread_intervals(const struct recread *r);
 void recread_close(struct recread *r);
 
+/*
+ * The runs (host and start, from the meta records) of the recordings read so far: one copied
+ * under another name, read twice, would count its I/O twice. Zeroed to start.
+ */
+struct recread_runs {
+	struct recread_run *v;
+	size_t n;
+};
+/* file's meta record m noted: 0; -1 said when an earlier file held the same run (or memory). */
+int recread_runs_add(struct recread_runs *rs, const char *file, const struct recread_meta *m);
+void recread_runs_free(struct recread_runs *rs);
+
 #endif
