@@ -114,6 +114,18 @@ def exited_pid():
     (["snoop", "-c", "/a", "-c", "/b"], ["-c given twice ('/a', '/b')"]),
     (["record", "-o", "/nonexistent/r", "--comm", "a", "--comm", "b"],
      ["--comm given twice ('a', 'b')"]),
+    # a second output replaced the first: the file asked for first was never written
+    (["record", "-o", "/nonexistent/a", "-o", "/nonexistent/b"],
+     ["-o given twice ('/nonexistent/a', '/nonexistent/b')", "the last alone would be written"]),
+    (["report", "x.ndjson", "-o", "/nonexistent/a", "--output=/nonexistent/b"],
+     ["-o given twice ('/nonexistent/a', '/nonexistent/b')"]),
+    (["report", "x.ndjson", "-o", "/nonexistent/a", "--svg", "/n/1", "--svg", "/n/2"],
+     ["--svg given twice ('/n/1', '/n/2')"]),
+    (["compare", "a", "b", "--html", "/n/1", "--html", "/n/2"], ["--html given twice ('/n/1', '/n/2')"]),
+    (["sched-ab", "-d", "loop0", "-d", "loop1", "-o", "/n/d", "none", "kyber"],
+     ["-d given twice ('loop0', 'loop1')", "the last alone would be tested"]),
+    (["sched-ab", "-d", "loop0", "-o", "/n/1", "-o", "/n/2", "none", "kyber"],
+     ["-o given twice ('/n/1', '/n/2')"]),
 ])
 def test_bad_input(args, needles):
     assert_one_line_error(run(*args), *needles)

@@ -30,6 +30,12 @@ int sink_written(int err);
 /* "stopped by SIGINT while stdout was full: ..." (a write stopout failed with ECANCELED) */
 const char *output_cut_short(void);
 
+/*
+ * An option that takes one value given a second (was: the first, NULL: none yet): the first
+ * would be dropped, silently. 0, or -1 said: "the last alone would be LAST".
+ */
+int opt_once(const char *opt, const char *was, const char *arg, const char *last);
+
 /* Root, or the capabilities loading and attaching tracing programs takes. */
 bool privileged(void);
 

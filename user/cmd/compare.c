@@ -112,7 +112,11 @@ static int parse(int argc, char **argv, struct compare_args *a)
 				return -1;
 			a->aa = (int)v;
 			break;
-		case OPT_HTML: a->html = optarg; break;
+		case OPT_HTML:
+			if (opt_once("--html", a->html, optarg, "written"))
+				return -1;
+			a->html = optarg;
+			break;
 		case OPT_FORCE: a->force = true; break;
 		case OPT_RESAMPLES:
 			if (parse_ulong("--resamples", optarg, 100, 1000000, &v))

@@ -61,8 +61,16 @@ static int parse(int argc, char **argv, struct report_opts *o, int *verbose)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":o:vh", long_opts, NULL)) != -1) {
 		switch (c) {
-		case 'o': o->html = optarg; break;
-		case OPT_SVG: o->svg_dir = optarg; break;
+		case 'o':
+			if (opt_once("-o", o->html, optarg, "written"))
+				return -1;
+			o->html = optarg;
+			break;
+		case OPT_SVG:
+			if (opt_once("--svg", o->svg_dir, optarg, "written"))
+				return -1;
+			o->svg_dir = optarg;
+			break;
 		case OPT_FORCE: o->force = true; break;
 		case OPT_TOP:
 			if (cli_uint(optarg, 0, 1000, &top)) {

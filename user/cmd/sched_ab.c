@@ -186,8 +186,16 @@ static int parse_args(int argc, char **argv, struct sab *a)
 		if (i)
 			continue;
 		switch (o) {
-		case 'd': a->disk_arg = optarg; break;
-		case 'o': a->dir_arg = optarg; break;
+		case 'd':
+			if (opt_once("-d", a->disk_arg, optarg, "tested"))
+				return -1;
+			a->disk_arg = optarg;
+			break;
+		case 'o':
+			if (opt_once("-o", a->dir_arg, optarg, "written"))
+				return -1;
+			a->dir_arg = optarg;
+			break;
 		case 'j': a->json = true; break;
 		case 'v': a->verbose++; break;
 		case OPT_FORCE: a->force = true; break;

@@ -130,7 +130,11 @@ int trace_args_parse(int argc, char **argv, struct trace_args *a, bool record)
 		}
 		switch (o) {
 		case -2: return -1;
-		case 'o': a->output = optarg; break;
+		case 'o':
+			if (opt_once("-o", a->output, optarg, "written"))
+				return -1;
+			a->output = optarg;
+			break;
 		case OPT_FORCE: a->force = true; break;
 		case 'D': c->per_disk = true; break;
 		case 'F': c->per_op = true; break;

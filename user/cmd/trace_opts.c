@@ -283,17 +283,22 @@ static int stages_layers(struct trace_config *c)
 	return 0;
 }
 
+int opt_once(const char *opt, const char *was, const char *arg, const char *last)
+{
+	if (!was)
+		return 0;
+	errorf("%s given twice ('%s', '%s'): it takes one (the last alone would be %s)", opt, was,
+	       arg, last);
+	return -1;
+}
+
 /*
  * A filter holds one disk, process, cgroup or name: a second one given would replace the first
  * and the I/O of the first go untraced, silently. 0, or -1 said.
  */
 static int filter_once(const char *opt, const char *was, const char *arg)
 {
-	if (!was)
-		return 0;
-	errorf("%s given twice ('%s', '%s'): it takes one (the last alone would be traced)", opt,
-	       was, arg);
-	return -1;
+	return opt_once(opt, was, arg, "traced");
 }
 
 /* 1: o is one of the shared options and was taken; 0: not one of them; -1: bad (said). */
