@@ -321,6 +321,10 @@ def test_sets_rows_and_seeds(tmp_path):
                           "counted twice")
     # one recording against its copy (an A/A check) is no set holding it twice
     assert compare_json(da / "1.ndjson", da / "copy.ndjson")["a"]["files"] == 1
+    # the same run as iostrata -j output, no meta record: its first interval tells it
+    (da / "copy.ndjson").write_text("".join((da / "1.ndjson").read_text().splitlines(True)[1:]))
+    assert_one_line_error(compare(da, db), "1.ndjson and ",
+                          "copy.ndjson begin with the same interval", "counted twice")
 
 
 def test_json_labels_are_the_true_names(tmp_path):

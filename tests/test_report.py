@@ -562,6 +562,16 @@ def test_two_files_make_one_timeline(tmp_path):
     assert_one_line_error(report(b, a, tmp_path / "copy.ndjson", "-o", tmp_path / "aa.html"),
                           "a.ndjson and ", "copy.ndjson hold the same recording (host synthetic,",
                           "counted twice")
+    # iostrata -j output has no meta record: its first interval tells the run, also against
+    # a recording of it (b, another host recording the same seconds to the ns, which hosts do
+    # not, would be taken for one too)
+    lines = a.read_text().splitlines(True)
+    (tmp_path / "j.ndjson").write_text("".join(lines[1:]))
+    (tmp_path / "j2.ndjson").write_text("".join(lines[1:6]))
+    for pair in (["j.ndjson", "j2.ndjson"], ["a.ndjson", "j.ndjson"], ["j.ndjson", "a.ndjson"]):
+        r = report(*(tmp_path / f for f in pair), "-o", tmp_path / "aa.html")
+        assert_one_line_error(r, f"{pair[0]} and ", f"{pair[1]} begin with the same interval",
+                              "counted twice")
     assert not (tmp_path / "aa.html").exists()
 
 

@@ -149,10 +149,12 @@ static int read_file(struct report *rep, struct recread_runs *runs, const char *
 		}
 		if (k == RR_META) {
 			meta = true;
-			err = recread_runs_add(runs, path, recread_meta(rr)) ?:
+			err = recread_runs_add(runs, path, recread_meta(rr), NULL) ?:
 			      report_add_meta(rep, path, recread_meta(rr));
 		} else if (k == RR_INTERVAL) {
-			if (!meta) {	/* an older file, or iostrata -j output: no meta record */
+			if (recread_intervals(rr) == 1)
+				err = recread_runs_add(runs, path, recread_meta(rr), &iv);
+			if (!meta && !err) {	/* an older file, or iostrata -j output: no meta */
 				meta = true;
 				err = report_add_meta(rep, path, recread_meta(rr));
 			}

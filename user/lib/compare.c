@@ -378,8 +378,10 @@ int cmp_set_add_file(struct cmp_set *s, const char *path)
 			       "interval %u: not what a host can count", path,
 			       s->nintervals - before + 1);
 		if (err || k == RR_ERROR ||
-		    (k == RR_META && (recread_runs_add(&s->runs, path, recread_meta(rr)) ||
-				      set_scheme(s, path, recread_meta(rr))))) {
+		    (k == RR_META && (recread_runs_add(&s->runs, path, recread_meta(rr), NULL) ||
+				      set_scheme(s, path, recread_meta(rr)))) ||
+		    (k == RR_INTERVAL && s->nintervals == before + 1 &&
+		     recread_runs_add(&s->runs, path, recread_meta(rr), &iv))) {
 			err = -1;
 			break;
 		}

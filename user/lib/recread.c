@@ -1306,29 +1306,64 @@ void recread_close(struct recread *r)
 	free(r);
 }
 
+/*
+ * A run as one file tells it: by its meta record (first false: host and start), or by its first
+ * interval (first: its end and length, with the host when a meta record named it).
+ */
 struct recread_run {
 	char *host, *file;
-	uint64_t start_ns;
+	uint64_t start_ns, len;
+	bool first;
 };
 
-int recread_runs_add(struct recread_runs *rs, const char *file, const struct recread_meta *m)
+static void utc_time(uint64_t ns, char *buf, size_t n)
 {
+	time_t t = (time_t)(ns / 1000000000);
+	struct tm tm;
+
+	if (!gmtime_r(&t, &tm) || !strftime(buf, n, "%Y-%m-%d %H:%M:%S UTC", &tm))
+		snprintf(buf, n, "%" PRIu64 " ns", ns);
+}
+
+/*
+ * Two files tell one run: the same host and start; or the same first interval, unless both
+ * name their hosts and those differ (hosts recording the same seconds may end an interval at
+ * the same ns; one host does not, twice).
+ */
+static bool same_run(const struct recread_run *a, const struct recread_run *b)
+{
+	if (a->first != b->first || a->start_ns != b->start_ns || a->len != b->len)
+		return false;
+	return !a->host || !b->host || !strcmp(a->host, b->host);
+}
+
+int recread_runs_add(struct recread_runs *rs, const char *file, const struct recread_meta *m,
+		     const struct interval *iv)
+{
+	struct recread_run k = {
+		.host = m->format > 0 && m->host && *m->host ? m->host : NULL,
+		.start_ns = iv ? iv->ts_ns : m->start_ns,
+		.len = iv ? iv->interval_ns : 0,
+		.first = iv != NULL,
+	};
 	struct recread_run *v;
 	char when[64];
-	struct tm tm;
-	time_t t;
 	size_t i;
 
-	if (m->format <= 0 || !m->host || !m->start_ns)
-		return 0;	/* no meta record (iostrata -j output): no run to tell by */
+	if (!k.start_ns || (!iv && !k.host))
+		return 0;	/* nothing to tell the run by */
 	for (i = 0; i < rs->n; i++) {
-		if (rs->v[i].start_ns != m->start_ns || strcmp(rs->v[i].host, m->host))
+		v = &rs->v[i];
+		if (!same_run(v, &k))
 			continue;
-		t = (time_t)(m->start_ns / 1000000000);
-		if (!gmtime_r(&t, &tm) || !strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm))
-			snprintf(when, sizeof(when), "%" PRIu64 " ns", m->start_ns);
-		errorf("%s and %s hold the same recording (host %s, started %s): its I/O would be "
-		       "counted twice", rs->v[i].file, file, m->host, when);
+		utc_time(k.start_ns, when, sizeof(when));
+		if (!iv)
+			errorf("%s and %s hold the same recording (host %s, started %s): its I/O "
+			       "would be counted twice", v->file, file, k.host, when);
+		else
+			errorf("%s and %s begin with the same interval (ended %s, ts %" PRIu64 "): "
+			       "one recording twice? its I/O would be counted twice", v->file, file,
+			       when, k.start_ns);
 		return -1;
 	}
 	v = realloc(rs->v, (rs->n + 1) * sizeof(*v));
@@ -1336,10 +1371,10 @@ int recread_runs_add(struct recread_runs *rs, const char *file, const struct rec
 		goto oom;
 	rs->v = v;
 	v = &v[rs->n];
-	v->start_ns = m->start_ns;
-	v->host = strdup(m->host);
+	*v = k;
+	v->host = k.host ? strdup(k.host) : NULL;
 	v->file = strdup(file);
-	if (!v->host || !v->file) {
+	if ((k.host && !v->host) || !v->file) {
 		free(v->host);
 		free(v->file);
 		goto oom;

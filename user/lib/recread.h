@@ -55,15 +55,21 @@ uint64_t recread_intervals(const struct recread *r);
 void recread_close(struct recread *r);
 
 /*
- * The runs (host and start, from the meta records) of the recordings read so far: one copied
- * under another name, read twice, would count its I/O twice. Zeroed to start.
+ * The runs of the recordings read so far, each known by its meta record's host and start and
+ * by its first interval's end and length (iostrata -j output has no meta record; a recording
+ * and that output of the same run share the first): one copied under another name, read
+ * twice, would count its I/O twice. Zeroed to start.
  */
 struct recread_runs {
 	struct recread_run *v;
 	size_t n;
 };
-/* file's meta record m noted: 0; -1 said when an earlier file held the same run (or memory). */
-int recread_runs_add(struct recread_runs *rs, const char *file, const struct recread_meta *m);
+/*
+ * file's run noted, from its meta record m (iv NULL), or from its first interval iv: 0; -1 said
+ * when an earlier file held the same run (or memory).
+ */
+int recread_runs_add(struct recread_runs *rs, const char *file, const struct recread_meta *m,
+		     const struct interval *iv);
 void recread_runs_free(struct recread_runs *rs);
 
 #endif
