@@ -560,6 +560,12 @@ def test_disk_replaced_in_a_round(tmp_path):
     ("fifo", "none", "offers no scheduler 'fifo' (it offers: ", 2),
     ("bfq:no_such=1", "none", "bfq has no tunable 'no_such' (its tunables: ", 1),
     ("none", "kyber:read_lat_nsec=abc", "kyber's read_lat_nsec does not take 'abc'", 1),
+    # taken without an error, yet not what the spec says: a value clamped, one tunable
+    # resetting another (strict_guarantees=1 puts slice_idle back to 8 ms)
+    ("none", "mq-deadline:front_merges=2",
+     "mq-deadline's front_merges reads '1' after '2' was written", 1),
+    ("bfq:slice_idle=2,strict_guarantees=1", "none",
+     "bfq's slice_idle reads '8' after '2' was written", 1),
 ])
 def test_bad_spec_is_one_line_and_restores(disk, tmp_path, a, b, needle, rc):
     """Refused before anything runs: no directory made, the disk as it was (a bad tunable is

@@ -247,6 +247,20 @@ static int leave_if_active(const char *disk, const char *name)
 	return 0;
 }
 
+/* A tunable's value as read, and as written: the same number ("05", "+5" and "5"), or text. */
+static bool same_value(const char *read, const char *written)
+{
+	char *e1, *e2;
+	long long a, b;
+
+	errno = 0;
+	a = strtoll(read, &e1, 10);
+	b = strtoll(written, &e2, 10);
+	if (!errno && e1 != read && !*e1 && e2 != written && !*e2)
+		return a == b;
+	return !strcmp(read, written);
+}
+
 int iosched_apply(const char *disk, const struct sched_spec *sp, char *why, size_t len)
 {
 	struct sysfs_val *tun = calloc(IOSCHED_VALS, sizeof(*tun));
@@ -276,6 +290,31 @@ int iosched_apply(const char *disk, const struct sched_spec *sp, char *why, size
 			snprintf(why, len, "%s: %s's %s does not take '%s': %s", disk, sp->name,
 				 sp->kv[i].name, sp->kv[i].val, strerror(-err));
 			err = -1;
+			goto out;
+		}
+	}
+	/*
+	 * A write the kernel takes may still not leave the value: bfq and mq-deadline clamp out of
+	 * range values without an error (front_merges=2 reads 1), jiffies round (read_expire=101
+	 * reads 104 at HZ=250), and one tunable resets another (bfq's strict_guarantees=1 sets
+	 * slice_idle back to 8 ms). The rounds would run under what the spec does not say.
+	 */
+	err = -1;
+	if (read_dir(dir, false, NULL, tun, &n, why, len))
+		goto out;
+	for (i = 0; i < sp->nkv; i++) {
+		const struct sysfs_val *now = find(tun, n, sp->kv[i].name);
+		int j;
+
+		for (j = i + 1; j < sp->nkv && strcmp(sp->kv[j].name, sp->kv[i].name); j++)
+			;
+		if (j < sp->nkv)	/* set again later in the spec: the later one counts */
+			continue;
+		if (!now || !same_value(now->val, sp->kv[i].val)) {
+			snprintf(why, len, "%s: %s's %s reads '%s' after '%s' was written (the kernel "
+				 "clamped or rounded it, or another tunable of the spec reset it): the "
+				 "rounds would not run under '%s'", disk, sp->name, sp->kv[i].name,
+				 now ? now->val : "(gone)", sp->kv[i].val, sp->text);
 			goto out;
 		}
 	}
