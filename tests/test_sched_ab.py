@@ -661,6 +661,25 @@ def test_gate_on_unreliable_verdicts_is_not_decided(disk, tmp_path):
     assert "passed" not in r.stdout.split("verdicts:")[1] and "REGRESSED" not in r.stdout
 
 
+def test_earlier_rounds_in_dir_are_refused_before_any_round(disk, tmp_path):
+    """Without --force, a DIR holding an earlier run's round is refused before round 1, not
+    when this run comes to that round: round 4's log alone there made the run fail after
+    rounds 1 to 3 had run (and rounds of other numbers stayed, for compare to mix)."""
+    dev, before = disk
+    out = tmp_path / "out"
+    (out / "A").mkdir(parents=True)
+    (out / "A" / "round-04.log").write_text("an earlier run's\n")
+    r = sched_ab(dev, "none", "mq-deadline", out, rounds=2, secs=1)
+    assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
+    assert_one_line_error(r, f"{out}/A holds an earlier run's round (round-04.log): --force "
+                             "replaces its rounds, or choose another -o")
+    assert "round  1/4" not in r.stdout, r.stdout
+    assert queue_state(dev) == before
+    files = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+    assert files == ["A/round-04.log"], files
+    assert (out / "A" / "round-04.log").read_text() == "an earlier run's\n"
+
+
 def test_force_leaves_only_this_runs_rounds(disk, tmp_path):
     """--force into a DIR that holds a run of more rounds: that run's rounds go, so that
     DIR/A and DIR/B hold this run's alone (compare DIR/A DIR/B mixed the two runs: rounds 1

@@ -798,6 +798,30 @@ static int clear_rounds(const char *side_dir)
 	return err;
 }
 
+/*
+ * Without --force, a DIR/A or DIR/B that holds a round file of an earlier run is refused before
+ * any round: this run's round of that name would fail only when it came (after rounds that had
+ * run), and rounds of other numbers would stay beside this run's for compare DIR/A DIR/B to mix.
+ */
+static int no_rounds_in(const char *side_dir)
+{
+	struct dirent *de;
+	DIR *d = opendir(side_dir);
+	int err = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d)))
+		if (round_file(de->d_name)) {
+			errorf("%s holds an earlier run's round (%s): --force replaces its rounds, or "
+			       "choose another -o", side_dir, de->d_name);
+			err = -1;
+			break;
+		}
+	closedir(d);
+	return err;
+}
+
 static int make_dirs(struct sab *a)
 {
 	char sub[PATH_MAX + 8];
@@ -815,7 +839,7 @@ static int make_dirs(struct sab *a)
 		return -1;
 	for (i = 0; i < 2; i++) {
 		snprintf(sub, sizeof(sub), "%s/%c", a->dir, side_name(i));
-		if (make_dir(sub, true) || (a->force && clear_rounds(sub)))
+		if (make_dir(sub, true) || (a->force ? clear_rounds(sub) : no_rounds_in(sub)))
 			return -1;
 	}
 	return 0;
