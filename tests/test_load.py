@@ -370,6 +370,23 @@ def test_nohup_keeps_a_hangup_ignored(workdir):
     assert json.loads(out)["interrupted"] is False
 
 
+def wait_for_lay_out(p, workdir):
+    """Until load p has begun laying out its file in workdir (a byte of it written; the file,
+    open, is found by its descriptor: a temporary one has no name by then): its size so far."""
+    deadline = time.monotonic() + 30
+    while True:
+        assert p.poll() is None and time.monotonic() < deadline, p.stderr.read()
+        for fd in os.listdir(f"/proc/{p.pid}/fd"):
+            try:
+                if os.readlink(f"/proc/{p.pid}/fd/{fd}").startswith(str(workdir) + "/"):
+                    laid = os.stat(f"/proc/{p.pid}/fd/{fd}").st_size
+                    if laid:
+                        return laid
+            except FileNotFoundError:
+                pass
+        time.sleep(0.005)
+
+
 # every catchable signal whose default ends the process
 STOP_SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
                 signal.SIGUSR2, signal.SIGALRM, signal.SIGVTALRM, signal.SIGPROF, signal.SIGXCPU,
@@ -389,12 +406,25 @@ def test_a_signal_during_layout_leaves_nothing(workdir, sig):
     size = min(4 << 30, vfs.f_bavail * vfs.f_frsize // 2) >> 20 << 20
     p = subprocess.Popen([str(LOAD), "--size", str(size), "--engine", "psync"], env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 30
-    while not any(workdir.iterdir()):   # the file is being laid out
-        assert p.poll() is None and time.monotonic() < deadline
-        time.sleep(0.01)
+    wait_for_lay_out(p, workdir)
     p.send_signal(sig)
     p.communicate(timeout=60)
+    assert list(workdir.iterdir()) == []
+
+
+def test_a_killed_load_leaves_no_temporary_file(workdir):
+    """The temporary file is unlinked as soon as it is opened (the man page's word), so nothing
+    is left whatever ends the load: it used to be unlinked only once laid out, and a SIGKILL (or
+    the OOM killer) during a lay-out of seconds left the whole file in TMPDIR."""
+    env = dict(os.environ, TMPDIR=str(workdir))
+    vfs = os.statvfs(workdir)
+    size = min(4 << 30, vfs.f_bavail * vfs.f_frsize // 2) >> 20 << 20
+    p = subprocess.Popen([str(LOAD), "--size", str(size), "--engine", "psync", "--ios", "1"],
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    laid = wait_for_lay_out(p, workdir)
+    p.kill()
+    p.communicate(timeout=60)
+    assert laid < size, "killed during the lay-out"
     assert list(workdir.iterdir()) == []
 
 

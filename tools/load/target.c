@@ -155,6 +155,13 @@ static int create_file(const char *p, bool temp)
 		lerr("cannot create %s: %s", p, strerror(err));
 		return -1;
 	}
+	snprintf(shown, sizeof(shown), "%s", created);
+	if (temp && !lo.keep) {
+		/* unlinked before a byte is laid out: a temporary file cannot outlive us, whatever
+		 * kills us (SIGKILL, the OOM killer) and however long its lay-out takes */
+		unlink(created);
+		created[0] = '\0';
+	}
 	if ((err = dio_align_check(fd, p))) {
 		close(fd);
 		target_cleanup();
@@ -176,21 +183,16 @@ static int create_file(const char *p, bool temp)
 	if (err) {
 		close(fd);
 		if (err == -EINTR)
-			lerr("interrupted while laying out %s", created);
+			lerr("interrupted while laying out %s", shown);
 		else
 			lerr("cannot lay out %llu bytes in %s: %s", (unsigned long long)lo.size,
-			     created, strerror(-err));
+			     shown, strerror(-err));
 		target_cleanup();	/* half laid out: never kept, --keep or not */
 		return -1;
 	}
 	laid_out = 1;
-	snprintf(shown, sizeof(shown), "%s", created);
-	if (temp && !lo.keep) {
-		/* an unlinked temporary file cannot outlive us, whatever kills us */
-		unlink(created);
-		created[0] = '\0';
+	if (temp && !lo.keep)
 		snprintf(shown + strlen(shown), sizeof(shown) - strlen(shown), " (temporary)");
-	}
 	target_set(fd);	/* the file made, whatever its name is made to point at later */
 	writable = true;
 	return 0;
