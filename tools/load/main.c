@@ -1099,18 +1099,34 @@ int main(int argc, char **argv)
 			rc = 1;
 			break;
 		}
-	deadline = lo.runtime_s ? start + (uint64_t)(lo.runtime_s * 1e9) : 0;
+	/*
+	 * --runtime counts from when the jobs are ready to issue (the last one's start: a thread
+	 * filling 2 GiB of buffers takes a while), and ends when it is up, not at the next tick
+	 * after it: a 150 ms run lasted 200 ms, a 1 ms one 100 ms.
+	 */
+	deadline = 0;
 	for (;;) {
-		uint64_t n = 0, want = lo.ios * (uint64_t)lo.jobs, now;
+		uint64_t n = 0, want = lo.ios * (uint64_t)lo.jobs, now, last_start = 0;
 		struct timespec tick = { 0, 100 * 1000 * 1000 };
-		bool all_done = true;
+		bool all_done = true, all_started = true;
 
 		for (i = 0; i < started; i++) {
 			n += atomic_load_explicit(&jobs[i].done, memory_order_relaxed);
 			all_done &= jobs[i].end_ns != 0;
+			all_started &= jobs[i].start_ns != 0;
+			if (jobs[i].start_ns > last_start)
+				last_start = jobs[i].start_ns;
 		}
 		if (all_done || (want && n >= want && all_done))
 			break;
+		if (lo.runtime_s && !deadline && all_started)
+			deadline = last_start + (uint64_t)(lo.runtime_s * 1e9);
+		now = now_ns();
+		if (lo.runtime_s && !deadline)
+			tick = ts_of_ns(1000000);	/* the jobs are getting ready */
+		else if (deadline && !atomic_load(&load_stop))
+			tick = ts_of_ns(deadline <= now ? 0 : deadline - now < 100000000ULL ?
+					deadline - now : 100000000ULL);
 		nanosleep(&tick, NULL);
 		now = now_ns();
 		if (deadline && now >= deadline)
