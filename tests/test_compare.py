@@ -19,6 +19,7 @@ import math
 import os
 import random
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -1023,3 +1024,41 @@ def test_one_side_from_standard_input(tmp_path):
     jsonschema.validate(got, CMP_SCHEMA)
     assert got["a_path"] == "-" and got["rows"] == want["rows"], got["a_path"]
     assert_one_line_error(compare("-", "-"), "standard input ('-') for one side only")
+
+
+def test_a_per_process_hour_compares_in_bounded_memory(tmp_path):
+    """An hour of -P where 50 new processes a second each did a little I/O: 60,000 rows (a
+    process name each) in 1,200 intervals. Each row's result held two whole histograms (529
+    slots, 4 KiB each) and each row of a set room for 16 cells and 64 buckets, though it had one
+    and one: 760 MB for this, "out of memory comparing" under a 512 MiB address-space limit
+    (2.3 GB for the hour). Rows now hold the buckets they have."""
+    i = hist_index(100_000)
+    bucket = [hist_lo(i), hist_hi(i), 10]
+    start = 1_800_000_000 * 10**9
+    rec = tmp_path / "churn.ndjson"
+    with open(rec, "w") as f:
+        f.write(json.dumps({"type": "meta", "format": 1, "tool": "iostrata", "version": "t",
+                            "host": "churn", "start_ns": start, "argv": ["record", "-P"],
+                            "buckets": SCHEME}) + "\n")
+        pid = 1000
+        for t in range(1200):
+            hists = []
+            for _ in range(50):
+                pid += 1
+                hists.append(json.dumps({"layer": "block", "stage": "device",
+                                         "labels": {"pid": str(pid), "comm": f"j{pid}"},
+                                         "count": 10, "sum_ns": 10**6, "min_ns": 100_000,
+                                         "max_ns": 100_000, "unmeasured": 0,
+                                         "buckets": [bucket]}, separators=(",", ":")))
+            f.write('{"type":"interval","ts":%d,"interval_ns":1000000000,"hists":[%s],'
+                    '"drops":{},"events":{}}\n' % (start + (t + 1) * 10**9, ",".join(hists)))
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (512 << 20, 512 << 20))
+
+    r = subprocess.run([str(IOSTRATA), "compare", str(rec), str(rec), "-j"], capture_output=True,
+                       text=True, timeout=300, stdin=subprocess.DEVNULL, preexec_fn=limit)
+    assert r.returncode == 0 and r.stderr == "", (r.returncode, r.stderr)
+    doc = json.loads(r.stdout)
+    assert len(doc["rows"]) == 60_000
+    assert all(row["a"]["count"] == row["b"]["count"] == 10 for row in doc["rows"])

@@ -225,7 +225,8 @@ static long row_get(struct cmp_set *s, const struct rec *r)
 static int pair_add(struct srow *row, uint32_t slot, uint64_t n)
 {
 	if (row->npairs == row->pcap) {
-		size_t cap = row->pcap ? row->pcap * 2 : 64;
+		/* small first: a per-process recording has many rows of a bucket or two */
+		size_t cap = row->pcap ? row->pcap * 2 : 8;
 		uint16_t *sl = realloc(row->slot, cap * sizeof(*sl));
 		uint64_t *c;
 
@@ -251,7 +252,7 @@ static int row_add_hist(struct srow *row, uint32_t iv, const struct hist *h)
 
 	if (!c || c->iv != iv) {
 		if (row->ncells == row->ccap) {
-			size_t cap = row->ccap ? row->ccap * 2 : 16;
+			size_t cap = row->ccap ? row->ccap * 2 : 4;
 			struct cell *v = realloc(row->cells, cap * sizeof(*v));
 
 			if (!v)
@@ -541,8 +542,14 @@ static void side_weigh(struct side *sd, struct rng *r)
 	for (j = 0; j < sd->ndrawn; j++)	/* w is zero but for the last draw's columns */
 		sd->w[sd->drawn[j]] = 0;
 	sd->ndrawn = 0;
-	for (k = 0; k < sd->n; k++) {
-		col = sd->col[r ? rng_below(r, sd->n) : k];
+	if (!r) {	/* each interval once: each column once, in the intervals' order */
+		for (c = 0; c < sd->ncol; c++) {
+			sd->w[c] = 1;
+			sd->drawn[sd->ndrawn++] = c;
+		}
+	}
+	for (k = 0; r && k < sd->n; k++) {
+		col = sd->col[rng_below(r, sd->n)];
 		if (col >= 0 && !sd->w[col]++)
 			sd->drawn[sd->ndrawn++] = (uint32_t)col;
 	}
@@ -1147,24 +1154,42 @@ static int32_t *cells_of(const struct srow *row, uint32_t nintervals)
 	return v;
 }
 
-/* A row's every interval merged: the side's histogram, for the CDFs. */
-static void row_hist(const struct srow *row, struct hist *h)
+/* The row's cells merged, for the CDFs, into d (its arrays allocated). 0, or -1 (memory). */
+static int row_dist(const struct srow *row, struct cmp_dist *d)
 {
+	uint64_t *slots = calloc(HIST_NSLOTS, sizeof(*slots));
 	const struct cell *c;
 	size_t i, p;
+	uint32_t n = 0;
 
-	memset(h, 0, sizeof(*h));
+	memset(d, 0, sizeof(*d));
+	if (!slots)
+		return -1;
 	for (i = 0; i < row->ncells; i++) {
 		c = &row->cells[i];
-		if (!h->count || c->min < h->min_ns)
-			h->min_ns = c->min;
-		if (c->max > h->max_ns)
-			h->max_ns = c->max;
-		h->count += c->count;
-		h->sum_ns += c->sum;
+		if (!d->count || c->min < d->min_ns)
+			d->min_ns = c->min;
+		if (c->max > d->max_ns)
+			d->max_ns = c->max;
+		d->count += c->count;
 		for (p = c->off; p < c->off + c->n; p++)
-			h->slots[row->slot[p]] += row->cnt[p];
+			slots[row->slot[p]] += row->cnt[p];
 	}
+	for (i = 0; i < HIST_NSLOTS; i++)
+		n += !!slots[i];
+	d->slot = malloc((n ? n : 1) * sizeof(*d->slot));
+	d->cnt = malloc((n ? n : 1) * sizeof(*d->cnt));
+	if (!d->slot || !d->cnt) {
+		free(slots);
+		return -1;
+	}
+	for (i = 0; i < HIST_NSLOTS; i++)
+		if (slots[i]) {
+			d->slot[d->n] = (uint16_t)i;
+			d->cnt[d->n++] = slots[i];
+		}
+	free(slots);
+	return 0;
 }
 
 static int lone_add(struct cmp_result *res, struct strpool *pool, const struct srow *row,
@@ -1226,8 +1251,13 @@ static int run_row(const struct cmp_set *a, const struct srow *ra, const struct 
 	out->b.count = rb->count;
 	out->b.intervals = B.ndrawn;
 	out->b.unmeasured = rb->unmeasured;
-	row_hist(ra, &out->a.h);
-	row_hist(rb, &out->b.h);
+	if (row_dist(ra, &out->a.h) || row_dist(rb, &out->b.h)) {
+		free(out->a.h.slot);	/* the row is not the result's: freed here */
+		free(out->a.h.cnt);
+		free(out->b.h.slot);
+		free(out->b.h.cnt);
+		goto out;
+	}
 	err = 0;
 out:
 	side_free(&A);
@@ -1386,8 +1416,16 @@ int cmp_stage_compared(const struct cmp_result *r, const char *layer, const char
 
 void cmp_result_free(struct cmp_result *r)
 {
+	size_t i;
+
 	if (!r)
 		return;
+	for (i = 0; i < r->nrows; i++) {
+		free(r->rows[i].a.h.slot);
+		free(r->rows[i].a.h.cnt);
+		free(r->rows[i].b.h.slot);
+		free(r->rows[i].b.h.cnt);
+	}
 	free(r->rows);
 	free(r->lone);
 	if (r->pool)

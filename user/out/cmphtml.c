@@ -315,21 +315,20 @@ static double cdf_y(const struct cdf_geom *g, double f)
 }
 
 /* The side's CDF through each bucket's upper edge (cut to the exact max). */
-static void cdf_line(const struct cdf_geom *g, const struct hist *h, const char *cls,
+static void cdf_line(const struct cdf_geom *g, const struct cmp_dist *h, const char *cls,
 		     struct sbuf *s)
 {
 	uint64_t cum = 0;
-	uint32_t i;
+	uint32_t k, i;
 	double x;
 
 	if (!h->count)
 		return;
 	sbuf_printf(s, "<polyline class=\"%s\" points=\"%.1f,%.1f", cls, cdf_x(g, h->min_ns),
 		    cdf_y(g, 0));
-	for (i = 0; i < HIST_NSLOTS; i++) {
-		if (!h->slots[i])
-			continue;
-		cum += h->slots[i];
+	for (k = 0; k < h->n; k++) {
+		i = h->slot[k];
+		cum += h->cnt[k];
 		x = i >= HIST_OVERFLOW ? (double)h->max_ns :
 			fmin((double)hist_hi(i), (double)h->max_ns);
 		sbuf_printf(s, " %.1f,%.1f", cdf_x(g, x), cdf_y(g, (double)cum / h->count));
