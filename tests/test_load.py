@@ -328,6 +328,40 @@ def test_sigint_removes_its_files(workdir):
     assert not f.exists(), "SIGINT left the file it created"
 
 
+def ring_submitted(pid):
+    """SQEs the process has put on its io_uring (its fdinfo's SqTail), 0 before it has one."""
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if "io_uring" not in os.readlink(f"/proc/{pid}/fd/{fd}"):
+                continue
+            for line in Path(f"/proc/{pid}/fdinfo/{fd}").read_text().splitlines():
+                if line.startswith("SqTail:"):
+                    return int(line.split()[1])
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return 0
+
+
+@pytest.mark.parametrize("ios,interrupted", [(1, False), (2, True)])
+def test_interrupted_only_when_cut_short(ios, interrupted):
+    """SIGINT while the load's first 3 s TIMEOUT is in flight, at depth 1. With --ios 1 the run
+    is whole (it waits for that TIMEOUT and reports it), and was said INTERRUPTED all the same;
+    with --ios 2 the second is never issued: cut short, said."""
+    p = subprocess.Popen([str(LOAD), "--op", "timeout", "--latency", "3s", "--qd", "1",
+                          "--ios", str(ios), "--json"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not ring_submitted(p.pid):
+        assert p.poll() is None and time.monotonic() < deadline, p.stderr.read()
+        time.sleep(0.01)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 0, err
+    doc = json.loads(out)
+    assert doc["interrupted"] is interrupted
+    assert doc["total"]["timeout"]["total_ios"] == 1, doc["total"]
+
+
 def exit_status_section():
     man = (ROOT / "docs" / "iostrata-load.1").read_text()
     return man.split(".SH EXIT STATUS", 1)[1].split(".SH", 1)[0]

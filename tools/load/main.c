@@ -986,9 +986,13 @@ static void report_text(const struct totals *t, bool interrupted)
 
 /* ---- main ---- */
 
+/* A signal ended the issuing: the run stopped before its --runtime was up (load_stop unset). */
+static atomic_bool signal_stopped;
+
 static void on_signal(int sig)
 {
-	atomic_store(&load_stop, true);
+	if (!atomic_exchange(&load_stop, true))
+		atomic_store(&signal_stopped, true);
 	if (atomic_exchange(&load_signalled, true)) {
 		/* a second signal: leave now, but never leave our files behind */
 		target_cleanup();
@@ -1140,7 +1144,19 @@ int main(int argc, char **argv)
 	getrusage(RUSAGE_SELF, &ru1);
 	if (tty)
 		printf("\r%60s\r", "");
-	interrupted = atomic_load(&load_signalled);
+	/*
+	 * Cut short: a signal stopped the issuing before --runtime was up, and, with --ios, before
+	 * every I/O had completed. A signal after either (the last TIMEOUTs of a run, in flight, are
+	 * waited for) leaves a whole run: not said to be interrupted.
+	 */
+	interrupted = atomic_load(&signal_stopped);
+	if (interrupted && lo.ios) {
+		uint64_t n = 0;
+
+		for (i = 0; i < started; i++)
+			n += atomic_load_explicit(&jobs[i].done, memory_order_relaxed);
+		interrupted = n < lo.ios * (uint64_t)lo.jobs;
+	}
 
 	t.runtime_ns = 0;
 	for (i = 0; i < started; i++) {
