@@ -134,8 +134,6 @@ int run_libaio(struct job *j);
 int run_posixaio(struct job *j);
 int run_uring(struct job *j);
 int run_threadpool(struct job *j);
-/* Probe that the engine and its options work here before the jobs start. */
-int engine_check(void);
 
 /* Targets (target.c): open or create the file/device every job uses. */
 /*
