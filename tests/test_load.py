@@ -696,6 +696,8 @@ def test_keep_keeps_the_default_temporary_file(tmp_path):
     (["--size", "1e3"], "bad --size '1e3'"),       # strtod's forms are not sizes
     (["--bs", "0x200"], "bad --bs '0x200'"),
     (["--engine", "io_uring", "--qd", "65536"], "at most 32768 with io_uring"),
+    # was a job's error after the report ("registering 20000 buffers: Invalid argument")
+    (["--fixed-bufs", "--qd", "20000"], "at most 16384 with --fixed-bufs"),
     (["--qd", "0"], "bad --qd '0'"),
     (["--engine", "psync", "--qd", "8"], "psync is synchronous"),
     (["--engine", "libaio", "--sqpoll"], "io_uring options"),

@@ -712,7 +712,10 @@ static int parse_args(int argc, char **argv)
 		lo.spin = lo.op == OP_TIMEOUT || lo.op == OP_POLL;
 	/* the kernel's IORING_MAX_ENTRIES: refused before any buffer is made */
 	if (need(!(lo.engine == ENG_IO_URING && lo.qd > 32768),
-		 "--qd is at most 32768 with io_uring (the kernel's ring limit)"))
+		 "--qd is at most 32768 with io_uring (the kernel's ring limit)") ||
+	    need(!(lo.fixed_bufs && lo.qd > 16384),
+		 "--qd is at most 16384 with --fixed-bufs (a buffer registered per I/O in flight: "
+		 "the kernel's IORING_MAX_REG_BUFFERS)"))
 		return -1;
 	if (need(!(lo.spin && lo.engine != ENG_IO_URING && lo.engine != ENG_LIBAIO),
 		 "--spin is an io_uring and libaio option"))
