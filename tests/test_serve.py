@@ -449,9 +449,11 @@ def grafana_vars(expr):
 
 
 @pytest.mark.root
-def test_prometheus_scrapes_it(servers, prometheus, no_bpf_leak):
+def test_prometheus_scrapes_it(servers, prometheus, cgroups, no_bpf_leak):
     n = 200
-    srv = servers("-l", "uring", "-O")
+    # the test's TIMEOUTs alone: a host's own io_uring TIMEOUTs (255 of them once) counted too
+    cg = cgroups("prom")
+    srv = servers("-l", "uring", "-O", "-c", str(cg))
     prom = prometheus(srv.port)
     series = f'{H}_count{{layer="uring",stage="submit_cqe",opcode="timeout"}}'
 
@@ -469,10 +471,14 @@ def test_prometheus_scrapes_it(servers, prometheus, no_bpf_leak):
 
     # one TIMEOUT first, so that the series exists before the run and increase() starts at
     # a sample taken before it
-    timeouts(1)
+    def timeouts_here(k):
+        snoop_load("--engine", "io_uring", "--op", "timeout", "--latency", "5ms", "--ios", str(k),
+                   cgroup=cg)
+
+    timeouts_here(1)
     s = wait_for(lambda s: s and s[-1][1] == 1, "the first TIMEOUT never reached Prometheus")
     start_ms = s[-1][0]
-    timeouts(n)
+    timeouts_here(n)
     s = wait_for(lambda s: s[-1][1] == n + 1 and sum(1 for _, v in s if v == n + 1) >= 3,
                  f"Prometheus never held {n + 1} TIMEOUTs in three scrapes")
     end_ms = s[-1][0]
