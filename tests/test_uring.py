@@ -80,6 +80,39 @@ def test_counts_per_opcode(keys, no_bpf_leak):
         assert held and int(held[1]) == 1 and int(held[2]) >= 2, tracer.stderr
 
 
+def sig_digits(ms):
+    """Significant digits of a figure such as "0.000296ms" (3) or "0.001ms" (1)."""
+    return len(ms[:-2].replace(".", "").lstrip("0"))
+
+
+def test_milliseconds_view_keeps_three_significant_digits(no_bpf_leak):
+    """-m: a NOP's latencies (about a microsecond and less) in milliseconds keep three
+    significant digits as every other figure does, never "0.000ms" (a measured latency shown
+    as none) or "0.001ms" (off by up to 50 %); in columns under their headings; no two rows of
+    a histogram labelled alike ("0.001ms - 0.001ms")."""
+    tracer = Tracer(["-l", "uring", "-P", "-O", "-m", "600"])
+    load("--op", "nop", "--ios", "500", "--qd", "1")
+    out = tracer.stop()
+    lines = out.splitlines()
+    head = next(x for x in lines if x.startswith("STAGE"))
+    at = lines.index(next(x for x in lines if x.startswith("uring [nop pid")))
+    for row in lines[at + 1:at + 4]:
+        names = list(re.finditer(r"\S+", head))[2:]
+        values = list(re.finditer(r"\S+", row))[2:]
+        assert [n[0] for n in names] == ["P50", "P90", "P99", "P99.9", "MAX"], head
+        assert row.split()[0] in ("submit_cqe", "cqe_reap", "total") and len(values) == 5, out
+        for n, v in zip(names, values):
+            assert re.fullmatch(r"\d+\.\d{3,6}ms", v[0]), (n[0], row)
+            assert sig_digits(v[0]) >= 3, (n[0], row)
+            # right-aligned: the figure ends where its heading does
+            assert n.end() == v.end(), (head, row)
+    assert lines[at + 1].split()[:2] == ["submit_cqe", "500"], out
+    hist = out[out.index("uring submit_cqe [nop pid"):].split("\n\n")[0].splitlines()[1:]
+    edges = [x.split("|")[0].rsplit(None, 1)[0].split(" - ") for x in hist]
+    assert edges and all(sig_digits(e) >= 3 for pair in edges for e in pair), hist
+    assert len({tuple(e) for e in edges}) == len(edges), hist
+
+
 def test_path_flags_past_the_array_are_counted_in_the_hash(no_bpf_leak):
     """Without -O, -P, -C the histograms are a per-CPU array by (path flags, generation). On a
     host with many CPUs the budget holds only part of it (--hist-keys 16: the floor, as on 70

@@ -304,6 +304,12 @@ static void test_units(void)
 		{ 999.4, "999ns" }, { 999.7, "1.000us" }, { 999.97, "1.000us" }, { 9999.6, "10.00us" },
 		{ 999960.0, "1.000ms" }, { 12345.0, "12.35us" },
 	};
+	static const struct { uint64_t ns; const char *s; } m[] = {
+		{ 0, "0.000ms" }, { 5, "0.000005ms" }, { 296, "0.000296ms" }, { 512, "0.000512ms" },
+		{ 1024, "0.00102ms" }, { 9999, "0.0100ms" }, { 45600, "0.0456ms" },
+		{ 99999, "0.100ms" }, { 105000, "0.105ms" }, { 1010000, "1.010ms" },
+		{ 999999, "1.000ms" }, { 200000000000ULL, "200000.000ms" },
+	};
 	char b[32];
 	size_t i;
 
@@ -313,6 +319,11 @@ static void test_units(void)
 	for (i = 0; i < sizeof(w) / sizeof(w[0]); i++)
 		CHECK(!strcmp(fmt_ns4(b, sizeof(b), w[i].ns), w[i].s), "fmt_ns4 %g: %s, not %s",
 		      w[i].ns, b, w[i].s);
+	/* -m: milliseconds, 3 decimals, more below 0.1 ms for 3 significant digits: a 296 ns
+	 * latency is never "0.000ms", two rows of a histogram never "0.001ms - 0.001ms" */
+	for (i = 0; i < sizeof(m) / sizeof(m[0]); i++)
+		CHECK(!strcmp(fmt_ns(b, sizeof(b), m[i].ns, true), m[i].s), "fmt_ns -m %llu: %s, "
+		      "not %s", (unsigned long long)m[i].ns, b, m[i].s);
 }
 
 int main(void)

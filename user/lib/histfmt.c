@@ -233,7 +233,16 @@ static char *fmt_ns_as(char *buf, size_t len, uint64_t ns, bool in_ms, bool down
 	char num[48];
 
 	if (in_ms) {
-		fmt_dec(num, sizeof(num), (double)ns / 1e6, 3, down);
+		/* 3 decimals, and below 0.1 ms as many more (up to whole ns) as 3 significant
+		 * digits need: 296 ns is "0.000296ms", not "0.000ms" */
+		double v = (double)ns / 1e6, lim = 0.1;
+		int d;
+
+		for (d = 3;; d++, lim /= 10) {
+			fmt_dec(num, sizeof(num), v, d, down);
+			if (d == 6 || !ns || strtod(num, NULL) >= lim)
+				break;
+		}
 		snprintf(buf, len, "%sms", num);
 		return buf;
 	}
