@@ -124,11 +124,15 @@ static __always_inline void reap_unobserved(struct ioreq *e)
 	count_event(EV_AIO_REAP_UNOBSERVED);
 	if (!h)
 		return;
-	/* its completion was seen if linked: that stage is real; the reap is not */
-	if (e->done)
-		stage_add(&h->stage[REQ_SUBMIT_DONE], e->ts, e->done);
+	/*
+	 * Over, as a reaped one: in every stage reap_one() counts it in. Its completion and its
+	 * bios' stamps were seen if linked: those stages are real (an unlinked one's unmeasured,
+	 * as at a reap); the reap is not.
+	 */
+	stage_add(&h->stage[REQ_SUBMIT_DONE], e->done ? e->ts : 0, e->done);
 	hist_unmeasured(&h->stage[REQ_DONE_REAP]);
 	hist_unmeasured(&h->stage[REQ_TOTAL]);
+	req_linked_stages(h, e, 0, false);
 }
 
 /* Is iocb i of the call one its entry could not read? */

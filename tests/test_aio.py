@@ -76,23 +76,36 @@ def test_counts_exact_past_the_per_cpu_keys(loopdev, no_bpf_leak):
         assert got == [("pread", 200), ("pread", 300), ("pwrite", 120)], (stage, per)
 
 
-def test_reaped_in_user_space_is_not_observable(tmp_path, no_bpf_leak):
+@pytest.mark.parametrize("layers", ["block,aio", "aio"])
+def test_reaped_in_user_space_is_not_observable(tmp_path, layers, no_bpf_leak):
     """20 reads reaped from the aio ring in user memory, never through io_getevents: the 19
-    whose iocb was submitted again are counted as not observable, with their (linked)
-    submit_complete still measured; none gets a reap time. The 20th, still in the table when
-    tracing stops, is counted as unmeasured then: every read is in total, timed or not."""
+    whose iocb was submitted again are counted as not observable; none gets a reap time. The
+    20th, still in the table when tracing stops, is counted as unmeasured then: every read is
+    in total, timed or not. With the block layer each read is linked: its submit_complete and
+    its bios' stages (submit_bio, wait, device) were seen and are measured, all 20; without it
+    none is linked, and those stages count each read as unmeasured, as they do a reaped one.
+    (The 19 were in none of them but submit_complete, and there only when linked.)"""
     f = tmp_path / "data"
     f.write_bytes(bytes(range(256)) * 256)  # 64 KiB
     def run():
-        tracer = Tracer(["-l", "block,aio", "-P", "-O", "-j"])
+        tracer = Tracer(["-l", layers, "-P", "-O", "-j"])
         subprocess.run([str(REAPER), "aio-ring", "20", str(f)], check=True)
         return tracer, records(tracer.stop())
     # submit_complete ends at the block completion: one no program received would leave it 19
     st, events = aio_stages(without_unseen(run)[1], "reaper")
     assert events.get("aio_reap_unobserved") == 19, events
     assert st["total"]["count"] == 0 and st["total"]["unmeasured"] == 20, st
-    assert st["complete_reap"]["count"] == 0 and st["complete_reap"]["unmeasured"] == 20
-    assert st["submit_complete"]["count"] == 20, st
+    linked = 20 if layers == "block,aio" else 0
+    # complete_reap starts at the completion, seen only when linked: the 20th, in the table at
+    # the stop, is in it only then (req_pending_final); the 19 ended, as a reaped read does
+    assert (st["complete_reap"]["count"], st["complete_reap"]["unmeasured"]) == \
+        (0, 20 if linked else 19), st
+    for stage in ("submit_complete", "submit_bio", "wait", "device"):
+        assert (st[stage]["count"], st[stage]["unmeasured"]) == (linked, 20 - linked), \
+            (stage, st)
+    if linked:
+        assert sum(st[s]["sum_ns"] for s in ("submit_bio", "wait", "device")) == \
+            st["submit_complete"]["sum_ns"], st
 
 
 def test_partial_submit(tmp_path, no_bpf_leak):
