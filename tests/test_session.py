@@ -420,7 +420,8 @@ def test_nohup_keeps_a_hangup_ignored(no_bpf_leak):
 
 def test_hangup_stops_tracing_and_unmounts_tracefs(tmp_path, no_bpf_leak):
     """SIGHUP (its terminal closed) stops a trace as Ctrl-C does: the final interval, exit 0,
-    every program detached and tracefs unmounted; it used to kill the process outright."""
+    every program detached; it used to kill the process outright. The tracefs it mounted to
+    attach was never on the host's tree (a mount namespace of its own)."""
     r = in_private_mounts(
         f"{IOSTRATA} -v -l syscall -j >out 2>err & pid=$!; "
         "until grep -q 'iostrata: tracing' err; do sleep 0.1; done; "
@@ -428,5 +429,25 @@ def test_hangup_stops_tracing_and_unmounts_tracefs(tmp_path, no_bpf_leak):
         "kill -HUP $pid; wait $pid; echo RC $?; cat err >&2; "
         f"echo TRACEFS $(grep -c ' {TRACEFS} ' /proc/self/mounts)", tmp_path)
     assert "mounted tracefs at" in r.stderr, r.stderr
-    assert tracefs_lines(r.stdout) == ["TRACEFS 1", "TRACEFS 0"], (r.stdout, r.stderr)
+    assert tracefs_lines(r.stdout) == ["TRACEFS 0", "TRACEFS 0"], (r.stdout, r.stderr)
     assert "RC 0" in r.stdout, (r.stdout, r.stderr)
+
+
+def test_a_second_tracer_does_not_share_the_first_ones_tracefs(tmp_path, no_bpf_leak):
+    """Where the host has no tracefs, each tracer mounts its own to attach, seen by no other
+    process. The first one's was mounted on the host's tree and unmounted (MNT_DETACH) when it
+    had attached or ended: a second one that had found it mounted and was still attaching lost
+    it ("failed to determine tracepoint 'syscalls/sys_exit_io_getevents' perf event ID"), and a
+    layer not named with -l was dropped without a word. Here the first is tracing; the host
+    still has no tracefs; the second mounts its own and traces."""
+    r = in_private_mounts(
+        f"{IOSTRATA} -v -l syscall -j >out1 2>err1 & pid=$!; "
+        "until grep -q 'iostrata: tracing' err1; do sleep 0.1; done; "
+        f"echo TRACEFS $(grep -c ' {TRACEFS} ' /proc/self/mounts); "
+        f"{IOSTRATA} -v -l syscall,aio -j 0.2 2 >out2 2>err2; echo RC2 $?; "
+        "kill -INT $pid; wait $pid; echo RC1 $?; cat err2 >&2; "
+        "echo INTERVALS2 $(grep -c '\"type\":\"interval\"' out2)", tmp_path)
+    assert tracefs_lines(r.stdout) == ["TRACEFS 0"], (r.stdout, r.stderr)
+    assert "mounted tracefs at" in r.stderr, r.stderr     # the second mounted its own
+    assert "RC2 0" in r.stdout and "RC1 0" in r.stdout, (r.stdout, r.stderr)
+    assert "INTERVALS2 2" in r.stdout, (r.stdout, r.stderr)

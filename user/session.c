@@ -229,6 +229,9 @@ int session_open(const struct trace_config *cfg, bool probe, struct session **ou
 		started += s->inst[i] != NULL;
 	}
 	log_mute(false);
+	/* attached: back in the host's mount namespace, where paths and mounts are the host's */
+	tracefs_release(s->tracefs_mounted);
+	s->tracefs_mounted = false;
 	if (!started && !probe) {
 		errorf("%s", *log_muted_error() ? log_muted_error() : "no layer could start");
 		goto fail;
@@ -240,12 +243,6 @@ int session_open(const struct trace_config *cfg, bool probe, struct session **ou
 fail:
 	session_close(s);
 	return -1;
-}
-
-void session_attached(struct session *s)
-{
-	tracefs_release(s->tracefs_mounted);
-	s->tracefs_mounted = false;
 }
 
 bool session_has(const struct session *s, int id)

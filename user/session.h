@@ -2,7 +2,8 @@
 /*
  * A tracing session: the layers a configuration asks for, attached together, sharing one
  * generation map (so every layer's interval ends at the same instant, with one flip and one
- * grace period), one request table and tracefs. Every command that traces runs one:
+ * grace period), one request table, and tracefs while attaching. Every command that traces
+ * runs one:
  *
  *	session_open -> session_interval ... -> session_finish -> session_close
  *
@@ -30,11 +31,6 @@ struct session;
  */
 int session_open(const struct trace_config *cfg, bool probe, struct session **out,
 		 struct layer_report *reps, bool *tried);
-/*
- * Undo now what the session set up only to attach (tracefs, when it mounted it): for a command
- * about to give up the privileges that undoing it later would take.
- */
-void session_attached(struct session *s);
 /* Is layer id running in this session? */
 bool session_has(const struct session *s, int id);
 /* Retire the generation the programs write and drain it: the interval since the last one. */

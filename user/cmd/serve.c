@@ -499,7 +499,6 @@ int cmd_serve(int argc, char **argv)
 	signal(SIGHUP, SIG_IGN);	/* nothing to reopen: a daemon's HUP must not end it */
 	if (session_open(&a.t.cfg, false, &s, NULL, NULL))
 		goto out;
-	session_attached(s);
 	if (become(s, &a, uid, gid, &sv.drop_caps) || start_http(&sv, &th))
 		goto out;	/* session_close() detaches every program */
 	/* ready once the first interval has started: every I/O from here is counted */

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <unistd.h>
 #include <sys/mount.h>
 #include <bpf/btf.h>
@@ -552,23 +554,50 @@ bool disks_idle(void)
 	return idle;
 }
 
-/* Mount tracefs if the host has not; true when syscall events are visible after. */
+/*
+ * A host without tracefs mounted: this thread mounts it in a mount namespace of its own, a
+ * slave of the host's (what the host mounts is seen here, nothing mounted here is seen there),
+ * and goes back to the host's once attached, the namespace and its tracefs gone with it. It was
+ * mounted on the host's tree and unmounted (MNT_DETACH) once attached: another iostrata that
+ * found it mounted, still attaching, lost it ("failed to determine tracepoint ... perf event
+ * ID"), and a syscall or aio layer not asked for by name was dropped without a word.
+ */
+static int host_mnt_ns = -1;
+
 bool tracefs_ready(bool *mounted)
 {
 	*mounted = false;
 	if (!access(TRACEFS "/events/syscalls", F_OK))
 		return true;
-	if (access(TRACEFS "/events", F_OK) && !mount("tracefs", TRACEFS, "tracefs", 0, NULL)) {
-		*mounted = true;
-		vlog("mounted tracefs at " TRACEFS " (unmounted at exit)");
+	if (!access(TRACEFS "/events", F_OK))
+		return false;		/* mounted, without the syscall events */
+	host_mnt_ns = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	if (host_mnt_ns < 0)
+		return false;
+	if (unshare(CLONE_NEWNS)) {
+		vlog("cannot mount tracefs in a mount namespace of its own: %s", strerror(errno));
+		close(host_mnt_ns);
+		host_mnt_ns = -1;
+		return false;
 	}
+	*mounted = true;	/* in a namespace of its own, left in tracefs_release */
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) ||
+	    mount("tracefs", TRACEFS, "tracefs", 0, NULL)) {
+		vlog("cannot mount tracefs at " TRACEFS ": %s", strerror(errno));
+		return false;
+	}
+	vlog("mounted tracefs at " TRACEFS ", in a mount namespace of its own while attaching");
 	return !access(TRACEFS "/events/syscalls", F_OK);
 }
 
 void tracefs_release(bool mounted)
 {
-	if (mounted && umount2(TRACEFS, MNT_DETACH))
-		vlog("could not unmount " TRACEFS ": %s", strerror(errno));
+	if (!mounted || host_mnt_ns < 0)
+		return;
+	if (setns(host_mnt_ns, CLONE_NEWNS))
+		vlog("could not go back to the host's mount namespace: %s", strerror(errno));
+	close(host_mnt_ns);
+	host_mnt_ns = -1;
 }
 
 bool syscall_tp_exists(const char *name)
