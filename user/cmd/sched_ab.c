@@ -771,11 +771,13 @@ static bool round_file(const char *name)
 }
 
 /*
- * --force into a DIR that holds an earlier run: its rounds go, all of them, so that DIR/A and
- * DIR/B hold this run's alone (an earlier run of more rounds left its later rounds beside
- * these, and compare DIR/A DIR/B mixed the two runs). Only round files are removed.
+ * The round files of an earlier run in DIR/A or DIR/B. With --force (remove) they go, all of
+ * them, so that the side holds this run's alone (an earlier run of more rounds left its later
+ * rounds beside these, and compare DIR/A DIR/B mixed the two runs); only round files are
+ * removed. Without it the side is refused before any round: this run's round of the same name
+ * would fail only when it came, after rounds that had run. 0, or -1 said.
  */
-static int clear_rounds(const char *side_dir)
+static int earlier_rounds(const char *side_dir, bool remove)
 {
 	char path[PATH_MAX + 300];
 	struct dirent *de;
@@ -784,40 +786,20 @@ static int clear_rounds(const char *side_dir)
 
 	if (!d)
 		return 0;
-	while ((de = readdir(d)))
-		if (round_file(de->d_name)) {
-			snprintf(path, sizeof(path), "%s/%s", side_dir, de->d_name);
-			if (unlink(path) && errno != ENOENT) {
-				errorf("cannot remove %s (an earlier run's round): %s", path,
-				       strerror(errno));
-				err = -1;
-				break;
-			}
-		}
-	closedir(d);
-	return err;
-}
-
-/*
- * Without --force, a DIR/A or DIR/B that holds a round file of an earlier run is refused before
- * any round: this run's round of that name would fail only when it came (after rounds that had
- * run), and rounds of other numbers would stay beside this run's for compare DIR/A DIR/B to mix.
- */
-static int no_rounds_in(const char *side_dir)
-{
-	struct dirent *de;
-	DIR *d = opendir(side_dir);
-	int err = 0;
-
-	if (!d)
-		return 0;
-	while ((de = readdir(d)))
-		if (round_file(de->d_name)) {
-			errorf("%s holds an earlier run's round (%s): --force replaces its rounds, or "
-			       "choose another -o", side_dir, de->d_name);
+	while (!err && (de = readdir(d))) {
+		if (!round_file(de->d_name))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", side_dir, de->d_name);
+		if (!remove) {
+			errorf("%s holds an earlier run's round (%s): --force replaces its rounds, "
+			       "or choose another -o", side_dir, de->d_name);
 			err = -1;
-			break;
+		} else if (unlink(path) && errno != ENOENT) {
+			errorf("cannot remove %s (an earlier run's round): %s", path,
+			       strerror(errno));
+			err = -1;
 		}
+	}
 	closedir(d);
 	return err;
 }
@@ -839,7 +821,7 @@ static int make_dirs(struct sab *a)
 		return -1;
 	for (i = 0; i < 2; i++) {
 		snprintf(sub, sizeof(sub), "%s/%c", a->dir, side_name(i));
-		if (make_dir(sub, true) || (a->force ? clear_rounds(sub) : no_rounds_in(sub)))
+		if (make_dir(sub, true) || earlier_rounds(sub, a->force))
 			return -1;
 	}
 	return 0;
