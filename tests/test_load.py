@@ -6,6 +6,7 @@ import errno
 import hashlib
 import json
 import os
+import platform
 import shutil
 import signal
 import stat
@@ -342,6 +343,28 @@ def ring_submitted(pid):
     return 0
 
 
+# clock_nanosleep, io_getevents and io_pgetevents, by machine: what /proc/PID/task/TID/syscall
+# shows of a libaio job thread once its POLL probe is submitted (it sleeps until the probe's
+# time, then waits for the completion)
+AIO_PROBE_WAITS = {"x86_64": {230, 208, 333}, "aarch64": {115, 4, 292}}
+
+
+def probe_in_flight(pid, uring):
+    """An io_uring load has submitted (SqTail); a libaio one has a job thread (not the main
+    one) in one of the waits above, which it enters only with the probe submitted."""
+    if uring:
+        return ring_submitted(pid) > 0
+    waits = AIO_PROBE_WAITS[platform.machine()]
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            nr = Path(f"/proc/{pid}/task/{tid}/syscall").read_text().split()[0]
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            continue
+        if tid != str(pid) and nr.isdigit() and int(nr) in waits:
+            return True
+    return False
+
+
 @pytest.mark.parametrize("ios,interrupted", [(1, False), (2, True)])
 def test_interrupted_only_when_cut_short(ios, interrupted):
     """SIGINT while the load's first 3 s TIMEOUT is in flight, at depth 1. With --ios 1 the run
@@ -379,8 +402,12 @@ def test_a_second_signal_leaves_at_once_with_130(second):
     p = subprocess.Popen([str(LOAD), *args, "--latency", "5s", "--ios", "2", "--json"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          stdin=subprocess.DEVNULL)
-    # into the run: the job thread started (the handlers are set before it)
-    while p.poll() is None and len(os.listdir(f"/proc/{p.pid}/task")) < 2:
+    # into the run: the first probe is in flight. A job thread that had started but not yet
+    # submitted took the first signal as a stop with nothing to wait for, and left with 0
+    # before the second came (a CI failure).
+    deadline = time.monotonic() + 30
+    while not probe_in_flight(p.pid, uring=args[1] == "io_uring"):
+        assert p.poll() is None and time.monotonic() < deadline, p.stderr.read()
         time.sleep(0.01)
     p.send_signal(signal.SIGINT)
     time.sleep(0.2)                 # the first is taken (no timing is asserted)
