@@ -83,7 +83,8 @@ def test_debian_61_kernel():
     scenarios(full.split("=== SCENARIOS")[1].split("=== SNOOP")[0])
     snoop_dm_delay(full.split("=== SCENARIOS")[1].split("FAST ")[1].split()[0],
                    full.split("=== SNOOP")[1].split("=== PROBE")[0])
-    sched_ab(full.split("=== SCHED-AB")[1].split("=== REQUEUE")[0])
+    sched_ab(full.split("=== SCHED-AB")[1].split("=== SCHED-LOST")[0])
+    sched_lost(full.split("=== SCHED-LOST")[1].split("=== REQUEUE")[0])
     requeue(full.split("=== REQUEUE")[1].split("=== UNFOLLOWED")[0])
     unfollowed(full.split("=== UNFOLLOWED")[1].split("=== SERVE")[0])
     serve(full.split("=== SERVE")[1].split("=== DONE")[0])
@@ -221,6 +222,24 @@ def sched_ab(out):
         print(f"sched-ab on 6.1, {d['a']} -> {d['b']}: reader total p50 {t['a_ns'] / 1e6:.2f} -> "
               f"{t['b_ns'] / 1e6:.2f} ms (x{t['ratio']:.3f}, {t['ci_lo']:.3f}..{t['ci_hi']:.3f}), "
               f"A/A {d['aa']['changes']} of {d['aa']['compared']}")
+
+
+def sched_lost(out):
+    """The original scheduler (kyber, a module) removed during a sched-ab run cannot be put
+    back: one line says so, the exit is 1, and the queue's own nr_requests is put back all the
+    same (a failed switch had skipped every other setting)."""
+    lines = out.splitlines()
+    before = [line for line in lines if line.startswith("LOST before ")]
+    assert len(before) == 1 and "[kyber]" in before[0] and \
+        before[0].endswith(" nr_requests=32"), out
+    assert "RMMOD OK" in lines and "SCHED-LOST rc=1" in lines, out
+    err = [json.loads(line[len("LOST err "):]) for line in lines if line.startswith("LOST err ")]
+    assert len(err) == 1 and err[0]["type"] == "error", out
+    assert err[0]["message"].startswith("cannot switch sda back to kyber: ") and \
+        "; it was kyber (" in err[0]["message"], out
+    after = [line for line in lines if line.startswith("LOST after ")]
+    assert len(after) == 1 and "[kyber]" not in after[0] and \
+        after[0].endswith(" nr_requests=32"), out
 
 
 def cgroups(out):

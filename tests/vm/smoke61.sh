@@ -37,11 +37,12 @@ mods=$CACHE/root/lib/modules/$kver/kernel
 
 mkdir -p "$work"/initrd/{bin,proc,sys,dev,tmp,mod}
 cp "$(command -v busybox)" "$work/initrd/bin/"
-for a in sh mount insmod sleep cat echo poweroff grep mkdir rm kill sed cp cut tr ip wget; do ln -s busybox "$work/initrd/bin/$a"; done
+for a in sh mount insmod rmmod sleep cat echo poweroff grep mkdir rm kill sed cp cut tr ip wget; do ln -s busybox "$work/initrd/bin/$a"; done
 cp "$top/bin/iostrata" "$top/bin/iostrata-load" "$top/bin/reaper" "$work/initrd/"
 cp "$mods/fs/configfs/configfs.ko" "$mods/drivers/block/null_blk/null_blk.ko" \
 	"$mods/drivers/md/dm-mod.ko" "$mods/drivers/md/dm-delay.ko" \
-	"$mods"/drivers/scsi/{scsi_common,scsi_mod,sd_mod,scsi_debug}.ko "$work/initrd/mod/"
+	"$mods"/drivers/scsi/{scsi_common,scsi_mod,sd_mod,scsi_debug}.ko \
+	"$mods/block/kyber-iosched.ko" "$work/initrd/mod/"
 # no dmsetup in busybox: a static helper makes the dm-delay device through the DM ioctls
 ${CC:-cc} -static -O2 -o "$work/initrd/dmdelay" "$top/tests/vm/dmdelay.c"
 cat > "$work/initrd/init" <<'INIT'
@@ -187,6 +188,20 @@ for a in none mq-deadline; do
 		grep -E "faster|slower" | sed "s/^/AA $a /"
 	sched after
 done
+echo "=== SCHED-LOST"
+# the original scheduler's module is removed during the run (kyber is not in use once sched-ab
+# has tried both sides): it cannot be put back (no modprobe here to load it again), which
+# sched-ab says, and the queue's own attributes (nr_requests 32) are put back all the same
+insmod /mod/kyber-iosched.ko
+echo kyber > $q/scheduler; echo 32 > $q/nr_requests
+echo "LOST before $(cat $q/scheduler) nr_requests=$(cat $q/nr_requests)"
+/iostrata sched-ab -d sda none mq-deadline --rounds 2 --round-secs 1 -o /tmp/ab-lost -j \
+	-- sh -c "rmmod kyber_iosched && touch /tmp/rmmod.ok; $L --rw randread --runtime 3s" \
+	>/dev/null 2>/tmp/lost.err
+echo "SCHED-LOST rc=$?"
+[ -e /tmp/rmmod.ok ] && echo "RMMOD OK"
+sed 's/^/LOST err /' /tmp/lost.err
+echo "LOST after $(cat $q/scheduler) nr_requests=$(cat $q/nr_requests)"
 echo "=== REQUEUE"
 # every 4th SCSI command finds the host busy (scsi_debug's HOST_BUSY injection): the block
 # layer requeues the request, which is issued again, the same I/O. Two tracers, all stages by

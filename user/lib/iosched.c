@@ -400,8 +400,25 @@ int iosched_restore(const struct iosched_state *st, char *why, size_t len)
 		return -1;
 	}
 	if ((e = queue_write(st->disk, "scheduler", st->sched))) {
-		snprintf(why, len, "cannot switch %s back to %s: %s", st->disk, st->sched,
-			 strerror(-e));
+		/* the tunables belong to the other scheduler; the queue's own attributes are
+		 * still put back, and any that could not be is named after the failure */
+		size_t used = (size_t)snprintf(why, len, "cannot switch %s back to %s: %s",
+					       st->disk, st->sched, strerror(-e));
+		int i;
+
+		if (!iosched_save(st->disk, now, NULL, 0)) {
+			put_back(st->disk, "", st->queue, st->nqueue, now->queue, now->nqueue);
+			if (!iosched_save(st->disk, now, NULL, 0))
+				for (i = 0; i < st->nqueue; i++) {
+					const struct sysfs_val *v =
+						find(now->queue, now->nqueue, st->queue[i].name);
+
+					if (!v || strcmp(v->val, st->queue[i].val))
+						used = said(why, len, 0, used,
+							    "queue/", st->queue[i].name,
+							    v ? v->val : "(gone)", st->queue[i].val);
+				}
+		}
 		goto out;
 	}
 	for (round = 0; round <= 3; round++) {
