@@ -222,3 +222,30 @@ int scx_##name(struct trace_event_raw_sys_exit *ctx)			\
 { return on_exit(ctx, SC_##name); }
 
 SYSCALLS(SC_PROGS)
+
+/*
+ * At the stop, once detached: every thread still in a traced call, under the key its exit would
+ * have counted it by, read by user space and counted unmeasured (the call's end was not seen).
+ * A thread's comm and cgroup are taken as on_exit takes them.
+ */
+SEC("iter/task")
+int sc_in_call(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct syscall_key key = {};
+	struct syscall_start *st;
+
+	if (!task)
+		return 0;
+	st = bpf_task_storage_get(&sc_start, task, 0, 0);
+	if (!st || !st->ts)
+		return 0;
+	key.sc = st->sc;
+	if (per_process) {
+		key.tgid = task->tgid;
+		bpf_probe_read_kernel_str(key.comm, sizeof(key.comm), task->comm);
+	}
+	key.cgroup = key_cgroup(st->cgroup);
+	bpf_seq_write(ctx->meta->seq, &key, sizeof(key));
+	return 0;
+}

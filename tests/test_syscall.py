@@ -1,8 +1,10 @@
 """Live-kernel tests of the syscall layer: the test's own syscalls, counted exactly per process."""
 import json
+import os
 import re
 import subprocess
 import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -231,3 +233,33 @@ def test_fsync_every_n_writes(tmp_path, no_bpf_leak):
     assert len(by_pid) == 1, by_pid
     counts = next(iter(by_pid.values()))
     assert counts["pwrite64"] == 64 + 1 and counts["fsync"] == 4 + 1, counts
+
+
+def test_a_call_still_in_progress_at_the_stop_is_unmeasured(no_bpf_leak):
+    """A thread blocked in a traced call when tracing stops: its exit will not be seen, and the
+    call was counted nowhere. It is now unmeasured in its syscall's record (found by walking
+    the threads at the stop), so count + unmeasured is every call seen entering. Here the load
+    waits 60 s in io_uring_enter for a TIMEOUT (asleep: --no-spin)."""
+    if Path("/proc/sys/kernel/io_uring_disabled").exists() and \
+            Path("/proc/sys/kernel/io_uring_disabled").read_text().strip() != "0":
+        pytest.skip("io_uring is disabled here (kernel.io_uring_disabled)")
+    tracer = Tracer(["-l", "syscall", "-P", "--comm", "iostrata-load", "-j"])
+    load = subprocess.Popen([str(LOAD), "--op", "timeout", "--no-spin", "--latency", "60s",
+                             "--ios", "1", "--json"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        # the job thread waits in io_uring_enter (426 on every architecture's table)
+        deadline = time.monotonic() + 30
+        while not any(Path(f"/proc/{load.pid}/task/{t}/syscall").read_text().startswith("426 ")
+                      for t in os.listdir(f"/proc/{load.pid}/task") if t != str(load.pid)):
+            assert load.poll() is None and time.monotonic() < deadline, load.stderr.read()
+            time.sleep(0.01)
+        recs = records(tracer.stop())
+    finally:
+        load.kill()
+        load.wait()
+    enter = [h for rec in recs for h in rec["hists"]
+             if h["labels"].get("syscall") == "io_uring_enter"
+             and h["labels"].get("pid") == load.pid]
+    assert sum(h.get("unmeasured", 0) for h in enter) == 1, enter
+    assert all(h["labels"]["comm"] == "iostrata-load" for h in enter), enter

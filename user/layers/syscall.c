@@ -3,8 +3,11 @@
  * The syscall layer: what only it has. Its programs are classic tracepoints (syscalls:sys_enter_*
  * and sys_exit_*), one pair per syscall of SYSCALLS() in iostrata.h.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "syscall.skel.h"
 #include "layer.h"
@@ -24,7 +27,8 @@ static const struct layer_event events[] = { SYSCALLS(SC_EVENTS) };
 static const struct layer_stage stages[] = {
 	{ "duration", -1, -1, "sys_enter_<syscall>", "sys_exit_<syscall>",
 	  .how = "classic tracepoints: the read/write and fsync families on regular files and "
-		 "block devices only; io_submit, io_getevents, io_pgetevents, io_uring_enter" },
+		 "block devices only; io_submit, io_getevents, io_pgetevents, io_uring_enter",
+	  .unmeasured = "the call had not returned when tracing stopped" },
 };
 
 /* Without -P: the array slot of (generation, syscall) stands for this key. */
@@ -90,6 +94,8 @@ static int configure(struct layer_inst *l)
 	COMMON_RODATA(skel->rodata, l);
 	skel->rodata->per_process = l->cfg->per_process;
 	skel->rodata->sc_flat = sc_flat(l);
+	/* the stop's walk of the threads still in a call (pending) */
+	bpf_program__set_autoload(skel->progs.sc_in_call, true);
 	if (l->cfg->comm) {
 		skel->rodata->filter_comm = true;
 		strncpy((char *)skel->rodata->comm_filter, l->cfg->comm, 15);
@@ -111,11 +117,60 @@ static const char *event_unneeded(const struct trace_config *c, int ev)
 	return NULL;
 }
 
+/*
+ * At the stop (detached): each call entered and not returned, unmeasured, so that the stage's
+ * count + unmeasured is every call seen entering. The calls are in the threads' own storage:
+ * a task iterator walks the threads and writes each one's key.
+ */
+static int pending(struct layer_inst *l, bool final, struct interval *iv)
+{
+	struct syscall_bpf *skel = l->skel;
+	char buf[64 * sizeof(struct syscall_key)];
+	size_t have = 0, off;
+	struct bpf_link *link;
+	int fd, err = 0;
+	ssize_t n;
+
+	if (!final)
+		return 0;
+	link = bpf_program__attach_iter(skel->progs.sc_in_call, NULL);
+	if (!link)
+		return -errno;
+	fd = bpf_iter_create(bpf_link__fd(link));
+	if (fd < 0) {
+		err = -errno;
+		goto out;
+	}
+	while (!err && (n = read(fd, buf + have, sizeof(buf) - have)) != 0) {
+		if (n < 0) {
+			if (errno != EINTR)
+				err = -errno;
+			continue;
+		}
+		have += (size_t)n;
+		for (off = 0; !err && have - off >= sizeof(struct syscall_key);
+		     off += sizeof(struct syscall_key)) {
+			struct syscall_key k;
+
+			memcpy(&k, buf + off, sizeof(k));
+			err = layer_add_stage(l, &k, 0, 0, 0, iv);
+		}
+		memmove(buf, buf + off, have - off);
+		have -= off;
+	}
+	if (!err && have)
+		err = -EIO;	/* a key cut short: not the iterator's output */
+	close(fd);
+out:
+	bpf_link__destroy(link);
+	return err;
+}
+
 LAYER_SKELETON(syscall)
 
 const struct layer syscall_layer = {
 	LAYER_COMMON(syscall),
 	.drops = BIT(DROP_HIST_FULL) | BIT(DROP_SC_START_FULL),
 	.label = label, .code_name = sc_name,
-	.configure = configure, .event_unneeded = event_unneeded,
+	.configure = configure, .event_unneeded = event_unneeded, .pending = pending,
 };
