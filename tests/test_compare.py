@@ -844,6 +844,57 @@ def test_html_page_renders(tmp_path):
     assert any(r[i] - r[i + 2] > 60 for r in rows[::4] for i in range(0, len(r), 2 * bpp))
 
 
+BOXES = """<script>for (const svg of document.querySelectorAll('svg.cdf')) {
+const box = s => { const b = svg.querySelector(s).getBBox();
+  return [b.x, b.y, b.x + b.width, b.y + b.height].join(' '); };
+svg.setAttribute('data-boxes', [box('text.ttl'), box('g.legend'), box('rect.frame')]
+  .join(','));}</script>"""
+
+
+def test_cdf_titles_never_run_into_the_legend(tmp_path):
+    """A CDF panel's title (layer, stage, labels) beside its A/B legend: a long one ran into the
+    legend and past the panel (seen in a screenshot). As the browser lays them out, the title,
+    the legend and the plot's frame do not overlap and the title stays inside the panel, wrapped
+    (a cgroup path after a '/'); a short title keeps the legend on its line."""
+    long_labels = {"opcode": "read", "pid": 123456, "comm": "postgres: checkpointer",
+                   "cgroup": "/system.slice/postgresql@15-main.service"}
+    pod = ("/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1234abcd_5678_90ef_"
+           "1234_567890abcdef.slice/cri-containerd-" + "0123456789abcdef" * 4 + ".scope")
+    rows = [("uring", "submit_cqe", {"opcode": "read"}), ("uring", "submit_cqe", long_labels),
+            ("block", "device", {"disk": "nvme0n1", "op": "read", "cgroup": pod})]
+
+    def rec(path, scale):
+        rng = random.Random(5)
+        return write_rec(path, [[hist(l, st, [int(200_000 * scale * math.exp(rng.gauss(0, .4)))
+                                              for _ in range(300)], lab) for l, st, lab in rows]
+                                for _ in range(20)])
+    page = tmp_path / "cmp.html"
+    compare_json(rec(tmp_path / "a.ndjson", 1.0), rec(tmp_path / "b.ndjson", 1.3), "--html", page)
+    measured = tmp_path / "boxes.html"
+    measured.write_text(page.read_text().replace("</body>", BOXES + "</body>"))
+    dom = subprocess.run([CHROMIUM, "--no-sandbox", "--dump-dom", measured.as_uri()],
+                         capture_output=True, text=True, timeout=120).stdout
+    panels, titles = {}, {}
+    for svg in re.findall(r'<svg class="cmp cdf".*?</svg>', dom, re.S):
+        head = dict(re.findall(r'([\w-]+)="([^"]*)"', svg[:svg.index(">")]))
+        panels[head["data-labels"]] = [list(map(float, b.split()))
+                                       for b in head["data-boxes"].split(",")]
+        titles[head["data-labels"]] = re.search(r'<text class="ttl".*?</text>', svg, re.S)[0]
+    assert len(panels) == 3, panels.keys()
+
+    def apart(p, q):
+        return p[2] <= q[0] or q[2] <= p[0] or p[3] <= q[1] or q[3] <= p[1]
+    for name, (title, legend, frame) in panels.items():
+        assert apart(title, legend), (name, title, legend)
+        assert title[3] <= frame[1] and legend[3] <= frame[1], (name, title, legend, frame)
+        assert 0 <= title[0] and title[2] <= 470, (name, title)
+    # the longest is cut after three lines, and says so
+    title = next(t for n, t in titles.items() if "cri-containerd" in n)
+    assert title.count("<tspan") == 3 and title.endswith("\u2026</tspan></text>"), title
+    short = panels["read"]
+    assert short[1][1] < short[0][3], "a short title's legend left its line"
+
+
 def test_html_replaces_a_file_only_with_force(tmp_path):
     """--html over a file that exists: refused, unless --force; over an input or anything but a
     regular file: refused even with it. Refusals come before anything is read."""

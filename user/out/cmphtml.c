@@ -13,6 +13,7 @@
 #include "compare.h"
 #include "histfmt.h"
 #include "report_int.h"
+#include "utf8.h"
 
 /* CDF panels at most: the rows with a quantile compared, in the table's order. */
 #define MAX_CDFS	60
@@ -506,9 +507,109 @@ static void cdf_axes(const struct cdf_geom *g, struct sbuf *s)
 		    "height=\"%.1f\"/>", g->x0, g->y0, g->x1 - g->x0, g->y1 - g->y0);
 }
 
+/*
+ * The panel's title (layer, stage, labels) in its 12px bold sans-serif, measured from above:
+ * 8 px a column (a wide character two). It wraps at spaces (a word longer than a line at a
+ * character) into lines across the panel, at most TITLE_LINES, the last cut with an ellipsis
+ * (the <title> tooltip and the tables above have it whole). The A/B legend sits on the first
+ * line when that one ends before it, else on a line of its own below the title.
+ */
+#define TITLE_X		58
+#define TITLE_COL_PX	8
+#define TITLE_COLS	((CDF_W - TITLE_X - 4) / TITLE_COL_PX)
+#define TITLE_LINES	3
+#define LINE_PX		16
+#define LEGEND_X	340
+
+struct tline {
+	size_t at, len;
+};
+
+static int char_at(const char *t, size_t i, int *width)
+{
+	const unsigned char *p = (const unsigned char *)t + i;
+	int len = utf8_len(p);
+
+	*width = len ? utf8_cp_width(utf8_cp(p, len)) : 1;
+	return len ? len : 1;	/* a byte of no sequence: shown as one '?' */
+}
+
+/* t's lines (at most TITLE_LINES) in ln; their number. *cut: some of t did not fit. */
+static int title_wrap(const char *t, struct tline *ln, bool *cut, int *first_cols)
+{
+	size_t i = 0, n = strlen(t), line = 0, space = 0, slash = 0;
+	int nl = 0, cols = 0, w, step;
+
+	*cut = false;
+	*first_cols = 0;
+	while (i < n) {
+		step = char_at(t, i, &w);
+		if (t[i] == ' ')
+			space = i;
+		if (cols + w <= TITLE_COLS) {
+			cols += w;
+			i += (size_t)step;
+			if (t[i - 1] == '/' && i - 1 > line)
+				slash = i;	/* a cgroup path: after a '/' */
+			continue;
+		}
+		if (nl == TITLE_LINES - 1) {
+			*cut = true;
+			break;
+		}
+		/* break at the line's last space, else after its last '/', else here */
+		ln[nl].at = line;
+		ln[nl].len = (space > line ? space : slash > line ? slash : i) - line;
+		if (!nl++)
+			*first_cols = cols;
+		line = space > line ? space + 1 : slash > line ? slash : i;
+		i = line;
+		cols = 0;
+		space = slash = 0;
+	}
+	ln[nl].at = line;
+	ln[nl].len = (*cut ? i : n) - line;
+	if (!nl++)
+		*first_cols = cols;
+	return nl;
+}
+
+/* The title's lines, as <text class="ttl">; the legend's line (its baseline - 4) out. */
+static int cdf_title(const struct cmp_row *row, struct sbuf *s)
+{
+	struct sbuf t = { 0 };
+	struct tline ln[TITLE_LINES];
+	int nl, k, first;
+	bool cut;
+
+	sbuf_printf(&t, "%s %s %s", row->layer, row->stage, row->labels);
+	if (!t.p) {
+		s->oom = true;	/* the page is not written without it: one error line */
+		return 0;
+	}
+	nl = title_wrap(t.p, ln, &cut, &first);
+	sbuf_printf(s, "<text class=\"ttl\" x=\"%d\" y=\"18\" font-weight=\"600\">", TITLE_X);
+	for (k = 0; k < nl; k++) {
+		char save = t.p[ln[k].at + ln[k].len];
+
+		t.p[ln[k].at + ln[k].len] = '\0';
+		sbuf_printf(s, "<tspan x=\"%d\" y=\"%d\">", TITLE_X, 18 + k * LINE_PX);
+		esc(s, t.p + ln[k].at);
+		sbuf_puts(s, k == nl - 1 && cut ? "\xe2\x80\xa6</tspan>" : "</tspan>");
+		t.p[ln[k].at + ln[k].len] = save;
+	}
+	sbuf_puts(s, "</text>");
+	sbuf_free(&t);
+	if (nl == 1 && TITLE_X + first * TITLE_COL_PX <= LEGEND_X - 8)
+		return 0;
+	return nl * LINE_PX;
+}
+
 static void cdf_panel(const struct cmp_row *row, struct sbuf *s)
 {
-	struct cdf_geom g = { .x0 = 58, .x1 = 450, .y0 = 30, .y1 = 210 };
+	struct sbuf title = { 0 };
+	int shift = cdf_title(row, &title), ly = 14 + shift;
+	struct cdf_geom g = { .x0 = 58, .x1 = 450, .y0 = 30 + shift, .y1 = 210 + shift };
 	double lo = (double)row->a.h.min_ns, hi = (double)row->a.h.max_ns;
 
 	if (row->b.h.count) {
@@ -529,9 +630,9 @@ static void cdf_panel(const struct cmp_row *row, struct sbuf *s)
 	}
 	/* the axis's range in ns, for whoever checks the ticks */
 	sbuf_printf(s, "<div><svg class=\"cmp cdf\" xmlns=\"http://www.w3.org/2000/svg\" "
-		    "viewBox=\"0 0 %d 240\" width=\"%d\" role=\"img\" data-x-lo=\"%.6g\" "
-		    "data-x-hi=\"%.6g\" data-layer=\"", CDF_W, CDF_W, pow(10, g.llo),
-		    pow(10, g.lhi));
+		    "viewBox=\"0 0 %d %d\" width=\"%d\" role=\"img\" data-x-lo=\"%.6g\" "
+		    "data-x-hi=\"%.6g\" data-layer=\"", CDF_W, 240 + shift, CDF_W,
+		    pow(10, g.llo), pow(10, g.lhi));
 	esc(s, row->layer);
 	sbuf_puts(s, "\" data-stage=\"");
 	esc(s, row->stage);
@@ -539,15 +640,17 @@ static void cdf_panel(const struct cmp_row *row, struct sbuf *s)
 	esc(s, row->labels);
 	sbuf_puts(s, "\"><title>CDFs of A and B: ");
 	row_name(s, row);
-	sbuf_puts(s, "</title><text x=\"58\" y=\"18\" font-weight=\"600\">");
-	row_name(s, row);
-	sbuf_puts(s, "</text>");
+	sbuf_puts(s, "</title>");
+	sbuf_puts(s, title.p ? title.p : "");
+	sbuf_free(&title);
 	cdf_axes(&g, s);
 	cdf_line(&g, &row->a.h, "a", s);
 	cdf_line(&g, &row->b.h, "b", s);
-	sbuf_printf(s, "<line class=\"a\" x1=\"340\" x2=\"366\" y1=\"14\" y2=\"14\"/>"
-		    "<text x=\"370\" y=\"18\">A</text><line class=\"b\" x1=\"392\" x2=\"418\" "
-		    "y1=\"14\" y2=\"14\"/><text x=\"422\" y=\"18\">B</text>");
+	sbuf_printf(s, "<g class=\"legend\"><line class=\"a\" x1=\"%d\" x2=\"%d\" y1=\"%d\" "
+		    "y2=\"%d\"/><text x=\"%d\" y=\"%d\">A</text><line class=\"b\" x1=\"%d\" "
+		    "x2=\"%d\" y1=\"%d\" y2=\"%d\"/><text x=\"%d\" y=\"%d\">B</text></g>",
+		    LEGEND_X, LEGEND_X + 26, ly, ly, LEGEND_X + 30, ly + 4, LEGEND_X + 52,
+		    LEGEND_X + 78, ly, ly, LEGEND_X + 82, ly + 4);
 	sbuf_puts(s, "</svg></div>");
 }
 
