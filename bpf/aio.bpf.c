@@ -27,6 +27,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
 #include "iostrata.h"
 #include "common.bpf.h"
 #include "req.bpf.h"
@@ -357,14 +358,27 @@ static __always_inline int getevents_exit(struct trace_event_raw_sys_exit *ctx)
 	struct walk w = {};
 	long ret = ctx->ret;
 
-	if (!call)
+	if (ret <= 0)
 		return 0;
-	if (ret > 0) {
+	if (call) {
 		w.ptr = call->ptr;
-		w.now = bpf_ktime_get_ns();
-		w.tgid = id >> 32;
-		bpf_loop(batch((__u64)ret), reap_one, &w, 0);
+	} else {
+		/*
+		 * Entered before tracing began (a reaper waiting at the attach, as one usually is),
+		 * or with no room to note the call: the events array is where the call's fourth
+		 * argument points, still in its saved registers. Unread, these reaps were taken for
+		 * ones made in user memory (aio_reap_unobserved) when their iocbs came back.
+		 */
+		struct pt_regs *regs;
+
+		if (!owner_passes(id))
+			return 0;
+		regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+		w.ptr = PT_REGS_PARM4_CORE_SYSCALL(regs);
 	}
+	w.now = bpf_ktime_get_ns();
+	w.tgid = id >> 32;
+	bpf_loop(batch((__u64)ret), reap_one, &w, 0);
 	return 0;
 }
 

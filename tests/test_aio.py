@@ -1,7 +1,10 @@
 """Live-kernel tests of the aio layer: native aio requests of the test's own processes, counted
 exactly, linked to their bios, and never timed when their reap cannot be seen."""
 import json
+import os
 import subprocess
+import time
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -15,7 +18,7 @@ REAPER = ROOT / "bin" / "reaper"
 SCHEMA_DOC = json.loads(SCHEMA.read_text())
 
 
-def aio_stages(recs, comm):
+def aio_stages(recs, comm, opcode="pread"):
     """{stage: {count, unmeasured, sum_ns}} over the aio records of one comm, and the events."""
     out, events = {}, {}
     for rec in recs:
@@ -25,7 +28,7 @@ def aio_stages(recs, comm):
         for h in rec["hists"]:
             if h["layer"] != "aio" or h["labels"].get("comm") != comm:
                 continue
-            assert h["labels"]["opcode"] == "pread", h["labels"]
+            assert h["labels"]["opcode"] == opcode, h["labels"]
             st = out.setdefault(h["stage"], {"count": 0, "unmeasured": 0, "sum_ns": 0})
             for f in st:
                 st[f] += h[f]
@@ -207,3 +210,34 @@ def test_iocbs_beyond_the_batch_limit_are_each_counted(tmp_path, no_bpf_leak):
     recs = records(tracer.stop())
     assert sum(r["drops"]["aio_batch_cut"] for r in recs) == 2 * (1100 - 1024), \
         [r["drops"] for r in recs]
+
+
+def test_a_reaper_waiting_as_tracing_begins_is_followed(no_bpf_leak):
+    """A thread already waiting in io_getevents when tracing begins (as an application's reaper
+    usually is): its call's entry was not seen, so the events it returned were not read, and
+    each request it reaped was taken, when its iocb came back, for one reaped in user memory
+    (aio_reap_unobserved), with no reap time. The events are now found through the call's saved
+    registers: 5 POLLs, the first reaped by that call, all 5 timed."""
+    p = subprocess.Popen([str(REAPER), "aio-waiting", "5"], stdin=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    tracer = None
+    try:
+        # its waiter thread in io_getevents (208 on x86_64, 4 on arm64) before the attach
+        nr = {"x86_64": "208", "aarch64": "4"}[os.uname().machine]
+        deadline = time.monotonic() + 30
+        while not any(Path(f"/proc/{p.pid}/task/{t}/syscall").read_text().split()[0] == nr
+                      for t in os.listdir(f"/proc/{p.pid}/task") if t != str(p.pid)):
+            assert p.poll() is None and time.monotonic() < deadline, p.stderr.read()
+            time.sleep(0.01)
+        tracer = Tracer(["-l", "aio", "-P", "-O", "-j"])
+        p.stdin.write(b"x")
+        p.stdin.close()
+        assert p.wait(timeout=30) == 0, p.stderr.read()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        recs = records(tracer.stop()) if tracer else []
+    st, events = aio_stages(recs, "reaper", opcode="poll")
+    assert not events.get("aio_reap_unobserved"), events
+    assert (st["total"]["count"], st["total"]["unmeasured"]) == (5, 0), st

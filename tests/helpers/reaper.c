@@ -37,6 +37,11 @@
  *                                    their entries stay), then a zero-copy send over a TCP
  *                                    loopback connection, its result CQE and notification CQE
  *                                    reaped; exit status 3 if SEND_ZC is not supported
+ *   reaper aio-waiting N           a thread waits in io_getevents before anything is submitted;
+ *                                  once a byte is read from stdin (the tracer attached), N POLL
+ *                                  iocbs on a pipe, one at a time with the same iocb, each made
+ *                                  ready at once and reaped by that thread (its first
+ *                                  io_getevents entered before the byte came)
  *   reaper aio-leftover MS FILE IN OUT
  *                                  the same, in cgroup IN (a cgroup v2 directory), but the
  *                                  second submission made from cgroup OUT through an ordinary
@@ -54,6 +59,8 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
 #include <arpa/inet.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -308,6 +315,59 @@ static int aio_ring(int n, const char *path)
 	}
 	syscall(SYS_io_destroy, ctx);
 	close(fd);
+	return 0;
+}
+
+struct waiter {
+	aio_context_t ctx;
+	int n, done_fd;
+};
+
+static void *aio_waiter(void *arg)
+{
+	struct waiter *w = arg;
+	struct io_event ev;
+	int i;
+
+	for (i = 0; i < w->n; i++) {
+		if (syscall(SYS_io_getevents, w->ctx, 1, 1, &ev, NULL) != 1 || !(ev.res & POLLIN)) {
+			perror("io_getevents");
+			exit(1);
+		}
+		if (write(w->done_fd, "x", 1) != 1)
+			exit(1);
+	}
+	return NULL;
+}
+
+static int aio_waiting(int n)
+{
+	struct iocb cb, *cbs[1] = { &cb };
+	struct waiter w = { .n = n };
+	int p[2], done[2], i;
+	pthread_t t;
+	char c;
+
+	if (pipe(p) || pipe(done) || syscall(SYS_io_setup, 8, &w.ctx))
+		return die("setup");
+	w.done_fd = done[1];
+	if (pthread_create(&t, NULL, aio_waiter, &w))
+		return die("pthread_create");
+	if (read(0, &c, 1) != 1)
+		return die("stdin");
+	for (i = 0; i < n; i++) {
+		memset(&cb, 0, sizeof(cb));
+		cb.aio_lio_opcode = IOCB_CMD_POLL;
+		cb.aio_fildes = (unsigned)p[0];
+		cb.aio_buf = POLLIN;
+		if (syscall(SYS_io_submit, w.ctx, 1, cbs) != 1)
+			return die("io_submit");
+		/* ready: the waiter reaps it; then the pipe is emptied for the next */
+		if (write(p[1], "x", 1) != 1 || read(done[0], &c, 1) != 1 || read(p[0], &c, 1) != 1)
+			return die("pipe");
+	}
+	pthread_join(t, NULL);
+	syscall(SYS_io_destroy, w.ctx);
 	return 0;
 }
 
@@ -584,6 +644,8 @@ int main(int argc, char **argv)
 		return aio_unreadable(atoi(argv[2]), argv[3]);
 	if (argc == 4 && !strcmp(argv[1], "aio-unread-tail"))
 		return aio_unread_tail(atoi(argv[2]), argv[3]);
+	if (argc == 3 && !strcmp(argv[1], "aio-waiting"))
+		return aio_waiting(atoi(argv[2]));
 	if (argc == 4 && !strcmp(argv[1], "aio-ring"))
 		return aio_ring(atoi(argv[2]), argv[3]);
 	if (argc == 4 && !strcmp(argv[1], "aio-leftover"))
@@ -592,6 +654,7 @@ int main(int argc, char **argv)
 		return aio_leftover(atoi(argv[2]), argv[3], argv[4], argv[5]);
 	fprintf(stderr, "usage: reaper uring-lazy N DELAY_MS | uring-rings N | uring-paths N |"
 		" uring-skip N | uring-zc N | aio-partial FILE | aio-unreadable N FILE |"
-		" aio-unread-tail N FILE | aio-ring N FILE | aio-leftover MS FILE [IN OUT]\n");
+		" aio-unread-tail N FILE | aio-ring N FILE | aio-leftover MS FILE [IN OUT] |"
+		" aio-waiting N\n");
 	return 2;
 }
