@@ -106,14 +106,22 @@ static bool job_ended(const struct job *j)
 	       (lo.ios && j->seq >= lo.ios);
 }
 
+/* --runtime's end once every job has started (0: not yet, or no --runtime), for --rate's waits */
+static _Atomic uint64_t load_deadline;
+
 uint64_t job_pace(const struct job *j)
 {
-	uint64_t t;
+	uint64_t t, until, end;
 
 	if (lo.rate <= 0 || job_ended(j))
 		return 0;
 	t = now_ns();
-	return j->next_due_ns > t ? j->next_due_ns - t : 0;
+	until = j->next_due_ns;
+	/* no later than the runtime's end: a slow rate overran it by up to 1/rate */
+	end = atomic_load_explicit(&load_deadline, memory_order_relaxed);
+	if (end && end < until)
+		until = end > t ? end : t + 100000;	/* the main thread is about to stop us */
+	return until > t ? until - t : 0;
 }
 
 /*
@@ -1126,8 +1134,10 @@ int main(int argc, char **argv)
 		}
 		if (all_done || (want && n >= want && all_done))
 			break;
-		if (lo.runtime_s && !deadline && all_started)
+		if (lo.runtime_s && !deadline && all_started) {
 			deadline = last_start + (uint64_t)(lo.runtime_s * 1e9);
+			atomic_store(&load_deadline, deadline);
+		}
 		now = now_ns();
 		if (lo.runtime_s && !deadline)
 			tick = ts_of_ns(1000000);	/* the jobs are getting ready */
