@@ -1016,7 +1016,7 @@ static int print_json(const struct sab *a, struct verdicts *v)
  * disk already put back, the comparison under way) too: the run was asked to stop, so it does
  * not end as one that ran its course (exit 0, or a gate's 3 or 4); the rounds stay in DIR.
  */
-static int said_stopped(const struct sab *a, bool rounds_done, bool cut)
+static int said_stopped(const struct sab *a, bool rounds_done, const char *when)
 {
 	int sig = session_stop_signal();
 	char name[32];
@@ -1026,8 +1026,7 @@ static int said_stopped(const struct sab *a, bool rounds_done, bool cut)
 	stop_signal_name(sig, name, sizeof(name));
 	if (rounds_done)
 		errorf("stopped by %s after the last round, %s: %s restored to %s; the rounds are "
-		       "in %s (iostrata compare %s/A %s/B)", name, cut ? "its result cut short "
-		       "(stdout full)" : "while comparing the rounds", a->disk, a->orig_text,
+		       "in %s (iostrata compare %s/A %s/B)", name, when, a->disk, a->orig_text,
 		       a->dir, a->dir, a->dir);
 	else if (!a->round)
 		errorf("stopped by %s before round 1 of %ld: %s restored to %s", name,
@@ -1056,7 +1055,7 @@ static int run(struct sab *a)
 		return 1;
 	}
 	/* every round ran: a signal since came after the last one */
-	if (said_stopped(a, !err && a->round == 2 * a->rounds, false))
+	if (said_stopped(a, !err && a->round == 2 * a->rounds, "before the rounds were compared"))
 		return 1;
 	return err;
 }
@@ -1147,7 +1146,7 @@ int cmd_sched_ab(int argc, char **argv)
 		return 1;
 	}
 	/* a signal in the comparison, or while its result was written, stops the run too */
-	r = said_stopped(&a, true, false);
+	r = said_stopped(&a, true, "while comparing the rounds");
 	if (!r) {
 		errno = 0;
 		r = a.json ? print_json(&a, &v) :
@@ -1157,7 +1156,8 @@ int cmd_sched_ab(int argc, char **argv)
 		r = cut ? 0 : sink_written(r) > 0;
 	}
 	if (!r)
-		r = said_stopped(&a, true, cut);
+		r = said_stopped(&a, true, cut ? "its result cut short (stdout full)" :
+				 "while its result was written");
 	cmp_result_free(v.ab);
 	cmp_result_free(v.aa);
 	return r ? 1 : v.regressed;
