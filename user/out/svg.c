@@ -11,36 +11,47 @@
 #include <stdlib.h>
 #include <string.h>
 #include "report_int.h"
+#include "utf8.h"
 
 struct geom {
 	double w, h, x0, x1, y0, y1;	/* the plot area: x0..x1, y0 (top)..y1 (bottom) */
 	double cw, rh;			/* cell width, row height */
 };
 
-/* A panel title's characters (12px) take about this much on average, measured in Chromium:
- * "syscall duration [pread64 pid 12618 iostrata-load]" beside "1503 I/O" fits 412 px, a few
- * characters to spare. */
-#define TITLE_CHAR_PX	6.8
+/*
+ * A panel title's width, from above: its bold 12px sans-serif takes at most this much a column
+ * (a wide character two; measured in Chromium, "kubepods.slice/" bold is 7.4 px a character),
+ * the count beside it in regular weight this much a character.
+ */
+#define TITLE_COL_PX	8.0
+#define COUNT_CHAR_PX	7.0
 
 /*
- * what in buf, cut where it does not fit in room characters (UTF-8 ones), leaving one for the
- * ellipsis the caller adds; true when cut.
+ * what in buf, cut where it does not fit in room columns, leaving one for the ellipsis the
+ * caller adds; true when cut. Cut between UTF-8 sequences, never inside one.
  */
 static bool title_fit(const char *what, double room, char *buf, size_t len)
 {
-	size_t i = 0, chars = 0, max = room > 8 ? (size_t)room : 8;
+	int max = room > 8 ? (int)room : 8, cols = 0, w, n;
+	size_t i = 0, fits = 0;
 
-	for (; what[i] && chars < max; chars++)
-		for (i++; ((unsigned char)what[i] & 0xc0) == 0x80; i++)
-			;
+	while (what[i]) {
+		const unsigned char *c = (const unsigned char *)what + i;
+
+		n = utf8_len(c);
+		w = n ? utf8_cp_width(utf8_cp(c, n)) : 1;	/* a stray byte: one '?' */
+		if (cols + w > max)
+			break;
+		cols += w;
+		i += n ? (size_t)n : 1;
+		if (cols + 1 <= max)	/* room for the ellipsis after it */
+			fits = i;
+	}
 	if (!what[i]) {
 		snprintf(buf, len, "%s", what);
 		return false;
 	}
-	for (i = chars = 0; chars + 1 < max; chars++)	/* room for the ellipsis */
-		for (i++; ((unsigned char)what[i] & 0xc0) == 0x80; i++)
-			;
-	snprintf(buf, len, "%.*s", (int)i, what);
+	snprintf(buf, len, "%.*s", (int)fits, what);
 	return true;
 }
 
@@ -436,8 +447,8 @@ void svg_heatmap(const struct report *r, const struct panel *p, bool standalone,
 	/* the title beside the count: a long label set (a cgroup path) is cut to fit, whole in
 	 * the title's tooltip */
 	sbuf_printf(b, "<text x=\"%.1f\" y=\"16\" style=\"font-weight:bold\">", g.x0);
-	cut = title_fit(what, (g.x1 - g.x0) / TITLE_CHAR_PX - strlen(count) - 1, shown,
-			sizeof(shown));
+	cut = title_fit(what, (g.x1 - g.x0 - COUNT_CHAR_PX * (double)(strlen(count) + 1)) /
+			TITLE_COL_PX, shown, sizeof(shown));
 	if (cut) {
 		sbuf_puts(b, "<title>");
 		sbuf_esc(b, what);
