@@ -883,14 +883,24 @@ def test_a_long_label_set_is_cut_to_fit_its_panel_title_and_whole_in_its_tooltip
         boxes = [list(map(float, b.split())) for b in re.findall(r'data-tb="([^"]*)"', dom)]
         assert len(boxes) >= 4, dom[-500:]
         assert all(t_right + 4 <= c_left for _, t_right, c_left, _ in boxes), boxes
+        # the label sets' table wraps the path: at 1200 px its figures need no scrolling (the
+        # path on one line made the table 2,586 px wide in a 1,145 px box)
+        width = re.search(r'data-ls="(\d+) (\d+)"', subprocess.run(
+            [CHROMIUM, "--no-sandbox", "--window-size=1200,1000", "--dump-dom",
+             measured.as_uri()], capture_output=True, text=True, timeout=120).stdout)
+        assert width and int(width[1]) <= int(width[2]), width
 
 
-# each panel's title (the first text on its top line) and count (the second): left and right
+# each panel's title (the first text on its top line) and count (the second): left and right;
+# the label sets table's scroll box: its content's width and its own
 TITLE_BOXES = """<script>for (const svg of document.querySelectorAll('svg')) {
 const ts = [...svg.querySelectorAll('text')].filter(t => t.getAttribute('y') === '16');
 if (ts.length < 2) continue;
 const a = ts[0].getBBox(), b = ts[1].getBBox();
-svg.setAttribute('data-tb', [a.x, a.x + a.width, b.x, b.x + b.width].join(' ')); }</script>"""
+svg.setAttribute('data-tb', [a.x, a.x + a.width, b.x, b.x + b.width].join(' ')); }
+const ls = document.querySelector('#labelsets .scroll');
+document.documentElement.setAttribute('data-ls', ls.scrollWidth + ' ' + ls.clientWidth);
+</script>"""
 
 
 def wide_labels_report(tmp_path, cg):

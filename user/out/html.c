@@ -35,6 +35,7 @@ const char report_css[] =
 	"table{border-collapse:collapse;font-variant-numeric:tabular-nums;margin:.3em 0 1em}"
 	"th,td{padding:3px 9px;border-bottom:1px solid var(--line);text-align:right;"
 	"white-space:nowrap}th{font-weight:600}td.l,th.l{text-align:left}"
+	"td.ls{white-space:normal;overflow-wrap:anywhere;min-width:12em;max-width:30em}"
 	"tr.all td{font-weight:600}td.bad{color:var(--warn);font-weight:600}"
 	".panel{margin:10px 0 18px}.panel svg{width:100%;height:auto;max-width:960px;"
 	"display:block}"
@@ -236,7 +237,8 @@ static void summary_row(const struct panel *p, bool first_of_set, bool label_col
 	panel_hist(p, &h);
 	sbuf_puts(b, "<tr>");
 	if (label_column) {
-		sbuf_puts(b, "<td class=\"l\">");
+		/* a long label set (a cgroup path) wraps: the figures stay in view */
+		sbuf_puts(b, "<td class=\"l ls\">");
 		if (first_of_set) {
 			esc(b, p->layer);
 			sbuf_puts(b, " ");
