@@ -644,11 +644,11 @@ def test_the_open_ended_bucket_is_a_bound_and_has_its_cells(tmp_path):
     rec.write_text("".join(json.dumps(iv) + "\n" for iv in ivs))
     report(rec, "-o", tmp_path / "r.html", "--svg", tmp_path / "svg", check=True)
     html = (tmp_path / "r.html").read_text()
-    row = re.search(r'<tr><td class="l">syscall io_getevents</td>.*?</tr>', html).group(0)
+    row = re.search(r'<tr><td class="l ls">syscall io_getevents</td>.*?</tr>', html).group(0)
     assert re.findall(r"<td>([^<]*)</td>", row) == ["100"] + ["&ge;70.0s"] * 4 + \
         ["200s", "0"], row
     # 50 x 50 s, 10 x 80 s: p90 and up between 68.7 s (the bucket's bound) and 80 s
-    row = re.search(r'<tr><td class="l">syscall io_uring_enter</td>.*?</tr>', html).group(0)
+    row = re.search(r'<tr><td class="l ls">syscall io_uring_enter</td>.*?</tr>', html).group(0)
     assert re.findall(r"<td>([^<]*)</td>", row) == ["600", "50.5s"] + ["&ge;68.7s"] * 3 + \
         ["80.0s", "0"], row
     for f in (tmp_path / "svg").glob("*.svg"):
@@ -711,7 +711,7 @@ def test_names_in_utf8_stay_apart_and_controls_do_not_pass(tmp_path):
     r = report(rec, "-o", tmp_path / "r.html", "--svg", tmp_path / "svg")
     assert r.returncode == 0, r.stderr
     html = (tmp_path / "r.html").read_text()
-    rows = dict(re.findall(r'<tr><td class="l">uring read pid \d+ ([^<]*)</td><td class="l">'
+    rows = dict(re.findall(r'<tr><td class="l ls">uring read pid \d+ ([^<]*)</td><td class="l">'
                            r'<a [^>]*>submit_cqe</a></td><td>(\d+)</td>', html))
     # U+FFFE and U+FFFF are not XML 1.0 characters: '?' too (the SVGs must parse)
     assert rows == {"Жиз??": "3", "Жиж": "5", "\U0001f600?[31m": "7", "a?b?": "9"}, rows
@@ -737,7 +737,7 @@ def test_variation_selectors_where_they_draw_something(tmp_path):
     rec.write_text(json.dumps(iv) + "\n")
     r = report(rec, "-o", tmp_path / "r.html")
     assert r.returncode == 0, r.stderr
-    rows = re.findall(r'<tr><td class="l">uring read pid \d+ ([^<]*)</td>',
+    rows = re.findall(r'<tr><td class="l ls">uring read pid \d+ ([^<]*)</td>',
                       (tmp_path / "r.html").read_text())
     assert sorted(rows) == sorted(["\u2764\ufe0f", "fio?", "?x", "\u845b\U000e0100"]), rows
 
@@ -759,7 +759,7 @@ def test_a_comm_cut_inside_a_character_keeps_its_tail(tmp_path):
     rec.write_text(json.dumps(iv) + "\n")
     r = report(rec, "-o", tmp_path / "r.html")
     assert r.returncode == 0, r.stderr
-    rows = dict(re.findall(r'<tr><td class="l">syscall ([^<]*)</td><td class="l">'
+    rows = dict(re.findall(r'<tr><td class="l ls">syscall ([^<]*)</td><td class="l">'
                            r'<a [^>]*>syscall</a></td><td>(\d+)</td>',
                            (tmp_path / "r.html").read_text()))
     assert rows == {"\u00e9" * 7: "3", cut: "5", worst: "7"}, rows
