@@ -848,14 +848,21 @@ BOXES = """<script>for (const svg of document.querySelectorAll('svg.cdf')) {
 const box = s => { const b = svg.querySelector(s).getBBox();
   return [b.x, b.y, b.x + b.width, b.y + b.height].join(' '); };
 svg.setAttribute('data-boxes', [box('text.ttl'), box('g.legend'), box('rect.frame')]
-  .join(','));}</script>"""
+  .join(','));}
+const heat = document.querySelector('svg.heat');
+heat.setAttribute('data-lefts', [...heat.querySelectorAll('text.rl')]
+  .map(t => t.getBBox().x).join(' '));
+const ch = document.querySelector('#changes .scroll');
+document.documentElement.setAttribute('data-changes', ch.scrollWidth + ' ' + ch.clientWidth);
+</script>"""
 
 
 def test_cdf_titles_never_run_into_the_legend(tmp_path):
     """A CDF panel's title (layer, stage, labels) beside its A/B legend: a long one ran into the
     legend and past the panel (seen in a screenshot). As the browser lays them out, the title,
     the legend and the plot's frame do not overlap and the title stays inside the panel, wrapped
-    (a cgroup path after a '/'); a short title keeps the legend on its line."""
+    (a cgroup path after a '/'); a short title keeps the legend on its line. The same labels
+    in the ratio heatmap and the changes table stay in view too."""
     long_labels = {"opcode": "read", "pid": 123456, "comm": "postgres: checkpointer",
                    "cgroup": "/system.slice/postgresql@15-main.service"}
     pod = ("/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1234abcd_5678_90ef_"
@@ -872,8 +879,16 @@ def test_cdf_titles_never_run_into_the_legend(tmp_path):
     compare_json(rec(tmp_path / "a.ndjson", 1.0), rec(tmp_path / "b.ndjson", 1.3), "--html", page)
     measured = tmp_path / "boxes.html"
     measured.write_text(page.read_text().replace("</body>", BOXES + "</body>"))
-    dom = subprocess.run([CHROMIUM, "--no-sandbox", "--dump-dom", measured.as_uri()],
-                         capture_output=True, text=True, timeout=120).stdout
+    dom = subprocess.run([CHROMIUM, "--no-sandbox", "--window-size=1200,1000", "--dump-dom",
+                          measured.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    # the ratio heatmap's row labels start inside it (a long one was cut at its left edge:
+    # head and tail now, around an ellipsis), and the changes table's figures are in view at
+    # 1200 px (the path on one line pushed them out)
+    lefts = [float(x) for x in re.search(r'data-lefts="([^"]*)"', dom)[1].split()]
+    assert len(lefts) == 3 and min(lefts) >= 0, lefts
+    assert "read /kubepod\u2026" in dom and "abcdef.scope</text>" in dom
+    scroll, box = map(int, re.search(r'data-changes="(\d+) (\d+)"', dom).groups())
+    assert scroll <= box, (scroll, box)
     panels, titles = {}, {}
     for svg in re.findall(r'<svg class="cmp cdf".*?</svg>', dom, re.S):
         head = dict(re.findall(r'([\w-]+)="([^"]*)"', svg[:svg.index(">")]))

@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "compare.h"
 #include "histfmt.h"
@@ -162,7 +163,7 @@ static void changes_table(const struct cmp_result *r, struct sbuf *s)
 			esc(s, row->layer);
 			sbuf_puts(s, "</td><td class=\"l\">");
 			esc(s, row->stage);
-			sbuf_puts(s, "</td><td class=\"l\">");
+			sbuf_puts(s, "</td><td class=\"l ls\">");	/* a long one wraps */
 			esc(s, row->labels);
 			sbuf_printf(s, "</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>",
 				    cmp_q_name[k], ns_text(x, sizeof(x), row->a.q[k]),
@@ -259,6 +260,73 @@ static void heat_legend(const struct cmp_result *r, double x, double y, struct s
 		    x - 90, y + h + 48);
 }
 
+/* The character at t + i: its byte length, and its columns in *width. */
+static int char_at(const char *t, size_t i, int *width)
+{
+	const unsigned char *p = (const unsigned char *)t + i;
+	int len = utf8_len(p);
+
+	*width = len ? utf8_cp_width(utf8_cp(p, len)) : 1;
+	return len ? len : 1;	/* a byte of no sequence: shown as one '?' */
+}
+
+/*
+ * The heatmap's row label (layer, stage, labels) in at most cols columns of its 12px text
+ * (7 px a column, a wide character two): whole, or its head and tail around an ellipsis (a
+ * cgroup path's container id is at its end), the whole in a tooltip. It had been cut at the
+ * panel's left edge. Cut between UTF-8 sequences, never inside one.
+ */
+#define HEAT_COL_PX	7.0
+
+static void heat_label(const struct cmp_row *row, int cols, struct sbuf *s)
+{
+	struct sbuf t = { 0 };
+	size_t n, i, k, nch = 0, *at = NULL;
+	int *wd = NULL, total = 0, got, len, w, room_head, room_tail;
+
+	sbuf_printf(&t, "%s %s %s", row->layer, row->stage, row->labels);
+	n = t.p ? strlen(t.p) : 0;
+	at = malloc((n + 1) * sizeof(*at));
+	wd = malloc((n + 1) * sizeof(*wd));
+	if (!t.p || !at || !wd) {
+		s->oom = true;	/* the page is not written without it: one error line */
+		goto out;
+	}
+	for (i = 0; i < n; i += (size_t)len, total += w) {
+		len = char_at(t.p, i, &w);
+		at[nch] = i;
+		wd[nch++] = w;
+	}
+	at[nch] = n;
+	if (total <= cols) {
+		esc(s, t.p);
+		goto out;
+	}
+	room_head = (cols - 1) * 3 / 5;
+	room_tail = cols - 1 - room_head;
+	for (k = 0, got = 0; k < nch && got + wd[k] <= room_head; got += wd[k++])
+		;
+	i = at[k];	/* the head's end */
+	for (k = nch, got = 0; k > 0 && got + wd[k - 1] <= room_tail; got += wd[--k])
+		;
+	sbuf_puts(s, "<title>");
+	esc(s, t.p);
+	sbuf_puts(s, "</title>");
+	{
+		char c = t.p[i];
+
+		t.p[i] = '\0';
+		esc(s, t.p);
+		t.p[i] = c;
+	}
+	sbuf_puts(s, "\xe2\x80\xa6");
+	esc(s, t.p + at[k]);
+out:
+	free(at);
+	free(wd);
+	sbuf_free(&t);
+}
+
 static void heatmap(const struct cmp_result *r, struct sbuf *s)
 {
 	const double cw = 104, rh = 24, top = 28;
@@ -284,9 +352,9 @@ static void heatmap(const struct cmp_result *r, struct sbuf *s)
 	for (i = 0; i < r->nrows; i++) {
 		double y = top + rh * (double)i;
 
-		sbuf_printf(s, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">", lw - 8,
-			    y + rh / 2 + 4);
-		row_name(s, &r->rows[i]);
+		sbuf_printf(s, "<text class=\"rl\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">",
+			    lw - 8, y + rh / 2 + 4);
+		heat_label(&r->rows[i], (int)((lw - 8 - 4) / HEAT_COL_PX), s);
 		sbuf_puts(s, "</text>");
 		for (k = 0; k < CMP_NQ; k++)
 			heat_cell(&r->rows[i], k, lw + cw * k, y, cw - 2, rh - 2, s);
@@ -524,15 +592,6 @@ static void cdf_axes(const struct cdf_geom *g, struct sbuf *s)
 struct tline {
 	size_t at, len;
 };
-
-static int char_at(const char *t, size_t i, int *width)
-{
-	const unsigned char *p = (const unsigned char *)t + i;
-	int len = utf8_len(p);
-
-	*width = len ? utf8_cp_width(utf8_cp(p, len)) : 1;
-	return len ? len : 1;	/* a byte of no sequence: shown as one '?' */
-}
 
 /* t's lines (at most TITLE_LINES) in ln; their number. *cut: some of t did not fit. */
 static int title_wrap(const char *t, struct tline *ln, bool *cut, int *first_cols)
