@@ -596,7 +596,7 @@ struct tline {
 /* t's lines (at most TITLE_LINES) in ln; their number. *cut: some of t did not fit. */
 static int title_wrap(const char *t, struct tline *ln, bool *cut, int *first_cols)
 {
-	size_t i = 0, n = strlen(t), line = 0, space = 0, slash = 0;
+	size_t i = 0, n = strlen(t), line = 0, space = 0, slash = 0, last = 0;
 	int nl = 0, cols = 0, w, step;
 
 	*cut = false;
@@ -607,6 +607,7 @@ static int title_wrap(const char *t, struct tline *ln, bool *cut, int *first_col
 			space = i;
 		if (cols + w <= TITLE_COLS) {
 			cols += w;
+			last = i;
 			i += (size_t)step;
 			if (t[i - 1] == '/' && i - 1 > line)
 				slash = i;	/* a cgroup path: after a '/' */
@@ -614,6 +615,8 @@ static int title_wrap(const char *t, struct tline *ln, bool *cut, int *first_col
 		}
 		if (nl == TITLE_LINES - 1) {
 			*cut = true;
+			if (cols + 1 > TITLE_COLS && last > line)
+				i = last;	/* room for the ellipsis */
 			break;
 		}
 		/* break at the line's last space, else after its last '/', else here */
@@ -701,6 +704,8 @@ static void cdf_panel(const struct cmp_row *row, struct sbuf *s)
 	row_name(s, row);
 	sbuf_puts(s, "</title>");
 	sbuf_puts(s, title.p ? title.p : "");
+	if (title.oom)
+		s->oom = true;	/* the page is not written without it: one error line */
 	sbuf_free(&title);
 	cdf_axes(&g, s);
 	cdf_line(&g, &row->a.h, "a", s);
