@@ -853,17 +853,7 @@ def test_a_long_label_set_is_cut_to_fit_its_panel_title_and_whole_in_its_tooltip
     is its tooltip; a title that fits is not cut."""
     cg = ("/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" +
           "0123456789abcdef" * 2 + ".slice/cri-containerd-" + "fedcba9876543210" * 4 + ".scope")
-    rec = tmp_path / "long.ndjson"
-    with gzip.open(ROOT / "docs" / "sample" / "recording.ndjson.gz", "rt") as f, \
-            open(rec, "w") as out:
-        for line in f:
-            r = json.loads(line)
-            for h in r.get("hists", []) if r.get("type") == "interval" else []:
-                if h["layer"] == "uring":
-                    h["labels"]["cgroup"] = cg
-            out.write(json.dumps(r) + "\n")
-    html = tmp_path / "long.html"
-    report(rec, "-o", html, check=True)
+    html = cgroup_labelled_report(tmp_path, "long", cg)
     titles = re.findall(r'<text x="[\d.]+" y="16" style="font-weight:bold">'
                         r'(?:<title>([^<]*)</title>)?([^<]*)</text>', html.read_text())
     cut = [(whole, shown) for whole, shown in titles if whole]
@@ -873,9 +863,10 @@ def test_a_long_label_set_is_cut_to_fit_its_panel_title_and_whole_in_its_tooltip
                whole), cut[:3]
     assert ("", "uring submit_cqe [all]") in titles, titles[:5]
     # as Chromium lays them out, no title reaches its count (bold text measured wider than the
-    # cut allowed for, a small panel's cut title ran into it); a cgroup path with wide
-    # characters too
-    for html in (html, wide_labels_report(tmp_path, cg)):
+    # cut allowed for, a small panel's cut title ran into it); the same path under twelve
+    # components of wide (CJK) characters too
+    wide = cgroup_labelled_report(tmp_path, "wide", "/\u30b7\u30b9\u30c6\u30e0" * 12 + cg)
+    for html in (html, wide):
         measured = tmp_path / ("m-" + html.name)
         measured.write_text(html.read_text().replace("</body>", TITLE_BOXES + "</body>"))
         dom = subprocess.run([CHROMIUM, "--no-sandbox", "--dump-dom", measured.as_uri()],
@@ -903,19 +894,18 @@ document.documentElement.setAttribute('data-ls', ls.scrollWidth + ' ' + ls.clien
 </script>"""
 
 
-def wide_labels_report(tmp_path, cg):
-    """The sample recording with its io_uring records labelled by a cgroup path of wide (CJK)
-    characters, rendered."""
-    rec = tmp_path / "wide.ndjson"
+def cgroup_labelled_report(tmp_path, name, cg):
+    """The sample recording with its io_uring records labelled by cgroup path cg, rendered."""
+    rec = tmp_path / f"{name}.ndjson"
     with gzip.open(ROOT / "docs" / "sample" / "recording.ndjson.gz", "rt") as f, \
             open(rec, "w") as out:
         for line in f:
             r = json.loads(line)
             for h in r.get("hists", []) if r.get("type") == "interval" else []:
                 if h["layer"] == "uring":
-                    h["labels"]["cgroup"] = "/\u30b7\u30b9\u30c6\u30e0" * 12 + cg
+                    h["labels"]["cgroup"] = cg
             out.write(json.dumps(r) + "\n")
-    html = tmp_path / "wide.html"
+    html = tmp_path / f"{name}.html"
     report(rec, "-o", html, check=True)
     return html
 
