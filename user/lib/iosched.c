@@ -356,28 +356,34 @@ static size_t said(char *why, size_t len, size_t start, size_t used, const char 
 	return used;
 }
 
+/* Each of want[] that now[] holds otherwise (or not at all) said in why; the new used. */
+static size_t vals_said(const struct sysfs_val *want, int nwant, const struct sysfs_val *now,
+			int nnow, const char *what, char *why, size_t len, size_t start, size_t used)
+{
+	const struct sysfs_val *v;
+	int i;
+
+	for (i = 0; i < nwant; i++)
+		if (!(v = find(now, nnow, want[i].name)) || strcmp(v->val, want[i].val))
+			used = said(why, len, start, used, what, want[i].name,
+				    v ? v->val : "(gone)", want[i].val);
+	return used;
+}
+
 /* Every setting that differs between a (wanted) and b (now), in why; 0 when none does. */
 static int differs(const struct iosched_state *a, const struct iosched_state *b, char *why,
 		   size_t len)
 {
-	const struct sysfs_val *v;
-	size_t used = 0, start;
-	int i;
+	size_t used, start;
 
 	if (strcmp(a->sched, b->sched)) {
 		snprintf(why, len, "%s's scheduler is %s, not %s", a->disk, b->sched, a->sched);
 		return -1;
 	}
 	start = used = (size_t)snprintf(why, len, "%s's ", a->disk);
-	for (i = 0; i < a->nqueue; i++)
-		if (!(v = find(b->queue, b->nqueue, a->queue[i].name)) ||
-		    strcmp(v->val, a->queue[i].val))
-			used = said(why, len, start, used, "queue/", a->queue[i].name,
-				    v ? v->val : "(gone)", a->queue[i].val);
-	for (i = 0; i < a->ntun; i++)
-		if (!(v = find(b->tun, b->ntun, a->tun[i].name)) || strcmp(v->val, a->tun[i].val))
-			used = said(why, len, start, used, "iosched/", a->tun[i].name,
-				    v ? v->val : "(gone)", a->tun[i].val);
+	used = vals_said(a->queue, a->nqueue, b->queue, b->nqueue, "queue/", why, len, start,
+			 used);
+	used = vals_said(a->tun, a->ntun, b->tun, b->ntun, "iosched/", why, len, start, used);
 	if (used > start)
 		return -1;
 	why[0] = '\0';
@@ -404,20 +410,12 @@ int iosched_restore(const struct iosched_state *st, char *why, size_t len)
 		 * still put back, and any that could not be is named after the failure */
 		size_t used = (size_t)snprintf(why, len, "cannot switch %s back to %s: %s",
 					       st->disk, st->sched, strerror(-e));
-		int i;
 
 		if (!iosched_save(st->disk, now, NULL, 0)) {
 			put_back(st->disk, "", st->queue, st->nqueue, now->queue, now->nqueue);
 			if (!iosched_save(st->disk, now, NULL, 0))
-				for (i = 0; i < st->nqueue; i++) {
-					const struct sysfs_val *v =
-						find(now->queue, now->nqueue, st->queue[i].name);
-
-					if (!v || strcmp(v->val, st->queue[i].val))
-						used = said(why, len, 0, used,
-							    "queue/", st->queue[i].name,
-							    v ? v->val : "(gone)", st->queue[i].val);
-				}
+				vals_said(st->queue, st->nqueue, now->queue, now->nqueue, "queue/",
+					  why, len, 0, used);
 		}
 		goto out;
 	}
