@@ -164,6 +164,19 @@ int utf8_cp_width(uint32_t cp);
  * two, as East Asian Wide characters do (UAX #11, 5; UTS #51); any other selector none.
  */
 int utf8_cols(const char *s);
+
+/*
+ * The character at p: its length in bytes (a byte of no well-formed sequence: 1, shown as one
+ * '?'), and its columns in *width. For cutting text between characters, never inside one.
+ */
+static inline int utf8_char(const char *p, int *width)
+{
+	const unsigned char *c = (const unsigned char *)p;
+	int len = utf8_len(c);
+
+	*width = len ? utf8_cp_width(utf8_cp(c, len)) : 1;
+	return len ? len : 1;
+}
 /*
  * The printf field width ("%-*s", "%*s") that pads s, as utf8_printable leaves it, to cols
  * display columns: printf counts bytes. Never below 0 (a negative width would flip the side).

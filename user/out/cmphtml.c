@@ -260,16 +260,6 @@ static void heat_legend(const struct cmp_result *r, double x, double y, struct s
 		    x - 90, y + h + 48);
 }
 
-/* The character at t + i: its byte length, and its columns in *width. */
-static int char_at(const char *t, size_t i, int *width)
-{
-	const unsigned char *p = (const unsigned char *)t + i;
-	int len = utf8_len(p);
-
-	*width = len ? utf8_cp_width(utf8_cp(p, len)) : 1;
-	return len ? len : 1;	/* a byte of no sequence: shown as one '?' */
-}
-
 /*
  * The heatmap's row label (layer, stage, labels) in at most cols columns of its 12px text
  * (7 px a column, a wide character two): whole, or its head and tail around an ellipsis (a
@@ -293,7 +283,7 @@ static void heat_label(const struct cmp_row *row, int cols, struct sbuf *s)
 		goto out;
 	}
 	for (i = 0; i < n; i += (size_t)len, total += w) {
-		len = char_at(t.p, i, &w);
+		len = utf8_char(t.p + i, &w);
 		at[nch] = i;
 		wd[nch++] = w;
 	}
@@ -602,7 +592,7 @@ static int title_wrap(const char *t, struct tline *ln, bool *cut, int *first_col
 	*cut = false;
 	*first_cols = 0;
 	while (i < n) {
-		step = char_at(t, i, &w);
+		step = utf8_char(t + i, &w);
 		if (t[i] == ' ')
 			space = i;
 		if (cols + w <= TITLE_COLS) {

@@ -36,14 +36,11 @@ static bool title_fit(const char *what, double room, char *buf, size_t len)
 	size_t i = 0, fits = 0;
 
 	while (what[i]) {
-		const unsigned char *c = (const unsigned char *)what + i;
-
-		n = utf8_len(c);
-		w = n ? utf8_cp_width(utf8_cp(c, n)) : 1;	/* a stray byte: one '?' */
+		n = utf8_char(what + i, &w);
 		if (cols + w > max)
 			break;
 		cols += w;
-		i += n ? (size_t)n : 1;
+		i += (size_t)n;
 		if (cols + 1 <= max)	/* room for the ellipsis after it */
 			fits = i;
 	}
