@@ -39,13 +39,13 @@ USER_SRCS := $(wildcard user/*.c user/*/*.c)
 USER_OBJS := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS))
 TEST_BINS := $(BIN)/test_hist $(BIN)/test_stats $(BIN)/test_privs $(BIN)/test_http $(BIN)/test_utf8 \
              $(BIN)/slowfs $(BIN)/reaper
-BENCH_BINS := $(BIN)/bench-floor $(BIN)/bench-jitdump
+BENCH_BINS := $(BIN)/bench-floor $(BIN)/bench-jitdump $(BIN)/bench-unseen
 LOAD_SRCS  := $(wildcard tools/load/*.c)
 LOAD_OBJS  := $(patsubst tools/load/%.c,$(BUILD)/load/%.o,$(LOAD_SRCS)) \
               $(BUILD)/user/lib/json.o $(BUILD)/user/lib/histfmt.o $(BUILD)/user/lib/cli.o \
               $(BUILD)/user/lib/blkdev.o $(BUILD)/user/lib/stopsig.o $(BUILD)/user/lib/utf8.o
 
-.PHONY: all deps run test test-vm test-unit test-root bench bench-load bench-layers bench-overhead bench-helpers bench-spill bench-profile check-exact bench-report sample-report interfaces soak vmlinux clean
+.PHONY: all deps run test test-vm test-unit test-root bench bench-load bench-layers bench-overhead bench-helpers bench-spill bench-profile check-exact check-unseen bench-report sample-report interfaces soak vmlinux clean
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -115,6 +115,10 @@ $(BIN)/test_http: tests/unit/test_http.c tests/unit/check.h user/lib/http.c user
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) tests/unit/test_http.c user/lib/http.c user/lib/sbuf.c user/lib/utf8.c -lpthread -o $@
 
 $(BIN)/bench-floor: bench/floor.c $(BUILD)/floor.skel.h $(BUILD)/helpers.skel.h | $(BIN)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $< $(LDLIBS) -o $@
+
+$(BIN)/bench-unseen: bench/unseen.c $(BUILD)/unseen.skel.h | $(BIN)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $< $(LDLIBS) -o $@
 
@@ -191,6 +195,11 @@ bench-profile: all
 # part of make test, which does the same on a loop device): 60 s of fio randrw qd 32.
 check-exact: all
 	$(PYTHON) bench/exact.py $(BENCH_ARGS)
+
+# Which block completions reach no BPF program on this host (drops.complete_unseen), and on top
+# of which tasks they ran: tracefs and a tp_btf program count the same event over one window.
+check-unseen: all
+	$(PYTHON) bench/unseen.py $(BENCH_ARGS)
 
 # iostrata serve for 10 minutes (SOAK_ARGS="--seconds 120" for less) under the fastest load here,
 # a scrape a second: memory and fds flat, counts exact; writes docs/soak.md. Not in make test.
