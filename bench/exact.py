@@ -152,7 +152,8 @@ def main():
     if missing == unseen and all(ours.get(op, 0) <= n for op, n in kernel.items()):
         print("EQUAL: every request the kernel completed is counted"
               + (" (complete_unseen 0)" if not unseen else
-                 f", {unseen} of them as complete_unseen (goal: 0; docs/trust.md)"))
+                 f", {unseen} of them as complete_unseen (goal: 0; docs/trust.md; "
+                 "make check-unseen names the tasks they ran on top of)"))
         return 0
     print(f"NOT EQUAL: the kernel completed {missing} more requests than iostrata counted, "
           f"complete_unseen {unseen}")
