@@ -15,6 +15,10 @@ leaves flushes out: a flush in flight at the attach ends inside the window, and 
 it (device unmeasured), and the write it may be for, which the kernel counts only then
 (tests/test_exact.py).
 
+Over the same window a tracefs instance and a BPF program of its own (bench/completions.py) count
+the completions not run on top of the idle task by the task they ran on top of: the ones BPF
+missed are named, and should add up to complete_unseen (docs/trust.md; make check-unseen).
+
 Other processes' I/O on the disk during the window (journal, logs) is in both counts alike.
 
 Usage: bench/exact.py [--seconds S] [--dir DIR]   (make check-exact)
@@ -26,37 +30,15 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 TOP = Path(__file__).resolve().parent.parent
 IOSTRATA = TOP / "bin" / "iostrata"
-STAT_FIELDS = {"read": 0, "write": 4, "discard": 11, "flush": 15}
-
-
-def disk_of(path):
-    """The whole disk holding path's filesystem (e.g. vda for /dev/vda1)."""
-    st = os.stat(path)
-    sysdev = Path(f"/sys/dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}").resolve()
-    if (sysdev / "partition").exists():
-        sysdev = sysdev.parent
-    if not (sysdev / "stat").exists():
-        sys.exit(f"check-exact: {path} is not on a block device (its filesystem: {sysdev})")
-    return sysdev.name
-
-
-def stat(disk):
-    f = [int(x) for x in Path(f"/sys/block/{disk}/stat").read_text().split()]
-    return {op: f[i] for op, i in STAT_FIELDS.items() if i < len(f)}
-
-
-def idle(disk, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if Path(f"/sys/block/{disk}/inflight").read_text().split() == ["0", "0"]:
-            return True
-        time.sleep(0.01)
-    return False
+sys.path.insert(0, str(TOP / "bench"))
+from completions import Counters, disk_of, idle, stat  # noqa: E402
+# tracefs's buffer, per CPU: the completions not run on top of the idle task (~1 % under this
+# load) at ~100 bytes each
+BUFFER_KB = 65536
 
 
 def start_tracer(disk):
@@ -88,19 +70,24 @@ def main():
     disk = disk_of(args.dir)
     fd, path = tempfile.mkstemp(prefix="iostrata-exact.", dir=args.dir)
     os.close(fd)
-    tracer = None
+    tracer = counters = None
     try:
         subprocess.run(["fio", "--name=fill", f"--filename={path}", "--size=1g", "--rw=write",
                         "--bs=1m", "--direct=1", "--output=/dev/null"], check=True)
         subprocess.run(["sync"], check=True)
+        # beside iostrata over the same window: who each completion ran on top of, by tracefs
+        # and by a BPF program, to name where complete_unseen's completions went
+        counters = Counters(disk, BUFFER_KB, skip_idle=True)
         for attempt in range(10):
             idle(disk)
             before = stat(disk)
+            counters.on()
             tracer = start_tracer(disk)
             if stat(disk) == before:
                 break  # nothing completed while the programs attached
             stop_tracer(tracer)
             tracer = None
+            counters.off()
         else:
             sys.exit("check-exact: the disk completed requests during every one of 10 attaches")
         fio = subprocess.run(["fio", "--name=exact", f"--filename={path}", "--size=1g",
@@ -114,12 +101,16 @@ def main():
         was_idle = idle(disk)
         after = stat(disk)
         out, err = stop_tracer(tracer)
-        detach = {op: n - after[op] for op, n in stat(disk).items()}
         tracer = None
+        counters.off()
+        detach = {op: n - after[op] for op, n in stat(disk).items()}
+        seen = counters.result()
     finally:
         if tracer:
             tracer.kill()
             tracer.wait()
+        if counters:
+            counters.close()
         os.unlink(path)
 
     ours, drops = {}, {}
@@ -145,6 +136,17 @@ def main():
     print(f"drops.complete_unseen {unseen}; other drops "
           f"{ {k: v for k, v in drops.items() if v and k != 'complete_unseen'} }"
           f"{'' if was_idle else '; the disk was not idle at the end of the window'}")
+    print("completions not run on top of the idle task, in the same window:")
+    missed = seen.table()
+    if seen.lost or seen.unrecorded or seen.more:
+        print(f"(tracefs lost {seen.lost} events, BPF could not record {seen.unrecorded}, BPF "
+              f"counted more than tracefs on {len(seen.more)} threads: the table is inexact)")
+    elif unseen and sum(missed.values()) == unseen:
+        print(f"each of the {unseen} complete_unseen is a completion no BPF program ran for, on "
+              f"top of: {', '.join(f'{c} {n}' for c, n in missed.items())} (docs/trust.md)")
+    elif sum(missed.values()) != unseen:
+        print(f"complete_unseen {unseen}, but completions no BPF program ran for: "
+              f"{sum(missed.values())}")
     if any(detach.values()):
         print(f"INEXACT: the kernel completed {detach} while iostrata detached; rerun")
         return 2

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * bench-unseen DEV_T: counts DEV_T's block completions by the task each ran on top of
- * (unseen.bpf.c), for bench/unseen.py. Prints "attached", then reads commands on stdin:
+ * bench-unseen DEV_T: counts DEV_T's block completions by the thread each ran on top of
+ * (unseen.bpf.c), for bench/completions.py. Prints "attached", then reads commands on stdin:
  * "on" empties the counts and starts counting, "off" stops; each is answered "ok". At the end
- * of stdin it prints one line per task name, "COUNT<TAB>COMM", then "unrecorded N", and exits;
- * its programs detach as it exits, however it exits.
+ * of stdin it prints one line per thread, "COUNT<TAB>TID<TAB>COMM" (the name it had when first
+ * seen), then "unrecorded N", and exits; its program detaches as it exits, however it exits.
  */
 #include <errno.h>
 #include <signal.h>
@@ -14,7 +14,8 @@
 #include <bpf/bpf.h>
 #include "unseen.skel.h"
 
-struct comm_key {
+struct seen {
+	__u64 n;
 	char comm[16];
 };
 
@@ -22,7 +23,7 @@ static void nop(int sig) { }
 
 static void empty(int fd)
 {
-	struct comm_key k;
+	__u32 k;
 
 	while (!bpf_map_get_next_key(fd, NULL, &k))
 		bpf_map_delete_elem(fd, &k);
@@ -30,12 +31,12 @@ static void empty(int fd)
 
 static void dump(int fd)
 {
-	struct comm_key k, next, *prev = NULL;
-	__u64 n;
+	__u32 k, next, *prev = NULL;
+	struct seen v;
 
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		if (!bpf_map_lookup_elem(fd, &next, &n))
-			printf("%llu\t%.16s\n", (unsigned long long)n, next.comm);
+		if (!bpf_map_lookup_elem(fd, &next, &v))
+			printf("%llu\t%u\t%.16s\n", (unsigned long long)v.n, next, v.comm);
 		k = next;
 		prev = &k;
 	}
@@ -64,7 +65,7 @@ int main(int argc, char **argv)
 		unseen_bpf__destroy(s);
 		return 1;
 	}
-	fd = bpf_map__fd(s->maps.by_comm);
+	fd = bpf_map__fd(s->maps.by_thread);
 	signal(SIGINT, nop);
 	signal(SIGTERM, nop);
 	printf("attached\n");

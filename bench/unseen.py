@@ -5,12 +5,13 @@ iostrata counts a request whose completion no program saw as drops.complete_unse
 (docs/trust.md). This check finds where such completions happen: over one window, the same
 event (block:block_rq_complete of one disk) is counted three ways, by the kernel's own
 /sys/block/DISK/stat, by a tracefs instance (ftrace's ring buffer, no BPF), and by a tp_btf
-program (bin/bench-unseen), the last two by the task each completion ran on top of (a
-completion in softirq runs on whatever task the CPU was running). Per task name:
+program (bin/bench-unseen), the last two by the thread each completion ran on top of (a
+completion in softirq runs on whatever thread the CPU was running), matched by thread id and
+shown by name (bench/completions.py):
 
-    task                  tracefs       BPF   missed
-    swapper/1              179688    179688        0
-    tokio-rt-worker             9         0        9
+    thread the completion ran on top of    tracefs       BPF  missed
+    <idle>                                  179688    179688       0
+    tokio-rt-worker                              9         0       9   process 1 (process_api)
 
 The window opens and closes on an idle disk whose counters did not move while both counters
 were switched (else it is retried at the start, refused at the end), so the three counts cover
@@ -27,25 +28,13 @@ Usage: bench/unseen.py [--seconds S] [--iops N] [--dir DIR | --dev DEV]   (make 
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from exact import disk_of, idle, stat  # noqa: E402
-
-TOP = Path(__file__).resolve().parent.parent
-HELPER = TOP / "bin" / "bench-unseen"
-TRACEFS = Path("/sys/kernel/tracing")
-# "           <idle>-0       [001] ..s1.  1234.567890: block_rq_complete: 254,0 R () ..."
-EVENT = re.compile(r"^\s*(.*)-(\d+)\s+\[(\d+)\].*?\sblock_rq_complete:")
-
-
-def completions(disk):
-    return sum(stat(disk).values())
+from completions import Counters, completions, disk_of, idle  # noqa: E402
 
 
 def mounted(dev):
@@ -54,121 +43,6 @@ def mounted(dev):
         if os.path.realpath(line.split()[0]) == real:
             return True
     return False
-
-
-class Tracefs:
-    """A tracefs instance recording one disk's block_rq_complete, mounting tracefs if need be;
-    close() removes the instance and unmounts what it mounted."""
-
-    def __init__(self, devt, buffer_kb):
-        self.mounted_here = False
-        if not (TRACEFS / "instances").is_dir():
-            subprocess.run(["mount", "-t", "tracefs", "nodev", str(TRACEFS)], check=True)
-            self.mounted_here = True
-        self.dir = TRACEFS / "instances" / f"iostrata-unseen-{os.getpid()}"
-        self.dir.mkdir()
-        self.event = self.dir / "events" / "block" / "block_rq_complete"
-        self.write("tracing_on", "0")
-        self.write("buffer_size_kb", str(buffer_kb))
-        (self.event / "filter").write_text(f"dev == {devt}\n")
-        (self.event / "enable").write_text("1\n")
-
-    def write(self, name, value):
-        (self.dir / name).write_text(value + "\n")
-
-    def on(self, flag):
-        self.write("tracing_on", "1" if flag else "0")
-
-    def clear(self):
-        self.write("trace", "")
-
-    def lost(self):
-        n = 0
-        for f in (self.dir / "per_cpu").glob("cpu*/stats"):
-            for line in f.read_text().splitlines():
-                if line.startswith("overrun:") or line.startswith("dropped events:"):
-                    n += int(line.split(":")[1])
-        return n
-
-    def by_task(self):
-        """{comm: count}, and {comm: set of thread ids}, of the recorded completions."""
-        counts, tids = {}, {}
-        with open(self.dir / "trace") as f:
-            for line in f:
-                m = EVENT.match(line)
-                if m:
-                    comm, tid = m.group(1).strip(), int(m.group(2))
-                    if tid == 0:  # tracefs's <idle> is the CPU's idle task, swapper/CPU to BPF
-                        comm = f"swapper/{int(m.group(3))}"
-                    elif comm == "<...>":  # a thread tracefs's table of names no longer held
-                        comm = thread_name(tid)
-                    counts[comm] = counts.get(comm, 0) + 1
-                    tids.setdefault(comm, set()).add(tid)
-        return counts, tids
-
-    def close(self):
-        try:
-            self.on(False)
-            (self.event / "enable").write_text("0\n")
-            self.dir.rmdir()
-        finally:
-            if self.mounted_here:
-                subprocess.run(["umount", str(TRACEFS)], check=False)
-
-
-class Helper:
-    def __init__(self, devt):
-        self.p = subprocess.Popen([str(HELPER), str(devt)], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        if self.p.stdout.readline().strip() != "attached":
-            self.p.wait()
-            sys.exit(f"check-unseen: bench-unseen did not attach: {self.p.stderr.read().strip()}")
-
-    def say(self, cmd):
-        self.p.stdin.write(cmd + "\n")
-        self.p.stdin.flush()
-        if self.p.stdout.readline().strip() != "ok":
-            sys.exit(f"check-unseen: bench-unseen did not answer {cmd!r}")
-
-    def finish(self):
-        out, err = self.p.communicate(timeout=30)
-        counts, unrecorded = {}, 0
-        for line in out.splitlines():
-            if line.startswith("unrecorded "):
-                unrecorded = int(line.split()[1])
-            elif "\t" in line:
-                n, comm = line.split("\t", 1)
-                counts[comm] = int(n)
-        if self.p.returncode:
-            sys.exit(f"check-unseen: bench-unseen exited {self.p.returncode}: {err.strip()}")
-        return counts, unrecorded
-
-    def kill(self):
-        if self.p.poll() is None:
-            self.p.kill()
-            self.p.wait()
-
-
-def thread_name(tid):
-    try:
-        return Path(f"/proc/{tid}/comm").read_text().strip()
-    except OSError:
-        return "<...>"  # it has exited: its name is not known here
-
-
-def process_of(tids):
-    """'process 1 (process_api)' for the threads still alive, or ''."""
-    out = set()
-    for tid in sorted(tids):
-        try:
-            st = Path(f"/proc/{tid}/status").read_text()
-        except OSError:
-            continue
-        tgid = int(re.search(r"^Tgid:\s+(\d+)", st, re.M).group(1))
-        if tgid:
-            name = Path(f"/proc/{tgid}/comm").read_text().strip()
-            out.add(f"process {tgid} ({name})")
-    return ", ".join(sorted(out))
 
 
 def main():
@@ -196,13 +70,10 @@ def main():
     else:
         disk = disk_of(args.dir)
         target, size = None, "256m"
-    major, minor = (int(x) for x in Path(f"/sys/block/{disk}/dev").read_text().split(":"))
-    devt = major << 20 | minor
     # ~100 bytes an event in the ring buffer; room for the whole window on one CPU, twice over
     buffer_kb = max(4096, args.iops * (args.seconds + 5) * 200 // 1024)
 
-    path = None
-    tfs = helper = None
+    path = counters = None
     try:
         if target is None:
             fd, path = tempfile.mkstemp(prefix="iostrata-unseen.", dir=args.dir)
@@ -212,18 +83,14 @@ def main():
                            check=True)
             subprocess.run(["sync"], check=True)
             target = path
-        tfs = Tracefs(devt, buffer_kb)
-        helper = Helper(devt)
+        counters = Counters(disk, buffer_kb)
         for attempt in range(10):
             idle(disk)
             before = completions(disk)
-            tfs.clear()
-            helper.say("on")
-            tfs.on(True)
+            counters.on()
             if completions(disk) == before:
                 break  # nothing completed while the two counters were switched on
-            tfs.on(False)
-            helper.say("off")
+            counters.off()
         else:
             sys.exit("check-unseen: the disk completed requests during every one of 10 starts")
         fio = subprocess.run(["fio", "--name=unseen", f"--filename={target}", f"--size={size}",
@@ -234,50 +101,40 @@ def main():
         ios = json.loads(fio.stdout)["jobs"][0]["read"]["total_ios"]
         was_idle = idle(disk)
         after = completions(disk)
-        tfs.on(False)
-        helper.say("off")
+        counters.off()
         moved = completions(disk) - after
-        lost = tfs.lost()
-        traced, tids = tfs.by_task()
-        bpf, unrecorded = helper.finish()
-        helper = None
+        seen = counters.result()
     finally:
-        if helper:
-            helper.kill()
-        if tfs:
-            tfs.close()
+        if counters:
+            counters.close()
         if path:
             os.unlink(path)
 
     kernel = after - before
     print(f"check-unseen: /dev/{disk}, fio io_uring randread 4k qd32 at {args.iops} IOPS, "
           f"{args.seconds} s ({ios} reads)")
-    print(f"{'task the completion ran on top of':<34} {'tracefs':>9} {'BPF':>9} {'missed':>7}")
-    tasks = sorted(set(traced) | set(bpf), key=lambda c: (-traced.get(c, 0), c))
-    for comm in tasks:
-        t, b = traced.get(comm, 0), bpf.get(comm, 0)
-        who = process_of(tids.get(comm, ())) if t > b else ""
-        print(f"{comm:<34} {t:>9} {b:>9} {t - b:>7}" + (f"   {who}" if who else ""))
-    tsum, bsum = sum(traced.values()), sum(bpf.values()) + unrecorded
-    print(f"{'all':<34} {tsum:>9} {bsum:>9} {tsum - bsum:>7}   "
+    missed = seen.table()
+    tsum, bsum = sum(seen.traced.values()), sum(seen.bpf.values()) + seen.unrecorded
+    print(f"{'all':<36} {tsum:>9} {bsum:>9} {tsum - bsum:>7}   "
           f"(/sys/block/{disk}/stat: {kernel} completed)")
-    if unrecorded:
-        print(f"{unrecorded} completions BPF saw are in no row: its table was full")
-    if moved or lost or not was_idle:
+    if seen.unrecorded:
+        print(f"{seen.unrecorded} completions BPF saw are in no row: its table was full")
+    if moved or seen.lost or not was_idle or seen.more:
         print("INEXACT: " + "; ".join(x for x in (
-            f"the disk completed {moved} requests while the counters were switched off"
+            f"the disk completed {moved} requests while the counters were being switched off"
             if moved else "",
-            f"tracefs lost {lost} events (lower --iops)" if lost else "",
-            "the disk was not idle at the end of the window" if not was_idle else "") if x)
+            f"tracefs lost {seen.lost} events (lower --iops)" if seen.lost else "",
+            "the disk was not idle at the end of the window" if not was_idle else "",
+            "BPF counted more completions than tracefs recorded on top of threads "
+            + ", ".join(str(t) for t in seen.more) if seen.more else "") if x)
             + "; rerun")
         return 2
-    missed = {c: traced.get(c, 0) - bpf.get(c, 0) for c in tasks}
-    if all(n == 0 for n in missed.values()) and not unrecorded:
+    if not missed and tsum == bsum:
         print("SEEN: a BPF program ran for every completion the kernel traced")
         return 0
-    on_top = ", ".join(f"{c} {n}" for c, n in missed.items() if n > 0)
+    on_top = ", ".join(f"{c} {n}" for c, n in missed.items())
     print(f"MISSED: {tsum - bsum} of {tsum} completions ran no BPF program"
-          + (f"; by the task they ran on top of: {on_top}" if on_top else "")
+          + (f"; by the thread they ran on top of: {on_top}" if on_top else "")
           + " (docs/trust.md, complete_unseen)")
     return 1
 
