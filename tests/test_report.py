@@ -344,6 +344,60 @@ def test_a_gzip_stream_cut_short_at_a_line_is_said(tmp_path, cut):
     assert want in (tmp_path / "r.html").read_text()
 
 
+@pytest.mark.parametrize("after", ["text", "zeros", "one-byte", "plain-records"])
+def test_bytes_after_the_gzip_data_are_said(tmp_path, after):
+    """What follows a whole gzip stream and is not gzip (a plain recording appended to a
+    compressed one, padding, a stray byte): zlib's gzread ignores it without a word, so records
+    there were lost unsaid (gzip -t: "trailing garbage ignored"). Read up to there, and said,
+    with the byte it starts at."""
+    whole = tmp_path / "whole.ndjson"
+    synthesize(whole, 30)
+    data = whole.read_bytes()
+    lines = data.split(b"\n")
+    head = b"\n".join(lines[:16]) + b"\n"      # the meta record and 15 intervals
+    body, tail, want = {
+        "text": (data, b"hello world\n", "30 intervals"),
+        "zeros": (data, bytes(1000), "30 intervals"),
+        "one-byte": (data, b"x", "30 intervals"),
+        "plain-records": (head, b"\n".join(lines[16:]), "15 intervals"),
+    }[after]
+    z = gzip.compress(body)
+    rec = tmp_path / "rec.ndjson.gz"
+    rec.write_bytes(z + tail)
+    r = report(rec, "-o", tmp_path / "r.html")
+    lines = r.stderr.splitlines()
+    assert r.returncode == 0 and lines, r.stderr
+    assert f"rec.ndjson.gz: what follows the gzip data, from byte {len(z)}, is not gzip: read " \
+        "up to there" in lines[0], r.stderr
+    assert want in (tmp_path / "r.html").read_text()
+
+
+def test_concatenated_gzip_members_are_read_whole(tmp_path):
+    """gzip members one after another (a recording compressed in two runs, cat a.gz b.gz) are
+    one stream: every record read, nothing said."""
+    whole = tmp_path / "whole.ndjson"
+    synthesize(whole, 30)
+    lines = whole.read_bytes().split(b"\n")
+    rec = tmp_path / "rec.ndjson.gz"
+    rec.write_bytes(gzip.compress(b"\n".join(lines[:16]) + b"\n") +
+                    gzip.compress(b"\n".join(lines[16:])))
+    r = report(rec, "-o", tmp_path / "r.html")
+    assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
+    assert "30 intervals" in (tmp_path / "r.html").read_text()
+
+
+def test_a_damaged_gzip_member_is_an_error(tmp_path):
+    whole = tmp_path / "whole.ndjson"
+    synthesize(whole, 30)
+    z = bytearray(gzip.compress(whole.read_bytes()))
+    z[-6] ^= 0xff                                   # its CRC-32
+    rec = tmp_path / "rec.ndjson.gz"
+    rec.write_bytes(bytes(z))
+    r = report(rec, "-o", tmp_path / "r.html")
+    assert_one_line_error(r, "rec.ndjson.gz: damaged gzip data")
+    assert not (tmp_path / "r.html").exists()
+
+
 def test_older_format_without_meta(tmp_path):
     """iostrata -j output, or a recording from before the meta record: read, and said."""
     rec = tmp_path / "old.ndjson"

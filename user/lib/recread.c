@@ -14,13 +14,13 @@
 #define JSMN_STRICT
 #define JSMN_PARENT_LINKS
 #include <jsmn.h>
-#include <zlib.h>
 #include "strpool.h"
 #include "layer.h"
 #include "log.h"
 #include "histfmt.h"
 #include "recread.h"
 #include "utf8.h"
+#include "zsrc.h"
 
 #define CHUNK (1u << 20)
 /* Tokens of one record at most: a record of ours has ~100 a histogram. */
@@ -37,7 +37,7 @@ struct seen_iv {
 
 struct recread {
 	char *path;
-	gzFile gz;
+	struct zsrc *z;
 	char *buf;		/* bytes read and not yet taken as lines */
 	size_t len, cap, off;
 	bool eof, cut;		/* the stream ended; it ended inside a gzip member (cut short) */
@@ -121,7 +121,7 @@ struct recread *recread_open(const char *path)
 		return NULL;
 	}
 	r = calloc(1, sizeof(*r));
-	if (!r || !(r->path = strdup(path)) || !(r->gz = gzdopen(fd, "rb"))) {
+	if (!r || !(r->path = strdup(path)) || !(r->z = zsrc_open(fd))) {
 		errorf("out of memory opening %s", path);
 		if (r)
 			free(r->path);
@@ -129,7 +129,6 @@ struct recread *recread_open(const char *path)
 		close(fd);
 		return NULL;
 	}
-	gzbuffer(r->gz, 256 * 1024);
 	return r;
 }
 
@@ -142,9 +141,9 @@ struct recread *recread_open(const char *path)
 
 struct chunk {
 	char *data;
-	int n;			/* bytes, 0 at the end, -1 on an error (zerr, err_no, msg) */
-	int zerr, err_no;
-	char msg[96];
+	long n;			/* bytes, 0 at the end, -1 on an error (err, err_no) */
+	enum zsrc_err err;
+	int err_no;
 };
 
 struct inflater {
@@ -156,25 +155,10 @@ struct inflater {
 	bool stop, started;
 };
 
-static void chunk_read(gzFile gz, struct chunk *c)
+static void chunk_read(struct zsrc *z, struct chunk *c)
 {
-	const char *msg;
-
-	c->n = gzread(gz, c->data, CHUNK);
-	if (c->n < 0) {
-		c->err_no = errno;
-		msg = gzerror(gz, &c->zerr);
-		snprintf(c->msg, sizeof(c->msg), "%s", msg ? msg : "");
-	} else if (!c->n) {
-		/*
-		 * A stream cut short (inside the deflate data, or its trailer missing, the CRC never
-		 * checked) is no error to gzread: it returns what it inflated, then 0, and only
-		 * gzerror says Z_BUF_ERROR, "unexpected end of file".
-		 */
-		(void)gzerror(gz, &c->zerr);
-		if (c->zerr == Z_BUF_ERROR)
-			c->n = -1;
-	}
+	c->n = zsrc_read(z, c->data, CHUNK);
+	c->err = c->n < 0 ? zsrc_error(z, &c->err_no) : ZSRC_OK;
 }
 
 static void *inflate_thread(void *arg)
@@ -193,7 +177,7 @@ static void *inflate_thread(void *arg)
 		}
 		c = &f->c[f->head % NCHUNKS];
 		pthread_mutex_unlock(&f->mu);
-		chunk_read(r->gz, c);
+		chunk_read(r->z, c);
 		pthread_mutex_lock(&f->mu);
 		f->head++;
 		pthread_cond_broadcast(&f->cv);
@@ -258,7 +242,7 @@ static void next_chunk(struct recread *r, struct chunk *out, char *dst)
 
 	if (!f) {
 		out->data = dst;
-		chunk_read(r->gz, out);
+		chunk_read(r->z, out);
 		return;
 	}
 	pthread_mutex_lock(&f->mu);
@@ -306,12 +290,12 @@ static int fill(struct recread *r)
 	}
 	next_chunk(r, &c, r->buf + r->len);
 	if (c.n < 0) {
-		if (c.zerr == Z_BUF_ERROR) {	/* "unexpected end of file": a gzip stream cut short */
+		if (c.err == ZSRC_CUT) {	/* a gzip stream cut short */
 			r->eof = r->cut = true;
 			return 0;
 		}
-		errorf("%s: %s", r->path, c.zerr == Z_ERRNO ? strerror(c.err_no) :
-		       c.zerr == Z_DATA_ERROR ? "damaged gzip data" : c.msg);
+		errorf("%s: %s", r->path, c.err == ZSRC_IO ? strerror(c.err_no) :
+		       c.err == ZSRC_DAMAGED ? "damaged gzip data" : "out of memory");
 		return -1;
 	}
 	if (c.n == 0)
@@ -1170,6 +1154,10 @@ enum recread_kind recread_next(struct recread *r, struct interval *iv)
 			if (r->cut)
 				rwarn(r, "%s: the gzip stream is cut short after line %" PRIu64
 				      ": read up to there", r->path, r->lineno);
+			if (zsrc_trailing(r->z) >= 0)
+				rwarn(r, "%s: what follows the gzip data, from byte %" PRId64
+				      ", is not gzip: read up to there", r->path,
+				      zsrc_trailing(r->z));
 			if (!r->nrec[RR_META] && !r->nrec[RR_INTERVAL]) {
 				errorf("%s: no iostrata records in it", r->path);
 				return RR_ERROR;
@@ -1287,7 +1275,7 @@ void recread_close(struct recread *r)
 	if (!r)
 		return;
 	inflater_stop(r);
-	gzclose(r->gz);
+	zsrc_close(r->z);
 	strpool_free(&r->pool);
 	for (i = 0; i < r->meta.nkv; i++) {
 		free(r->meta.kv[i].key);
