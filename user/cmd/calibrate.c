@@ -615,8 +615,15 @@ static void probe_check(struct cal *c, const char *engine, const char *op, const
 	merged(&r->recs, layer, stage, label, &h);
 	snprintf(name, sizeof(name), "%s %s 5 ms: %s %s count", engine, op, layer, stage);
 	check_count(c, name, 40, (double)h.count, 0, &u);
+	/*
+	 * Against the load's own clock, not the 5 ms asked for: a probe ends when its submitter
+	 * runs again (io_uring posts a timeout's CQE from task work, the pipe's writer wakes to
+	 * write), later than 5 ms on a busy host (8.0 ms here, beside a compiler), where the tracer
+	 * is right to say so.
+	 */
 	snprintf(name, sizeof(name), "%s %s 5 ms: %s %s p50", engine, op, layer, stage);
-	check_lat(c, name, 5e6 * (1 + c->skew), p_of(&h, 500000), 0.05, 0.05, 0, &u);
+	check_lat(c, name, load_p(r, op, "50.000000") * (1 + c->skew), p_of(&h, 500000), 0.05,
+		  0.05, 0, &u);
 	recs_clear(&r->recs);
 	free(r);
 }
