@@ -16,7 +16,6 @@ struct zsrc {
 	enum { ZS_NEW, ZS_PLAIN, ZS_GZIP } kind;
 	bool in_eof;		/* read() said end of file */
 	bool member_end;	/* a member ended; another must begin, or the input end */
-	bool inflating;		/* inflateInit2 done */
 	enum zsrc_err err;
 	int err_no;
 	int64_t trailing;
@@ -134,14 +133,11 @@ long zsrc_read(struct zsrc *z, void *out, unsigned int len)
 	if (z->kind == ZS_NEW) {
 		if (need(z, 2))
 			return -1;
-		z->kind = gzip_magic(z) ? ZS_GZIP : ZS_PLAIN;
-		if (z->kind == ZS_GZIP) {
-			if (inflateInit2(&z->s, 16 + MAX_WBITS) != Z_OK) {
-				z->err = ZSRC_NOMEM;
-				return -1;
-			}
-			z->inflating = true;
+		if (gzip_magic(z) && inflateInit2(&z->s, 16 + MAX_WBITS) != Z_OK) {
+			z->err = ZSRC_NOMEM;
+			return -1;
 		}
+		z->kind = gzip_magic(z) ? ZS_GZIP : ZS_PLAIN;	/* GZIP: inflateInit2 done */
 	}
 	return z->kind == ZS_GZIP ? read_gzip(z, out, len) : read_plain(z, out, len);
 }
@@ -162,7 +158,7 @@ void zsrc_close(struct zsrc *z)
 {
 	if (!z)
 		return;
-	if (z->inflating)
+	if (z->kind == ZS_GZIP)
 		inflateEnd(&z->s);
 	close(z->fd);
 	free(z->in);
