@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * iostrata aio layer (native Linux aio: io_submit / io_getevents). There are no aio tracepoints:
- * requests are followed through the syscalls, by the user's iocb pointer and the process.
+ * requests are followed through the syscalls, by the process, the user's iocb pointer and its
+ * aio_data (aio_key: one struct iocb may be submitted again while in flight).
  *
  *   submit_complete  io_submit entry -> the last block request holding its bios completed
  *                    (aio_complete runs right there, in the block completion); linked only
@@ -136,6 +137,13 @@ static __always_inline void reap_unobserved(struct ioreq *e)
 	req_linked_stages(h, e, 0, false);
 }
 
+/* The head of a struct iocb (UAPI: fixed), read in one call: what a submission needs of it */
+struct iocb_head {
+	__u64 data;		/* aio_data */
+	__u32 key, rw_flags;	/* aio_key, aio_rw_flags */
+	__u16 opcode;		/* aio_lio_opcode */
+};
+
 /* Is iocb i of the call one its entry could not read? */
 static __always_inline bool unread_is(const struct aio_call *c, __u64 i)
 {
@@ -146,8 +154,9 @@ static long submit_one(__u64 i, struct walk *w)
 {
 	struct aio_call *c = w->call;
 	struct iocb *user = NULL;
+	struct iocb_head hd;
 	struct ioreq *e;
-	__u16 opcode = 0;
+	__u16 opcode;
 	bool existed;
 
 	if (i >= AIO_BATCH_MAX)		/* bpf_loop's bound; said to the verifier */
@@ -156,9 +165,10 @@ static long submit_one(__u64 i, struct walk *w)
 		goto unread;
 	if (!user)	/* the kernel refuses it (EFAULT): not a request */
 		return 0;
-	if (bpf_probe_read_user(&opcode, sizeof(opcode), &user->aio_lio_opcode))
+	if (bpf_probe_read_user(&hd, sizeof(hd), user))
 		goto unread;
-	e = req_tab_claim((__u64)user, w->tgid, w->now, &existed);
+	opcode = hd.opcode;
+	e = req_tab_claim(aio_key((__u64)user, hd.data), w->tgid, w->now, &existed);
 	if (!e)
 		return 0;
 	if (existed && e->ts)
@@ -183,6 +193,7 @@ static long unsubmit_one(__u64 i, struct walk *w)
 	struct aio_call *c = w->call;
 	struct iocb *user = NULL;
 	struct ioreq *e;
+	__u64 data;
 
 	i += w->from;
 	if (unread_is(c, i)) {	/* no entry was made: nothing to free, and no request */
@@ -196,9 +207,13 @@ static long unsubmit_one(__u64 i, struct walk *w)
 	}
 	if (!user)
 		return 0;
-	e = req_tab_find((__u64)user, w->tgid);
+	if (bpf_probe_read_user(&data, sizeof(data), &user->aio_data)) {
+		drop(DROP_UNREADABLE);
+		return 0;
+	}
+	e = req_tab_find(aio_key((__u64)user, data), w->tgid);
 	if (e && e->ts == w->now)	/* w->now: this call's entry time */
-		req_tab_free(e, (__u64)user, w->tgid);
+		req_tab_free(e, aio_key((__u64)user, data), w->tgid);
 	return 0;
 }
 
@@ -226,13 +241,14 @@ static long reap_one(__u64 i, struct walk *w)
 	struct ioreq_hists *h;
 	struct io_event ev;
 	struct ioreq *e;
-	__u64 ts;
+	__u64 ts, key;
 
 	if (bpf_probe_read_user(&ev, sizeof(ev), (void *)(w->ptr + i * sizeof(ev)))) {
 		drop(DROP_UNREADABLE);	/* its entry stays: reclaimed later, counted again */
 		return 0;
 	}
-	e = req_tab_find(ev.obj, w->tgid);
+	key = aio_key(ev.obj, ev.data);
+	e = req_tab_find(key, w->tgid);
 	if (!e)
 		return 0;
 	ts = e->ts;
@@ -251,7 +267,7 @@ static long reap_one(__u64 i, struct walk *w)
 	} else if (ts) {
 		drop(DROP_INFLIGHT_STALE);
 	}
-	req_tab_free(e, ev.obj, w->tgid);
+	req_tab_free(e, key, w->tgid);
 	return 0;
 }
 

@@ -130,7 +130,7 @@ struct syscall_start {
  * when its first bio is queued and when the last request holding its bios completes.
  */
 struct ioreq {
-	__u64 key;	/* io_kiocb (io_uring) or the user's struct iocb * (aio, with tgid); 0 = free */
+	__u64 key;	/* io_kiocb (io_uring), or aio_key() of the user's iocb (aio, with tgid); 0 = free */
 	__u64 ts;	/* submitted; 0 while claimed */
 	__u64 bio_q;	/* its first bio queued; 0 = no bio linked */
 	__u64 issue;	/* earliest issue of a block request holding its bios */

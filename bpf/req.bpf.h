@@ -6,7 +6,7 @@
  * Linking a bio to its request: the bio's bi_end_io says who owns it. For the O_DIRECT paths
  * (iomap filesystems, raw block devices) the owner leads to the kiocb; the kiocb's ki_complete
  * says whether io_uring (kiocb == io_kiocb: io_rw sits at offset 0 of the request) or aio (kiocb
- * == aio_kiocb, whose ki_res.obj is the user's iocb pointer) submitted it. The function
+ * == aio_kiocb, whose ki_res holds the user's iocb pointer and aio_data) submitted it. The function
  * addresses come from /proc/kallsyms through .rodata; 0 = not found, that path not linked.
  * Buffered I/O (page cache end_io) has no such link: its requests stay unlinked.
  */
@@ -215,6 +215,21 @@ static __always_inline void snoop_comm(struct snoop_rec *r)
 }
 
 /*
+ * An aio request's table key: the user address of its struct iocb, mixed with the iocb's
+ * aio_data. The kernel copies an iocb at io_submit, so an application may submit one struct again
+ * while the first submission is in flight; both completions then name the same address
+ * (io_event.obj). aio_data, handed back in io_event.data and kept in the kernel's aio_kiocb
+ * (ki_res.data), tells them apart wherever the application sets it, as it must to tell its own
+ * completions apart. aio_data 0 leaves the address alone.
+ */
+static __always_inline __u64 aio_key(__u64 obj, __u64 data)
+{
+	__u64 k = obj ^ (data * 0x9e3779b97f4a7c15ULL);
+
+	return k ? k : obj;	/* 0 marks a free slot */
+}
+
+/*
  * The request that owns bio, or NULL, and its slot in the request table (*at). tgid: the aio
  * submitter's (aio keys are user pointers). Five to seven dependent reads per bio: done where
  * the bio is queued, and again at completion only where its link was not carried (REQ_LINK_WALK).
@@ -253,7 +268,8 @@ static __always_inline struct ioreq *req_of_bio(__u64 bio, __u32 tgid, __u32 *at
 	if ((__u64)kc == kc_uring || (__u64)kc == kc_uring_iopoll)
 		return req_tab_find_at(KADDR(iocb), 0, at);
 	if ((__u64)kc == kc_aio && tgid)
-		return req_tab_find_at(KFIELD(struct aio_kiocb, iocb, ki_res.obj), tgid, at);
+		return req_tab_find_at(aio_key(KFIELD(struct aio_kiocb, iocb, ki_res.obj),
+					       KFIELD(struct aio_kiocb, iocb, ki_res.data)), tgid, at);
 	return NULL;
 }
 

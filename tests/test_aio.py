@@ -111,6 +111,32 @@ def test_reaped_in_user_space_is_not_observable(tmp_path, layers, no_bpf_leak):
             st["submit_complete"]["sum_ns"], st
 
 
+def test_one_iocb_submitted_again_while_in_flight(tmp_path, no_bpf_leak):
+    """The kernel copies an iocb at io_submit, so an application may submit one struct iocb
+    again before the first submission's event is reaped: every event then names the same
+    address, and aio_data tells them apart. 20 reads so (aio_data 1..20), then all 20 reaped
+    through io_getevents: each is its own request, timed from its own submission to its own
+    reap, linked to its own bios, and none is taken for a reap that was not observed. (Keyed by
+    the address alone, each resubmission counted the one before as reaped unobserved, and the
+    first reap took the last submission's entry: 1 read timed from the wrong submission, 19
+    not timed.)"""
+    f = tmp_path / "data"
+    f.write_bytes(bytes(range(256)) * 16 * 20)  # 80 KiB: each read at its own offset
+    def run():
+        tracer = Tracer(["-l", "block,aio", "-P", "-O", "-j"])
+        subprocess.run([str(REAPER), "aio-reuse", "20", str(f)], check=True)
+        return tracer, records(tracer.stop())
+    st, events = aio_stages(without_unseen(run)[1], "reaper")
+    assert not events.get("aio_reap_unobserved"), events
+    for stage in ("total", "submit_complete", "complete_reap", "submit_bio", "wait", "device"):
+        assert (st[stage]["count"], st[stage]["unmeasured"]) == (20, 0), (stage, st)
+    # each request's stages from its own entry: they add up, to the nanosecond
+    assert sum(st[s]["sum_ns"] for s in ("submit_bio", "wait", "device")) == \
+        st["submit_complete"]["sum_ns"], st
+    assert st["submit_complete"]["sum_ns"] + st["complete_reap"]["sum_ns"] == \
+        st["total"]["sum_ns"], st
+
+
 def test_partial_submit(tmp_path, no_bpf_leak):
     """io_submit takes 2 of 4 iocbs (the third has a bad fd): the 2 it refused leave no entry,
     so submitting them again later is not mistaken for a reap that was not observed."""

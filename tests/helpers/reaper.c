@@ -29,6 +29,10 @@
  *   reaper aio-ring N FILE         N O_DIRECT 4 KiB reads of FILE through io_submit, one at a
  *                                  time with the same iocb, each reaped from the aio ring in
  *                                  user memory, never through io_getevents
+ *   reaper aio-reuse N FILE        N O_DIRECT 4 KiB reads of FILE through io_submit, one at a
+ *                                  time with the same struct iocb, aio_data 1..N, none reaped
+ *                                  before the last is submitted; then all N reaped through
+ *                                  io_getevents (each obj the same address, each data once)
  *   reaper aio-leftover MS FILE    an O_DIRECT 4 KiB read of FILE reaped from the aio ring in
  *                                  user memory; MS ms later the same iocb submitted again
  *                                  through an iocbpp array in a fresh file mapping (unreadable
@@ -312,6 +316,57 @@ static int aio_ring(int n, const char *path)
 			return 1;
 		}
 		__atomic_store_n(&r->head, (r->head + 1) % r->nr, __ATOMIC_RELEASE);
+	}
+	syscall(SYS_io_destroy, ctx);
+	close(fd);
+	return 0;
+}
+
+static int aio_reuse(int n, const char *path)
+{
+	aio_context_t ctx = 0;
+	struct iocb cb, *cbs[1] = { &cb };
+	struct io_event ev[64];
+	char seen[64] = { 0 };
+	void *buf;
+	int fd, i, got = 0;
+	long r;
+
+	if (n < 1 || n > 64) {
+		fprintf(stderr, "aio-reuse: N must be 1 to 64\n");
+		return 2;
+	}
+	fd = open(path, O_RDONLY | O_DIRECT);
+	if (fd < 0)
+		return die(path);
+	if (posix_memalign(&buf, 4096, (size_t)n * 4096))
+		return die("posix_memalign");
+	if (syscall(SYS_io_setup, n, &ctx))
+		return die("io_setup");
+	for (i = 0; i < n; i++) {
+		memset(&cb, 0, sizeof(cb));
+		cb.aio_data = (__u64)i + 1;
+		cb.aio_lio_opcode = IOCB_CMD_PREAD;
+		cb.aio_fildes = (unsigned)fd;
+		cb.aio_buf = (unsigned long)buf + (unsigned long)i * 4096;
+		cb.aio_nbytes = 4096;
+		cb.aio_offset = (long long)i * 4096;
+		if (syscall(SYS_io_submit, ctx, 1, cbs) != 1)
+			return die("io_submit");
+	}
+	while (got < n) {
+		r = syscall(SYS_io_getevents, ctx, 1, n - got, ev, NULL);
+		if (r < 0)
+			return die("io_getevents");
+		for (i = 0; i < r; i++) {
+			if (ev[i].obj != (__u64)(unsigned long)&cb || ev[i].data < 1 ||
+			    ev[i].data > (__u64)n || seen[ev[i].data - 1]++ || ev[i].res != 4096) {
+				fprintf(stderr, "unexpected event: data %llu res %lld\n",
+					(unsigned long long)ev[i].data, (long long)ev[i].res);
+				return 1;
+			}
+		}
+		got += (int)r;
 	}
 	syscall(SYS_io_destroy, ctx);
 	close(fd);
@@ -648,13 +703,16 @@ int main(int argc, char **argv)
 		return aio_waiting(atoi(argv[2]));
 	if (argc == 4 && !strcmp(argv[1], "aio-ring"))
 		return aio_ring(atoi(argv[2]), argv[3]);
+	if (argc == 4 && !strcmp(argv[1], "aio-reuse"))
+		return aio_reuse(atoi(argv[2]), argv[3]);
 	if (argc == 4 && !strcmp(argv[1], "aio-leftover"))
 		return aio_leftover(atoi(argv[2]), argv[3], NULL, NULL);
 	if (argc == 6 && !strcmp(argv[1], "aio-leftover"))
 		return aio_leftover(atoi(argv[2]), argv[3], argv[4], argv[5]);
 	fprintf(stderr, "usage: reaper uring-lazy N DELAY_MS | uring-rings N | uring-paths N |"
 		" uring-skip N | uring-zc N | aio-partial FILE | aio-unreadable N FILE |"
-		" aio-unread-tail N FILE | aio-ring N FILE | aio-leftover MS FILE [IN OUT] |"
+		" aio-unread-tail N FILE | aio-ring N FILE | aio-reuse N FILE |"
+		" aio-leftover MS FILE [IN OUT] |"
 		" aio-waiting N\n");
 	return 2;
 }
