@@ -62,7 +62,7 @@ def test_stalled_clients_cannot_keep_a_scraper_out():
     assert r.returncode == 0, r.stdout + r.stderr
     last = r.stdout.strip().splitlines()[-1]
     passed, failed = (int(x.split()[0]) for x in last.split(", "))
-    assert failed == 0 and passed == 6 + 15, last    # 15: the Accept-Encoding cases
+    assert failed == 0 and passed == 7 + 15, last    # 15: the Accept-Encoding cases
 
 
 def test_display_width_of_names():

@@ -6,7 +6,8 @@
  * whole body well before the stalled ones' write deadline (HTTP_WRITE_TIMEOUT_MS), because a
  * connection that has made no progress for a while gives its slot up to a waiting client.
  * Before, only connections that had not sent their request could: the scrape waited the full
- * 10 s. Then, out of fds: a client waits in the listen queue while every accept fails
+ * 10 s. Those go first, though: a scraper pausing amid its body beside idle connections that
+ * keep every slot taken is not the one cut off. Then, out of fds: a client waits in the listen queue while every accept fails
  * (EMFILE); the server must not spin on the readable socket meanwhile (it once polled and
  * failed to accept thousands of times a second), and must take the client once fds are free.
  * No root needed; loopback only. Exits non-zero on any failed check; the last line is
@@ -87,6 +88,43 @@ static int dial(int port, int rcvbuf)
 }
 
 static const char req[] = "GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n";
+
+/*
+ * A scraper that pauses amid its response keeps its slot while idle connections, all newer than
+ * its pause, take every other slot and more wait: theirs go first. (The connection longest
+ * without progress used to go, whatever it was doing: such a scraper was cut off mid-body.)
+ */
+static void paused_reader_keeps_its_slot(int port)
+{
+	struct timeval tv = { .tv_sec = 5 };
+	int idle[HTTP_MAX_CONNS + 8], i, fd;
+	char buf[65536];
+	size_t got = 0;
+	ssize_t n;
+
+	usleep(200 * 1000);	/* the last part's connections are closed and freed */
+	fd = dial(port, 4096);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (send(fd, req, sizeof(req) - 1, 0) != (ssize_t)sizeof(req) - 1 ||
+	    (n = recv(fd, buf, sizeof(buf), 0)) <= 0) {
+		perror("paused reader");
+		exit(2);
+	}
+	got = (size_t)n;
+	usleep(100 * 1000);	/* the server's socket buffer is full: its writes stop moving */
+	for (i = 0; i < HTTP_MAX_CONNS + 8; i++)
+		idle[i] = dial(port, 0);	/* never a byte sent; 9 of them wait to be taken */
+	/* past EVICT_MS for every connection, the reader's the oldest; within EVICT_WRITE_MS */
+	usleep(1000 * 1000);
+	while ((n = recv(fd, buf, sizeof(buf), 0)) > 0)
+		got += (size_t)n;
+	CHECK(got > BODY && got < BODY + 512, "a scraper that paused 1 s amid its response "
+	      "beside idle connections got %zu bytes of a %u-byte body (recv: %s)", got, BODY,
+	      n < 0 ? strerror(errno) : "end");
+	close(fd);
+	for (i = 0; i < HTTP_MAX_CONNS + 8; i++)
+		close(idle[i]);
+}
 
 /* Accepts fail while every fd is taken; then the client is served. */
 static void out_of_fds(struct http_server *s, int port)
@@ -216,6 +254,7 @@ int main(int argc, char **argv)
 	       "their slot up\n", got, STALLED, took, (unsigned long long)st->timeouts);
 	for (i = 0; i < STALLED; i++)
 		close(fds[i]);
+	paused_reader_keeps_its_slot(port);
 	out_of_fds(s, port);
 	http_stop(s);
 	pthread_join(t, NULL);

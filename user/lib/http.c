@@ -19,11 +19,15 @@
 
 #define DRAIN_MS 1000	/* after the response: the client's unread request, then close */
 /* Every slot taken and a client waiting: a connection that has made no progress in this long
- * (not sent its request, not taken a byte of its response, or, its response sent, not closed)
- * gives its slot up, so that stalled connections cannot keep a scraper out for their whole
- * deadline: 160 idle ones once held a scrape off for 15 s; 40 that asked for a 16 MB body and
- * never read it, for 10 s. */
+ * (not sent its request, or, its response sent, not closed) gives its slot up, so that stalled
+ * connections cannot keep a scraper out for their whole deadline: 160 idle ones once held a
+ * scrape off for 15 s. */
 #define EVICT_MS 250
+/* ... and one amid its response that has taken none of it in this long, when no connection of
+ * the kinds above can give its slot up: 40 that asked for a 16 MB body and never read it once
+ * held a scrape off for 10 s. Longer, and last: a scraper pausing 250 ms (a GC, a long round
+ * trip) was cut off mid-body once idle connections, always newer, kept every slot taken. */
+#define EVICT_WRITE_MS 2000
 
 enum cstate { C_FREE, C_READ, C_WRITE, C_DRAIN };
 
@@ -554,24 +558,32 @@ static void on_deadline(struct http_server *s, struct conn *c)
 	conn_close(s, c);
 }
 
-/* With every slot taken, the connection longest without progress, if it has had EVICT_MS
- * without (a request not sent since its accept, a response not taken, a close not made); else
- * NULL. */
+/* When c may give its slot up, every slot being taken: its last progress and its kind's wait */
+static uint64_t evict_at(const struct conn *c)
+{
+	return c->progress + (c->st == C_WRITE ? EVICT_WRITE_MS : EVICT_MS);
+}
+
+/* With every slot taken, the connection to give its slot up, else NULL: of those not amid a
+ * response (a request not sent since its accept, a close not made) that has been EVICT_MS
+ * without progress, the one longest so; only when there is none, of those amid a response, the
+ * one longest without taking any, if EVICT_WRITE_MS. */
 static struct conn *evictable(struct http_server *s, uint64_t now)
 {
-	struct conn *o = NULL;
+	struct conn *o = NULL, *w = NULL;
 	int i;
 
 	if (s->nconns < HTTP_MAX_CONNS)
 		return NULL;
 	for (i = 0; i < HTTP_MAX_CONNS; i++) {
 		struct conn *c = &s->c[i];
+		struct conn **best = c->st == C_WRITE ? &w : &o;
 
-		if (c->st != C_FREE && c->progress + EVICT_MS <= now &&
-		    (!o || c->progress < o->progress))
-			o = c;
+		if (c->st != C_FREE && evict_at(c) <= now &&
+		    (!*best || c->progress < (*best)->progress))
+			*best = c;
 	}
-	return o;
+	return o ? o : w;
 }
 
 static void accept_all(struct http_server *s, uint64_t now)
@@ -640,9 +652,8 @@ int http_run(struct http_server *s, http_handler h, void *arg)
 			if (c->deadline < next)
 				next = c->deadline;
 			/* full: wake when this one could give its slot up to a waiting client */
-			if (s->nconns == HTTP_MAX_CONNS && c->progress + EVICT_MS > now &&
-			    c->progress + EVICT_MS < next)
-				next = c->progress + EVICT_MS;
+			if (s->nconns == HTTP_MAX_CONNS && evict_at(c) > now && evict_at(c) < next)
+				next = evict_at(c);
 		}
 		timeout = next == UINT64_MAX ? 1000 : next <= now ? 0 : (int)(next - now);
 		if (timeout > 1000)
