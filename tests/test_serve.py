@@ -835,6 +835,31 @@ def test_not_ptraceable_by_its_new_uid(servers, no_bpf_leak):
 
 
 @pytest.mark.root
+def test_no_moment_to_attach_while_dropping():
+    """Nor while it drops to nobody: the uid change makes it dumpable (fs.suid_dumpable 1) a few
+    calls before it makes itself undumpable again, and a process of nobody's that attached in
+    between stayed attached (27 of 30 drops, and 92 of 100). It keeps its permitted capabilities
+    until then, which refuses the attach. 30 drops with drop_privileges() against a racer that
+    tries PTRACE_SEIZE without pause; the control drops by setresuid alone, undumpable 2 ms
+    later, and shows the racer finds such a window."""
+    knob = Path("/proc/sys/fs/suid_dumpable")
+    old = knob.read_text().strip()
+    knob.write_text("1\n")
+    try:
+        runs = {mode: subprocess.run([str(ROOT / "bin" / "test_privs"), "race", "30",
+                                      str(NOBODY), *extra], capture_output=True, text=True)
+                for mode, extra in (("control", ["control"]), ("drop", []))}
+    finally:
+        knob.write_text(old + "\n")
+    for r in runs.values():
+        print(r.stdout, r.stderr)
+        assert r.returncode == 0, r.stdout + r.stderr
+    attached = {m: int(r.stdout.split("attached in ")[1].split()[0]) for m, r in runs.items()}
+    assert attached["control"] > 0, runs["control"].stdout
+    assert attached["drop"] == 0, runs["drop"].stdout
+
+
+@pytest.mark.root
 def test_runs_unprivileged_and_counts_exactly(servers, no_bpf_leak):
     srv = servers("-l", "uring", "-O", listen=False)     # the defaults: 127.0.0.1:9750, nobody
     assert srv.url == "http://127.0.0.1:9750/metrics", srv.url

@@ -3,13 +3,19 @@
  * Unit tests of serve's --user lookup (user/lib/privs.c), which reads passwd by hand (a static
  * binary has no NSS): empty fields are fields, a malformed uid or gid is refused rather than
  * read as 0 (root), and an over-long line's tail is not taken for an entry. No root needed.
- * Exits non-zero on any failed check; the last line is "N passed, N failed".
+ * Exits non-zero on any failed check; the last line is "N passed, N failed". As root, `race`
+ * checks the uid change leaves no moment another process of the new uid can attach in.
  */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
 #include "log.h"
 #include "privs.h"
 
@@ -52,13 +58,78 @@ static const char *passwd_file(void)
 	return path;
 }
 
-int main(void)
+/*
+ * test_privs race N UID (root, with fs.suid_dumpable 1, which the caller sets and restores): N
+ * times, a process drops to UID with drop_privileges() while another, already UID, tries
+ * PTRACE_SEIZE on it without pause for 100 ms. Prints how many attached. With "control", the
+ * first drops by setresuid alone and becomes undumpable 2 ms later: the window a racer must
+ * find, which shows it can.
+ */
+static int race(int n, uid_t uid, bool control)
 {
-	const char *pw = passwd_file();
+	int won = 0, bad = 0, t, go[2], st;
+	pid_t target, racer;
+	struct timespec t0, t1;
+	char c;
+
+	for (t = 0; t < n; t++) {
+		if (pipe(go))
+			return 2;
+		target = fork();
+		if (!target) {
+			if (read(go[0], &c, 1) != 1)
+				_exit(3);
+			usleep(200);
+			if (control) {
+				if (setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
+					_exit(3);
+				usleep(2000);
+				prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+			} else if (drop_privileges(uid, uid)) {
+				_exit(3);
+			}
+			usleep(150 * 1000);
+			_exit(0);
+		}
+		racer = fork();
+		if (!racer) {
+			if (setresgid(uid, uid, uid) || setresuid(uid, uid, uid) ||
+			    write(go[1], "x", 1) != 1)
+				_exit(4);
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			for (;;) {
+				if (!ptrace(PTRACE_SEIZE, target, 0, 0))
+					_exit(0);
+				clock_gettime(CLOCK_MONOTONIC, &t1);
+				if ((t1.tv_sec - t0.tv_sec) * 1000000000L + t1.tv_nsec - t0.tv_nsec >
+				    100 * 1000000L)
+					_exit(1);
+			}
+		}
+		waitpid(racer, &st, 0);		/* its exit detaches it */
+		won += WIFEXITED(st) && WEXITSTATUS(st) == 0;
+		bad += !WIFEXITED(st) || WEXITSTATUS(st) > 1;
+		waitpid(target, &st, 0);
+		bad += !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+		close(go[0]);
+		close(go[1]);
+	}
+	printf("%s: attached in %d of %d drops (%d processes failed)\n",
+	       control ? "control" : "drop_privileges", won, n, bad);
+	return bad ? 2 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *pw;
 	uid_t uid = 99;
 	gid_t gid = 99;
 	int r;
 
+	if (argc >= 4 && !strcmp(argv[1], "race"))
+		return race(atoi(argv[2]), (uid_t)atoi(argv[3]), argc > 4 &&
+			    !strcmp(argv[4], "control"));
+	pw = passwd_file();
 	r = user_lookup_in(pw, "svc", &uid, &gid);
 	CHECK(r == 0 && uid == 1001 && gid == 1001, "svc: r %d uid %u gid %u", r, uid, gid);
 	r = user_lookup_in(pw, "nobody", &uid, &gid);

@@ -100,13 +100,18 @@ int drop_privileges_keeping(uid_t uid, gid_t gid, int keep)
 
 	if (keep > last)
 		keep = -1;
-	if (keep >= 0) {
+	if (keep >= 0)
 		want[keep / 32].effective = want[keep / 32].permitted = 1u << (keep % 32);
-		/* permitted survives the uid change only so; effective is set again below */
-		if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0)) {
-			errorf("cannot keep a capability across the uid change: %s", strerror(errno));
-			return -1;
-		}
+	/*
+	 * Permitted survives the uid change only so (effective is set again below). Kept whole
+	 * until the process is undumpable: the uid change makes it dumpable as fs.suid_dumpable
+	 * says, and at 1, with nothing permitted, any process of the new uid could attach to it
+	 * in between (it did, in 80 of 100 tries) and stay attached. A permitted set its tracer
+	 * lacks refuses the attach.
+	 */
+	if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0)) {
+		errorf("cannot keep the capabilities across the uid change: %s", strerror(errno));
+		return -1;
 	}
 	/* the bounding set needs CAP_SETPCAP to shrink: before the uid changes */
 	for (cap = 0; cap <= last; cap++) {
@@ -125,17 +130,16 @@ int drop_privileges_keeping(uid_t uid, gid_t gid, int keep)
 		       strerror(errno));
 		return -1;
 	}
-	/* a uid change from root empties effective (and permitted, but for keep); say so to the
-	 * kernel anyway, inheritable too */
-	if (syscall(SYS_capset, &h, want) || (keep >= 0 && prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0)) ||
-	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) {
-		errorf("cannot clear the capabilities: %s", strerror(errno));
-		return -1;
-	}
 	/* The uid change left the process dumpable as fs.suid_dumpable says: at 1, any process
 	 * of the same uid could ptrace it and take its BPF fds (pidfd_getfd). Never so. */
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)) {
 		errorf("cannot make the process undumpable: %s", strerror(errno));
+		return -1;
+	}
+	/* then permitted down to keep, effective and inheritable cleared */
+	if (syscall(SYS_capset, &h, want) || prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) ||
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) {
+		errorf("cannot clear the capabilities: %s", strerror(errno));
 		return -1;
 	}
 	if (syscall(SYS_capget, &h, d) || d[0].effective != want[0].effective ||
