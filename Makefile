@@ -38,7 +38,7 @@ SKELS     := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
 USER_SRCS := $(wildcard user/*.c user/*/*.c)
 USER_OBJS := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS))
 TEST_BINS := $(BIN)/test_hist $(BIN)/test_stats $(BIN)/test_privs $(BIN)/test_http $(BIN)/test_utf8 \
-             $(BIN)/slowfs $(BIN)/reaper
+             $(BIN)/test_cgroups $(BIN)/slowfs $(BIN)/reaper
 BENCH_BINS := $(BIN)/bench-floor $(BIN)/bench-jitdump $(BIN)/bench-unseen
 LOAD_SRCS  := $(wildcard tools/load/*.c)
 LOAD_OBJS  := $(patsubst tools/load/%.c,$(BUILD)/load/%.o,$(LOAD_SRCS)) \
@@ -109,6 +109,10 @@ $(BIN)/test_stats: tests/unit/test_stats.c tests/unit/check.h bpf/hist.h user/li
 $(BIN)/test_privs: tests/unit/test_privs.c tests/unit/check.h user/lib/privs.c user/lib/privs.h user/lib/log.h $(BUILD)/.deps-ok | $(BIN)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) tests/unit/test_privs.c user/lib/privs.c -o $@
+
+$(BIN)/test_cgroups: tests/unit/test_cgroups.c tests/unit/check.h user/lib/cgroups.c user/lib/cgroups.h $(BUILD)/.deps-ok | $(BIN)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) tests/unit/test_cgroups.c user/lib/cgroups.c -o $@
 
 $(BIN)/test_http: tests/unit/test_http.c tests/unit/check.h user/lib/http.c user/lib/http.h user/lib/sbuf.c user/lib/sbuf.h user/lib/log.h user/lib/utf8.c user/lib/utf8.h $(BUILD)/.deps-ok | $(BIN)
 	$(call msg,CC,$@)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <dirent.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,11 +15,16 @@ struct cgroup_path {
 	char *path;
 };
 
+/* ids looked for and not found, each by the walk made for it: an open set, emptied when full */
+#define MISSING_SLOTS	1024
+
 struct cgroup_names {
 	char mount[512];		/* "" when no cgroup2 hierarchy is mounted */
 	struct cgroup_path *v;		/* the first `sorted` sorted by id, the rest being added */
 	size_t n, sorted, cap;
 	uint64_t last_scan;		/* CLOCK_MONOTONIC ns, 0 = never */
+	uint64_t missing[MISSING_SLOTS];	/* 0: free (no cgroup has id 0) */
+	size_t nmissing;
 };
 
 /* The cgroup2 mount point, from /proc/self/mountinfo ("... - cgroup2 cgroup2 rw"). */
@@ -153,13 +159,44 @@ void cgroup_names_free(struct cgroup_names *c)
 	free(c);
 }
 
+/* Was id looked for by a walk of its own and not found? Else noted so, when note is set. */
+static bool missing(struct cgroup_names *c, uint64_t id, bool note)
+{
+	size_t i = (size_t)((id * 0x9e3779b97f4a7c15ULL) >> 54) & (MISSING_SLOTS - 1);
+
+	for (; c->missing[i]; i = (i + 1) & (MISSING_SLOTS - 1))
+		if (c->missing[i] == id)
+			return true;
+	if (note) {
+		if (c->nmissing == MISSING_SLOTS / 2) {	/* then each is looked for once more */
+			memset(c->missing, 0, sizeof(c->missing));
+			c->nmissing = 0;
+			return missing(c, id, true);
+		}
+		c->missing[i] = id;
+		c->nmissing++;
+	}
+	return false;
+}
+
+/*
+ * An unknown id is looked for at once by a walk of its own, whatever the last walk's age: its
+ * I/O was submitted before this walk, so its cgroup, unless removed since, is found. The walks
+ * are at most one per id not seen before (not one per record: the first finds every cgroup
+ * made before it) and, for ids a walk did not find (removed, or outside this mount), one every
+ * CGROUP_RESCAN_NS. Rate-limited alone, a cgroup made within 100 ms of the walk that named
+ * another was shown as cgroup:ID, in snoop for good: containers started together.
+ */
 const char *cgroup_name(struct cgroup_names *c, uint64_t id, char *buf, size_t len)
 {
 	struct cgroup_path *p = c ? find(c, id) : NULL;
 
-	if (!p && c && clock_ns(CLOCK_MONOTONIC) - c->last_scan >= CGROUP_RESCAN_NS) {
+	if (!p && c && id && (!missing(c, id, false) ||
+			      clock_ns(CLOCK_MONOTONIC) - c->last_scan >= CGROUP_RESCAN_NS)) {
 		scan(c);
 		p = find(c, id);
+		if (!p)
+			missing(c, id, true);
 	}
 	if (p && strlen(p->path) < len) {
 		snprintf(buf, len, "%s", p->path);

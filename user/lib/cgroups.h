@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * cgroup v2 ids (what bpf_get_current_cgroup_id() returns where I/O is submitted) to paths, in
- * user space: the cgroup2 hierarchy is walked once at start and again when an unknown id turns
- * up (at most every CGROUP_RESCAN_NS). A path once seen is kept, so a cgroup removed while
- * traced keeps its last path; one never seen is shown as "cgroup:ID". Never a global: the
- * session owns one and hands it to the layers.
+ * user space: the cgroup2 hierarchy is walked once at start and again when an id not seen
+ * before turns up (for one a walk did not find, at most every CGROUP_RESCAN_NS). A path once
+ * seen is kept, so a cgroup removed while traced keeps its last path; one never seen is shown
+ * as "cgroup:ID". Never a global: the session owns one and hands it to the layers.
  */
 #ifndef IOSTRATA_CGROUPS_H
 #define IOSTRATA_CGROUPS_H
