@@ -462,38 +462,50 @@ int session_snoop(struct session *s, session_req_sink fn, void *arg)
  * it is half full, so that a record costs no wakeup; the reader reads it at least this often. */
 #define SNOOP_POLL_MS 100
 
-/* Has stop_fd (> 0) become readable: the process it stands for has ended? */
-static bool stop_fd_ready(int stop_fd, int timeout_ms)
+/*
+ * Wait until stop_fd (> 0; else none) is readable, a stop signal comes, or timeout_ns pass;
+ * true: stop_fd is readable (the process it stands for has ended). A stop signal that comes
+ * after the caller last saw `stopping` clear ends the wait at once: the stop signals are blocked
+ * from that look on, and ppoll unblocks them only as it waits. Checked, then slept on, a signal
+ * that came in between held the stop until the interval's end (up to INTERVAL seconds).
+ */
+static bool wait_stop(int stop_fd, uint64_t timeout_ns, const sigset_t *unblocked)
+{
+	struct pollfd p = { .fd = stop_fd, .events = POLLIN };
+	struct timespec ts = { (time_t)(timeout_ns / 1000000000ULL),
+			       (long)(timeout_ns % 1000000000ULL) };
+
+	return ppoll(&p, stop_fd > 0 ? 1 : 0, &ts, unblocked) > 0;
+}
+
+/* Has stop_fd (> 0) become readable, now? */
+static bool stop_fd_ready(int stop_fd)
 {
 	struct pollfd p = { .fd = stop_fd, .events = POLLIN };
 
-	return stop_fd > 0 && poll(&p, 1, timeout_ms) > 0;
+	return stop_fd > 0 && poll(&p, 1, 0) > 0;
 }
 
 /* Sleep until deadline (monotonic ns), a signal, stop_fd readable, or a stop the record sink
  * asks for; with snoop, reading the ring buffer meanwhile. */
 static void wait_until(struct session *s, uint64_t deadline, int stop_fd)
 {
-	struct timespec ts = { (time_t)(deadline / 1000000000ULL),
-			       (long)(deadline % 1000000000ULL) };
+	sigset_t stops, unblocked;
 	uint64_t now;
 
-	if (!s->rb && stop_fd <= 0) {
-		while (!stopping &&
-		       clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-			;
+	if (!s->rb) {
+		stop_signals_set(&stops);
+		pthread_sigmask(SIG_BLOCK, &stops, &unblocked);
+		while (!stopping && (now = clock_ns(CLOCK_MONOTONIC)) < deadline)
+			if (wait_stop(stop_fd, deadline - now, &unblocked))
+				break;
+		pthread_sigmask(SIG_SETMASK, &unblocked, NULL);
 		return;
 	}
 	while (!stopping && !s->req_out && (now = clock_ns(CLOCK_MONOTONIC)) < deadline) {
 		uint64_t ms = (deadline - now + 999999) / 1000000;
 		int wait = ms < SNOOP_POLL_MS ? (int)ms : SNOOP_POLL_MS;
 
-		/* poll and epoll_wait return on a signal (EINTR) whatever SA_RESTART says */
-		if (!s->rb) {
-			if (stop_fd_ready(stop_fd, (int)ms))
-				return;
-			continue;
-		}
 		/*
 		 * poll consumes only when the ring buffer woke it, which the programs do once it
 		 * is half full: read it anyway each time, then let the sink flush what it wrote.
@@ -503,7 +515,7 @@ static void wait_until(struct session *s, uint64_t deadline, int stop_fd)
 			ring_buffer__consume(s->rb);
 		if (!s->req_out)
 			s->req_out = s->req_sink(NULL, s->req_arg);
-		if (stop_fd_ready(stop_fd, 0))
+		if (stop_fd_ready(stop_fd))
 			return;
 	}
 }
@@ -601,7 +613,7 @@ int session_run(struct session *s, const struct run_limits *lim, session_sink si
 		if (end && next > end)
 			next = end;
 		wait_until(s, next, lim->stop_fd);
-		ended = stop_fd_ready(lim->stop_fd, 0);
+		ended = stop_fd_ready(lim->stop_fd);
 		if (ended)
 			disk_settle(s);
 		/* the record sink said stop (a closed pipe, an error): this interval is the last */
