@@ -1016,14 +1016,17 @@ for _ in range({n}):
 def test_names_that_print_alike_are_one_series(servers, no_bpf_leak):
     """Process names are any bytes: control bytes print as '?', so zq\\x01z, zq\\x02z, zq?z and
     zq\\u0085z (a C1 control as UTF-8, once kept raw) are one series (three once, the same
-    labels thrice: Prometheus keeps one of them); a UTF-8 name is kept as it is (once '??')."""
+    labels thrice: Prometheus keeps one of them); a UTF-8 name is kept as it is (once '??'); a
+    quote and a backslash are escaped as the text format says."""
     srv = servers("-l", "syscall", "-P")
     for name, n in ((b"zq\x01z", 5), (b"zq\x02z", 7), (b"zq?z", 3), (b"zq\xc2\x85z", 2),
-                    ("Жиз".encode(), 4)):
+                    ("Жиз".encode(), 4), (b'q"b\\s', 6)):
         named_preads(name, n)
     count, s = srv.settled(H + "_count", syscall="pread64", comm="zq?z")
     assert count == 17, count
     assert total(s, H + "_count", syscall="pread64", comm="Жиз") == 4
+    assert total(s, H + "_count", syscall="pread64", comm='q\\"b\\\\s') == 6, \
+        [l for _, l, _ in s if l.get("comm", "").startswith("q")][:3]
     keys = [(n, tuple(sorted(l.items()))) for n, l, _ in s]
     assert len(keys) == len(set(keys)), [k for k in keys if keys.count(k) > 1][:3]
     text = srv.metrics()
