@@ -6,10 +6,10 @@ import subprocess
 import time
 from pathlib import Path
 
-import jsonschema
 import pytest
 
-from conftest import ROOT, SCHEMA, Tracer, drops_of, records, without_unseen
+from conftest import (ROOT, SCHEMA, Tracer, drops_of, records, schema_check,
+                      without_unseen)
 from test_snoop import cgroups  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.root
@@ -22,7 +22,7 @@ def aio_stages(recs, comm, opcode="pread"):
     """{stage: {count, unmeasured, sum_ns}} over the aio records of one comm, and the events."""
     out, events = {}, {}
     for rec in recs:
-        jsonschema.validate(rec, SCHEMA_DOC)
+        schema_check(rec, SCHEMA_DOC)
         for k, v in rec["events"].items():
             events[k] = events.get(k, 0) + v
         for h in rec["hists"]:
@@ -68,7 +68,7 @@ def test_counts_exact_past_the_per_cpu_keys(loopdev, no_bpf_leak):
     recs = run()[1]
     per = {}
     for rec in recs:
-        jsonschema.validate(rec, SCHEMA_DOC)
+        schema_check(rec, SCHEMA_DOC)
         for h in rec["hists"]:
             if h["layer"] == "aio" and h["labels"].get("comm") == "iostrata-load":
                 k = (h["labels"]["pid"], h["labels"]["opcode"], h["stage"])

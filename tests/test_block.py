@@ -8,11 +8,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import jsonschema
 import pytest
 
 from conftest import (SCHEMA, Tracer, drops_of, finish_dio, records, run_dio, stat_requests,
-                      without_unseen)
+                      schema_check, without_unseen)
 
 pytestmark = pytest.mark.root
 
@@ -37,7 +36,7 @@ def tally(recs, disk):
     """Sum the interval deltas per (op, stage) for one disk; check each histogram's shape."""
     counts, unmeasured, sums = Counter(), Counter(), Counter()
     for rec in recs:
-        jsonschema.validate(rec, SCHEMA_DOC)
+        schema_check(rec, SCHEMA_DOC)
         for h in rec["hists"]:
             assert h["layer"] == "block"
             if h["labels"].get("disk") != disk:

@@ -16,11 +16,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import jsonschema
 import pytest
 
 import conftest
-from conftest import ROOT
+from conftest import ROOT, schema_check
 
 LOAD = ROOT / "bin" / "iostrata-load"
 SCHEMA = json.loads((ROOT / "docs" / "load.schema.json").read_text())
@@ -64,7 +63,7 @@ def load(*args, check=True, env=None):
 def load_json(*args, env=None):
     r = load(*args, "--json", env=env)
     doc = json.loads(r.stdout)
-    jsonschema.validate(doc, SCHEMA)
+    schema_check(doc, SCHEMA)
     return doc
 
 
@@ -925,7 +924,7 @@ def test_libaio_refused_submissions_wait_and_end_at_the_stop(workdir):
                        preexec_fn=fail_io_submit_with_eagain)
     assert r.returncode != 99, "the seccomp filter could not be set"
     doc = json.loads(r.stdout)
-    jsonschema.validate(doc, SCHEMA)
+    schema_check(doc, SCHEMA)
     assert r.returncode == 0, r.stderr
     assert doc["total"]["read"]["total_ios"] == doc["total"]["write"]["total_ios"] == 0, doc
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -1045,7 +1044,7 @@ def test_a_job_stopped_by_an_error_counts_what_it_had_in_flight(small_tmpfs, eng
     assert r.returncode == 1
     assert_one_line_error(r, "No space left on device")
     doc = json.loads(r.stdout)
-    jsonschema.validate(doc, SCHEMA)
+    schema_check(doc, SCHEMA)
     wr = doc["total"]["write"]
     assert wr["errors"] >= 1 and wr["total_ios"] < 100000
     assert wr["total_ios"] == w1 - w0, "the report and the kernel disagree on the writes issued"
@@ -1064,7 +1063,7 @@ def test_a_job_that_cannot_be_pinned_ends_the_run(workdir):
     assert r.returncode == 1
     assert_one_line_error(r, "job 0: cannot pin to CPU 0: Invalid argument")
     doc = json.loads(r.stdout)
-    jsonschema.validate(doc, SCHEMA)
+    schema_check(doc, SCHEMA)
     assert doc["total"]["read"]["total_ios"] == 0 and doc["jobs"][0]["error"] == errno.EINVAL
     assert doc["total"]["runtime"] < 30000, "a job that never ran has no run time to speak of"
     assert not f.exists()

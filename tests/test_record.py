@@ -21,11 +21,10 @@ import zlib
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import jsonschema
 import pytest
 
 from conftest import (IOSTRATA, ROOT, SCHEMA, NotFiles, Tracer, assert_one_line_error,
-                      wait_no_bpf_programs)
+                      schema_check, wait_no_bpf_programs)
 
 pytestmark = pytest.mark.root
 
@@ -49,6 +48,23 @@ def lines_of(path):
     opener = gzip.open if str(path).endswith(".gz") else open
     with opener(path, "rt") as f:
         return f.read().splitlines()
+
+
+def flushed_lines(path, tail=None):
+    """The whole lines of a recording still being written, or cut: a gzip stream without its
+    end reads up to what was flushed (gzip.open raises EOFError at the end of what is there).
+    tail: a list given the text after the last newline."""
+    lines = []
+    opener = gzip.open if str(path).endswith(".gz") else open
+    try:
+        with opener(path, "rt") as f:
+            for line in f:
+                lines.append(line)
+    except (EOFError, OSError):
+        pass
+    if tail is not None:
+        tail.append(lines.pop() if lines and not lines[-1].endswith("\n") else "")
+    return [line.rstrip("\n") for line in lines if line.endswith("\n")]
 
 
 def load(*args):
@@ -146,7 +162,7 @@ def test_records_validate_and_json_prints_the_same_lines(tmp_path, no_bpf_leak):
     assert out.splitlines() == lines, "-j printed other lines than the file holds"
     recs = [json.loads(l) for l in lines]
     for x in recs:
-        jsonschema.validate(x, SCHEMA_DOC)
+        schema_check(x, SCHEMA_DOC)
     assert recs[0]["type"] == "meta" and recs[-1]["type"] == "end"
     assert all(x["type"] == "interval" for x in recs[1:-1]) and len(recs) >= 4
     meta, end = recs[0], recs[-1]
@@ -174,29 +190,17 @@ def test_sigkill_leaves_a_readable_file(tmp_path, name, no_bpf_leak):
     rec = tmp_path / name
     r = Recorder(rec, "-l", "uring", "0.1")
     deadline = time.monotonic() + 30
-    while True:   # a few intervals on disk (gzip: each line is sync-flushed)
-        try:
-            n = len(lines_of(rec))
-        except (EOFError, OSError):
-            n = 0
-        if n >= 6 or time.monotonic() > deadline:
-            break
+    # a few intervals on disk (gzip: each line is sync-flushed; the stream has no end yet, and
+    # read as a whole file it never had a line: the wait always ran its 30 s)
+    while len(flushed_lines(rec)) < 6 and time.monotonic() < deadline:
         time.sleep(0.1)
     r.stop(signal.SIGKILL)
     assert r.proc.returncode == -signal.SIGKILL
-    try:
-        lines = lines_of(rec)
-    except EOFError:   # gzip: the stream has no end, what was flushed reads
-        with gzip.open(rec, "rt") as f:
-            lines = []
-            try:
-                for l in f:
-                    lines.append(l.rstrip("\n"))
-            except EOFError:
-                pass
-    assert len(lines) >= 6
+    tail = []
+    lines = flushed_lines(rec, tail)    # gzip: the stream has no end, what was flushed reads
+    assert len(lines) >= 6 and tail == [""], tail     # every write a whole line
     for l in lines:
-        jsonschema.validate(json.loads(l), SCHEMA_DOC)
+        schema_check(json.loads(l), SCHEMA_DOC)
     assert json.loads(lines[-1])["type"] == "interval"
     out = tmp_path / "r.html"
     rep = subprocess.run([str(IOSTRATA), "report", str(rec), "-o", str(out)],
@@ -219,7 +223,7 @@ def test_existing_file_is_refused_unless_force(tmp_path, no_bpf_leak):
     assert r.returncode == 0, r.stderr
     recs = [json.loads(l) for l in lines_of(rec)]
     for x in recs:
-        jsonschema.validate(x, SCHEMA_DOC)
+        schema_check(x, SCHEMA_DOC)
     assert recs[0]["type"] == "meta" and recs[-1]["reason"] == "duration"
     assert recs[0]["options"]["stages"] == ["block.device"]
 
@@ -279,12 +283,12 @@ def test_a_disk_filling_up_keeps_the_whole_records(tmp_path, name, no_bpf_leak):
     full.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(full)], check=True)
     try:
-        # 16 KiB left: room for the meta record of a host with a few hundred disks; 3,000
+        # 16 KiB left: room for the meta record of a host with a few hundred disks; 12,000
         # intervals pass it, even gzipped (~25 bytes each when idle)
         (full / "fill").write_bytes(b"x" * (65536 - 16384))
         rec = full / name
         r = subprocess.run([str(IOSTRATA), "record", "-o", str(rec), "-l", "block", "-D", "-F",
-                            "0.02", "--duration", "60"], capture_output=True, text=True,
+                            "0.005", "--duration", "60"], capture_output=True, text=True,
                            timeout=120)
         # the intervals before it were shown as they came
         assert_one_line_error(r, "No space left", "last whole record", quiet_stdout=False)
@@ -292,7 +296,7 @@ def test_a_disk_filling_up_keeps_the_whole_records(tmp_path, name, no_bpf_leak):
         assert whole and len(lines) >= 2, (whole, len(lines))
         recs = [json.loads(l) for l in lines]
         for x in recs:
-            jsonschema.validate(x, SCHEMA_DOC)
+            schema_check(x, SCHEMA_DOC)
         assert recs[0]["type"] == "meta" and {x["type"] for x in recs[1:]} == {"interval"}
         print(f"{name}: {len(recs)} whole records, {rec.stat().st_size} bytes")
     finally:

@@ -10,11 +10,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import jsonschema
 import pytest
 
 from conftest import (IOSTRATA, ROOT, SCHEMA, Tracer, drops_of, queue_set, records,
-                      stat_requests)
+                      schema_check, stat_requests)
 
 pytestmark = pytest.mark.root
 LOAD = ROOT / "bin" / "iostrata-load"
@@ -113,7 +112,7 @@ def test_interval_boundaries_shared(loopdev, loopdev2, no_bpf_leak):
         recs = strict_records(out)  # each record has one interval_ns: no key twice
         assert recs, name
         for rec in recs:
-            jsonschema.validate(rec, SCHEMA_DOC)
+            schema_check(rec, SCHEMA_DOC)
             assert rec["type"] == "interval" and isinstance(rec["interval_ns"], int)
         assert sum(rec["interval_ns"] for rec in recs) > 0
         pid = loads[name].pid

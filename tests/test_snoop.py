@@ -16,11 +16,10 @@ import time
 import unicodedata
 from pathlib import Path
 
-import jsonschema
 import pytest
 
 from conftest import (OUR_PROGS, ROOT, SCHEMA, Tracer, finish_dio, loop_device, queue_set,
-                      records, run_dio, stat_requests, without_unseen)
+                      records, run_dio, schema_check, stat_requests, without_unseen)
 
 LOAD = ROOT / "bin" / "iostrata-load"
 SCHEMA_DOC = json.loads(SCHEMA.read_text())
@@ -79,7 +78,7 @@ def snoop_records(out):
     """Every line validated against the schema; (snoop records, lost in all)."""
     recs = records(out)
     for r in recs:
-        jsonschema.validate(r, SCHEMA_DOC)
+        schema_check(r, SCHEMA_DOC)
     snoops = [r for r in recs if r["type"] == "snoop"]
     lost = sum(r["lost"] for r in recs if r["type"] == "snoop_lost")
     summary = [r for r in recs if r["type"] == "snoop_summary"]
@@ -292,7 +291,7 @@ def cgroup_counts(recs, layer, stage):
     """{(cgroup, opcode): count} of one layer's stage over every interval."""
     out = {}
     for rec in recs:
-        jsonschema.validate(rec, SCHEMA_DOC)
+        schema_check(rec, SCHEMA_DOC)
         for h in rec["hists"]:
             if h["layer"] == layer and h["stage"] == stage:
                 k = (h["labels"].get("cgroup"), h["labels"].get("opcode"))

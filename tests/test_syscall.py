@@ -8,10 +8,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import jsonschema
 import pytest
 
-from conftest import ROOT, SCHEMA, Tracer, records
+from conftest import ROOT, SCHEMA, Tracer, records, schema_check
 
 pytestmark = pytest.mark.root
 LOAD = ROOT / "bin" / "iostrata-load"
@@ -22,7 +21,7 @@ def syscalls_of(recs, comm):
     """{syscall: count} for one comm, per process."""
     by_pid = {}
     for rec in recs:
-        jsonschema.validate(rec, SCHEMA_DOC)
+        schema_check(rec, SCHEMA_DOC)
         for h in rec["hists"]:
             assert h["layer"] == "syscall" and h["stage"] == "duration"
             if h["labels"].get("comm") != comm:
@@ -60,7 +59,7 @@ def test_whole_host_counts_without_per_process_keys(no_bpf_leak):
     def totals(recs):
         total = Counter()
         for rec in recs:
-            jsonschema.validate(rec, SCHEMA_DOC)
+            schema_check(rec, SCHEMA_DOC)
             for h in rec["hists"]:
                 total[h["labels"]["syscall"]] += h["count"]
         return total
@@ -117,7 +116,7 @@ def test_io_uring_enter_is_left_to_the_uring_layer(no_bpf_leak):
     recs = records(tracer.stop())
     calls, cqes = Counter(), 0
     for rec in recs:
-        jsonschema.validate(rec, SCHEMA_DOC)
+        schema_check(rec, SCHEMA_DOC)
         for h in rec["hists"]:
             if h["labels"].get("comm") != "iostrata-load":
                 continue

@@ -8,10 +8,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import jsonschema
 import pytest
 
-from conftest import ROOT, SCHEMA, Tracer, drops_of, merged_p50, records, without_unseen
+from conftest import (ROOT, SCHEMA, Tracer, drops_of, merged_p50, records, schema_check,
+                      without_unseen)
 
 pytestmark = pytest.mark.root
 LOAD = ROOT / "bin" / "iostrata-load"
@@ -30,7 +30,7 @@ def uring_stages(recs, comm="iostrata-load"):
     """{(stage, opcode, flags): {count, unmeasured, sum_ns, buckets, pids}} for one comm."""
     out = {}
     for rec in recs:
-        jsonschema.validate(rec, SCHEMA_DOC)
+        schema_check(rec, SCHEMA_DOC)
         for h in rec["hists"]:
             if h["layer"] != "uring" or h["labels"].get("comm") != comm:
                 continue
