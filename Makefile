@@ -153,7 +153,7 @@ run: all
 
 # Unit tests need no root; the live-kernel tests skip, with the reason, when not run as root.
 test: all
-	$(PYTHON) -m pytest -ra tests
+	$(PYTHON) -m pytest -ra --durations=15 tests
 
 test-unit: all
 	$(PYTHON) -m pytest -ra tests -m "not root"
