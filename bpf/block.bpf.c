@@ -40,6 +40,8 @@ const volatile __u32 flags_mask;	/* request flag bits kept in the key (per-flags
  * are taken from the request's first bio, which keeps what was asked. 0: not wanted.
  */
 const volatile __u32 bio_flush_flags;
+/* REQ_NOWAIT as this kernel numbers it (relocated at load): a bio that must not wait */
+#define req_nowait	(1u << bpf_core_enum_value(enum req_flag_bits, __REQ_NOWAIT))
 /* Index of the pointer argument: 1 where the prototype still has a request_queue first. */
 const volatile __u32 rq_issue_arg;
 const volatile __u32 rq_requeue_arg;

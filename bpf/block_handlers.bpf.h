@@ -111,7 +111,8 @@ static __always_inline int H(on_bio_queue)(struct bio *bio)
 				req_note_comm(w.tgid);
 		}
 	}
-	inflight_put(PTR_U64(bio), now, link, &w, H(bio_put_dev)(bio, disk), true);
+	inflight_put(PTR_U64(bio), now, link, &w, H(bio_put_dev)(bio, disk), true,
+		     KR(bio, bi_opf) & req_nowait);
 	return 0;
 }
 
@@ -130,7 +131,7 @@ static __always_inline int H(on_split)(struct bio *split)
 	w.tgid = parent->tgid;
 	w.tid = parent->tid;
 	w.cgroup = parent->cgroup;
-	inflight_put(PTR_U64(split), parent->ts, parent->bio_link, &w, 0, true);
+	inflight_put(PTR_U64(split), parent->ts, parent->bio_link, &w, 0, true, false);
 	return 0;
 }
 

@@ -54,9 +54,12 @@ struct inflight {
 		__u64 bio_link;	/* bios: the io_uring/aio request owning them (REQ_LINK_*) */
 	};
 	__u32 tgid;	/* process that queued the (earliest) bio */
-	/* requests: given back by the driver or the block layer to be issued again (a requeue,
-	 * block_rq_requeue), so their next issue is the same I/O; cleared at that issue */
-	__u32 requeued;
+	union {
+		/* requests: given back by the driver or the block layer to be issued again (a
+		 * requeue, block_rq_requeue), so their next issue is the same I/O; cleared then */
+		__u32 requeued;
+		__u32 bio_nowait;	/* bios: queued with REQ_NOWAIT (bio_ended_unmade) */
+	};
 	/* who queued the (earliest) bio, noted only for snoop and -C (owner_note) */
 	__u64 cgroup;	/* its cgroup v2 id */
 	__u32 tid;	/* its thread */
