@@ -275,6 +275,33 @@ def test_load_failing_restores(disk, tmp_path, load, needle, status):
             "out/A/round-01.log" in line
 
 
+def test_load_failing_as_the_round_ends_is_a_failure(disk, tmp_path):
+    """LOAD exits with status 3 well within its 1 s round, but a reader it started in a new
+    session keeps the disk busy past the round's end, so tracing is still settling the disk
+    when the round's timer fires. The load's own end came first: the round is one it ended,
+    and its failure is said (the timer's firing was counted instead, and the round taken for a
+    good one: a load failing within a round's last ~100 ms passed so)."""
+    dev, before = disk
+    marker = "iostrata-test-reader-43217"   # the escaped reader's $0: killed whatever happens
+    reader = (f"setsid sh -c 'while :; do dd if={dev} of=/dev/null iflag=direct bs=4k "
+              f"count=2000 2>/dev/null; done' {marker}")
+    try:
+        r = sched_ab(dev, "mq-deadline", "none", tmp_path / "out",
+                     load=["--", "sh", "-c", f"{reader} & sleep 0.2; exit 3"])
+    finally:
+        for pid in procs_with(marker.encode()):     # a session leader: its group, dd too
+            os.killpg(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        reading = f"if={dev}".encode()
+        while procs_with(marker.encode()) or procs(lambda a: a[:2] == [b"dd", reading]):
+            assert time.monotonic() < deadline, "the escaped reader is still running"
+            time.sleep(0.05)
+    assert queue_state(dev) == before
+    line = assert_one_line_error(r, "the load exited with status 3 in round 1",
+                                 quiet_stdout=False)
+    assert r.returncode == 1, line
+
+
 def test_load_leaves_nothing_running(disk, tmp_path):
     """A LOAD that ends at once, leaving a process in the background: the round ends with it,
     and what it left in its process group is killed before the next round."""
