@@ -193,7 +193,7 @@ static long unsubmit_one(__u64 i, struct walk *w)
 	struct aio_call *c = w->call;
 	struct iocb *user = NULL;
 	struct ioreq *e;
-	__u64 data;
+	__u64 data, key;
 
 	i += w->from;
 	if (unread_is(c, i)) {	/* no entry was made: nothing to free, and no request */
@@ -211,9 +211,10 @@ static long unsubmit_one(__u64 i, struct walk *w)
 		drop(DROP_UNREADABLE);
 		return 0;
 	}
-	e = req_tab_find(aio_key((__u64)user, data), w->tgid);
+	key = aio_key((__u64)user, data);
+	e = req_tab_find(key, w->tgid);
 	if (e && e->ts == w->now)	/* w->now: this call's entry time */
-		req_tab_free(e, aio_key((__u64)user, data), w->tgid);
+		req_tab_free(e, key, w->tgid);
 	return 0;
 }
 

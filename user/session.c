@@ -481,9 +481,7 @@ static bool wait_stop(int stop_fd, uint64_t timeout_ns, const sigset_t *unblocke
 /* Has stop_fd (> 0) become readable, now? */
 static bool stop_fd_ready(int stop_fd)
 {
-	struct pollfd p = { .fd = stop_fd, .events = POLLIN };
-
-	return stop_fd > 0 && poll(&p, 1, 0) > 0;
+	return stop_fd > 0 && wait_stop(stop_fd, 0, NULL);
 }
 
 /* Sleep until deadline (monotonic ns), a signal, stop_fd readable, or a stop the record sink

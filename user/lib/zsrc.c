@@ -133,11 +133,13 @@ long zsrc_read(struct zsrc *z, void *out, unsigned int len)
 	if (z->kind == ZS_NEW) {
 		if (need(z, 2))
 			return -1;
-		if (gzip_magic(z) && inflateInit2(&z->s, 16 + MAX_WBITS) != Z_OK) {
+		bool gz = gzip_magic(z);
+
+		if (gz && inflateInit2(&z->s, 16 + MAX_WBITS) != Z_OK) {
 			z->err = ZSRC_NOMEM;
 			return -1;
 		}
-		z->kind = gzip_magic(z) ? ZS_GZIP : ZS_PLAIN;	/* GZIP: inflateInit2 done */
+		z->kind = gz ? ZS_GZIP : ZS_PLAIN;	/* GZIP: inflateInit2 done */
 	}
 	return z->kind == ZS_GZIP ? read_gzip(z, out, len) : read_plain(z, out, len);
 }
