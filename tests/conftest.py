@@ -158,6 +158,24 @@ def stat_requests(dev):
     return {op: f[i] for op, i in STAT_FIELDS.items() if i < len(f)}
 
 
+def cgroup2_root():
+    """The cgroup2 hierarchy's mount point (a Path), or None when none is mounted."""
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        pre, _, post = line.partition(" - ")
+        if post.startswith("cgroup2 "):
+            return Path(pre.split()[4])
+    return None
+
+
+def own_cgroup():
+    """This process's cgroup v2 directory (a Path), or None."""
+    root = cgroup2_root()
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        if root and line.startswith("0::/"):
+            return root / line[4:] if line[4:] else root
+    return None
+
+
 def loop_device(img):
     with open(img, "wb") as f:
         f.truncate(128 << 20)

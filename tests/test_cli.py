@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 import conftest
-from conftest import IOSTRATA, ROOT, SCHEMA, full_pipe, schema_check, wait_no_bpf_programs
+from conftest import (IOSTRATA, ROOT, SCHEMA, cgroup2_root, full_pipe, schema_check,
+                      wait_no_bpf_programs)
 
 SCHEMA_DOC = json.loads(SCHEMA.read_text())
 
@@ -230,11 +231,8 @@ def test_unknown_fail_probe_is_bad_input():
 
 def cgroup2_file():
     """A file in the cgroup v2 hierarchy (its root's cgroup.procs), or None."""
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        pre, _, post = line.partition(" - ")
-        if post.startswith("cgroup2 "):
-            return str(Path(pre.split()[4]) / "cgroup.procs")
-    return None
+    root = cgroup2_root()
+    return str(root / "cgroup.procs") if root else None
 
 
 @pytest.mark.root

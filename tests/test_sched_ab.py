@@ -6,9 +6,11 @@ back too, with no BPF program left.
 The loop device starts from settings no restore-to-defaults would give: kyber with
 read_lat_nsec 3 ms (its default is 2 ms) and nr_requests 100 (a switch resets it). Every
 writable queue attribute and every iosched tunable is compared, not only the scheduler."""
+import contextlib
 import fcntl
 import json
 import os
+import re
 import select
 import shutil
 import signal
@@ -19,8 +21,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from conftest import (IOSTRATA, ROOT, assert_one_line_error, full_pipe, our_bpf_programs,
-                      stat_requests, wait_no_bpf_programs)
+from conftest import (IOSTRATA, ROOT, assert_one_line_error, cgroup2_root, full_pipe,
+                      our_bpf_programs, own_cgroup, stat_requests, wait_no_bpf_programs)
 
 pytestmark = pytest.mark.root
 
@@ -275,19 +277,18 @@ def test_load_failing_restores(disk, tmp_path, load, needle, status):
             "out/A/round-01.log" in line
 
 
-def test_load_failing_as_the_round_ends_is_a_failure(disk, tmp_path):
-    """LOAD exits with status 3 well within its 1 s round, but a reader it started in a new
-    session keeps the disk busy past the round's end, so tracing is still settling the disk
-    when the round's timer fires. The load's own end came first: the round is one it ended,
-    and its failure is said (the timer's firing was counted instead, and the round taken for a
-    good one: a load failing within a round's last ~100 ms passed so)."""
-    dev, before = disk
-    marker = "iostrata-test-reader-43217"   # the escaped reader's $0: killed whatever happens
-    reader = (f"setsid sh -c 'while :; do dd if={dev} of=/dev/null iflag=direct bs=4k "
-              f"count=2000 2>/dev/null; done' {marker}")
+def reader(dev, marker):
+    """sh code: a reader of dev in a session of its own (out of the load's process group),
+    running until killed; marker is its $0."""
+    return (f"setsid sh -c 'while :; do dd if={dev} of=/dev/null iflag=direct bs=4k "
+            f"count=2000 2>/dev/null; done' {marker}")
+
+
+@contextlib.contextmanager
+def readers_killed(dev, marker):
+    """Whatever happens, the readers marked so are killed at the end, and waited for."""
     try:
-        r = sched_ab(dev, "mq-deadline", "none", tmp_path / "out",
-                     load=["--", "sh", "-c", f"{reader} & sleep 0.2; exit 3"])
+        yield
     finally:
         for pid in procs_with(marker.encode()):     # a session leader: its group, dd too
             os.killpg(pid, signal.SIGKILL)
@@ -296,10 +297,97 @@ def test_load_failing_as_the_round_ends_is_a_failure(disk, tmp_path):
         while procs_with(marker.encode()) or procs(lambda a: a[:2] == [b"dd", reading]):
             assert time.monotonic() < deadline, "the escaped reader is still running"
             time.sleep(0.05)
+
+
+@pytest.mark.parametrize("status,said", [
+    (3, "the load exited with status 3 in round 1"),
+    (0, "was still busy 5 s after the load of round 1 ended (A: mq-deadline), with nothing of "
+        "the load left running: something else is using it")])
+def test_load_failing_as_the_round_ends_is_a_failure(disk, tmp_path, status, said):
+    """LOAD exits with status 3 well within its 1 s round, but a reader it started, moved out of
+    its cgroup (as anyone else's), keeps the disk busy past the round's end, so tracing is still
+    settling the disk when the round's timer fires. The load's own end came first: the round is
+    one it ended, and its failure is said (the timer's firing was counted instead, and the round
+    taken for a good one: a load failing within a round's last ~100 ms passed so). A load that
+    ended well so is no good round either: the disk was busy for 5 s after it with requests
+    that were not its own (the round's figures were taken, the wait given up in silence)."""
+    dev, before = disk
+    marker = "iostrata-test-reader-43217"   # the escaped reader's $0: killed whatever happens
+    escape = tmp_path / "escape.sh"
+    escape.write_text(f"echo 0 > {cgroup2_root()}/cgroup.procs\nexec {reader(dev, marker)}\n")
+    with readers_killed(dev, marker):
+        r = sched_ab(dev, "mq-deadline", "none", tmp_path / "out",
+                     load=["--", "sh", "-c", f"sh {escape} & sleep 0.2; exit {status}"])
     assert queue_state(dev) == before
-    line = assert_one_line_error(r, "the load exited with status 3 in round 1",
-                                 quiet_stdout=False)
+    line = assert_one_line_error(r, said, quiet_stdout=False)
     assert r.returncode == 1, line
+
+
+def test_what_the_load_starts_in_a_session_of_its_own_ends_with_it(disk, tmp_path):
+    """LOAD starts a reader in a session of its own (setsid: out of its process group, which
+    was all that was stopped) and ends at once. The reader ran on after sched-ab exited 0,
+    reading the disk through the later rounds and after the run. Now the load runs in a cgroup
+    of its own, and what it left there is killed when it ends, and said: nothing is left
+    running, each round's traced requests are the disk's own count for it (a warning says when
+    they are not), and the cgroup is gone."""
+    dev, before = disk
+    marker = "iostrata-test-reader-51873"
+    with readers_killed(dev, marker):
+        r = sched_ab(dev, "mq-deadline", "none", tmp_path / "out",
+                     load=["--", "sh", "-c", f"{reader(dev, marker)} & sleep 0.3; exit 0"])
+        left = procs_with(marker.encode())
+    assert r.returncode == 0, r.stderr
+    assert left == [], "what the load started in a session of its own outlived the run"
+    said = re.findall(r"round (\d): the load left [12] process(?:es)? running when it ended "
+                      r"\(in the background, or a session of (?:its|their) own\): killed then",
+                      r.stderr)
+    assert said == ["1", "2", "3", "4"], r.stderr
+    assert "requests traced, but" not in r.stderr, r.stderr
+    assert "without a cgroup of its own" not in r.stderr, r.stderr
+    assert [int(n) for n in re.findall(r" (\d+) requests ", r.stdout)] != [0] * 4, r.stdout
+    assert list(own_cgroup().glob("iostrata-load-*")) == []
+    assert queue_state(dev) == before
+
+
+def test_a_killed_run_takes_its_load_with_it(disk, tmp_path):
+    """sched-ab killed by SIGKILL, which nothing can catch: its load read the disk on, for
+    ever. The load is killed with it (PR_SET_PDEATHSIG), and what the load started in a session
+    of its own, left in the dead run's cgroup, is killed by the next run, before its first
+    round, and said; the cgroup goes."""
+    dev, _ = disk
+    marker = "iostrata-test-reader-60412"
+    load = IOSTRATA.parent / "iostrata-load"
+    out = tmp_path / "out"
+    with readers_killed(dev, marker):
+        p = subprocess.Popen([str(IOSTRATA), "sched-ab", "-d", dev, "mq-deadline", "none",
+                              "--rounds", "2", "--round-secs", "30", "-o", str(out), "--",
+                              "sh", "-c", f"{reader(dev, marker)} & exec {load} --device {dev} "
+                              "--force --rw randread --qd 8 --size 64m"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                             stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while not (load_procs(dev) and procs_with(marker.encode())):
+            assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+            time.sleep(0.05)
+        cg = own_cgroup() / f"iostrata-load-{p.pid}"
+        assert cg.is_dir()
+        p.kill()
+        p.communicate(timeout=60)
+        deadline = time.monotonic() + 10
+        while load_procs(dev):
+            assert time.monotonic() < deadline, "the load outlived the run killed"
+            time.sleep(0.05)
+        assert procs_with(marker.encode()), "the reader is gone: nothing left for the next run"
+        r = sched_ab(dev, "mq-deadline", "none", tmp_path / "again", "--rounds", "1",
+                     load=["--", "dd", f"if={dev}", "of=/dev/null", "iflag=direct",
+                           "bs=4k", "count=200"])
+        left = procs_with(marker.encode())
+    assert r.returncode == 0, r.stderr
+    assert (f"killed what the load of an earlier run (process {p.pid}, itself killed) left "
+            f"running in {cg}") in r.stderr, r.stderr
+    assert left == []
+    assert not cg.exists()
+    assert wait_no_bpf_programs() == [], "a killed run's BPF programs stayed loaded"
 
 
 def test_load_leaves_nothing_running(disk, tmp_path):

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (OUR_PROGS, ROOT, SCHEMA, Tracer, finish_dio, loop_device, queue_set,
-                      records, run_dio, schema_check, stat_requests, without_unseen)
+from conftest import (OUR_PROGS, ROOT, SCHEMA, Tracer, cgroup2_root, finish_dio, loop_device,
+                      queue_set, records, run_dio, schema_check, stat_requests, without_unseen)
 
 LOAD = ROOT / "bin" / "iostrata-load"
 SCHEMA_DOC = json.loads(SCHEMA.read_text())
@@ -27,11 +27,10 @@ MS = 1_000_000
 
 
 def cgroup2_mount():
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        pre, _, post = line.partition(" - ")
-        if post.startswith("cgroup2 "):
-            return Path(pre.split()[4])
-    pytest.skip("no cgroup2 hierarchy mounted")
+    root = cgroup2_root()
+    if root is None:
+        pytest.skip("no cgroup2 hierarchy mounted")
+    return root
 
 
 @pytest.fixture

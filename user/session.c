@@ -37,6 +37,7 @@ struct session {
 	bool finished;
 	bool begun;			/* session_begin: the first interval has started */
 	bool fd_ended;		/* the last session_run ended because its stop_fd became readable */
+	bool unsettled;		/* and the disk did not go quiet after it (disk_settle) */
 	/* snoop */
 	struct ring_buffer *rb;
 	session_req_sink req_sink;
@@ -526,24 +527,26 @@ static void wait_until(struct session *s, uint64_t deadline, int stop_fd)
  * they are in the last interval; for at most SETTLE_NS.
  */
 #define QUIET_NS (100ULL * 1000 * 1000)
-#define SETTLE_NS (5ULL * 1000 * 1000 * 1000)
+#define SETTLE_NS (SESSION_SETTLE_S * 1000ULL * 1000 * 1000)
 
-static void disk_settle(const struct session *s)
+static void disk_settle(struct session *s)
 {
 	uint64_t now = clock_ns(CLOCK_MONOTONIC), end = now + SETTLE_NS, since = now;
 	struct timespec ms = { 0, 1000 * 1000 };
 	int64_t done = disk_completed(s->cfg.dev), d;
 
+	s->unsettled = false;
 	while (s->cfg.dev && !stopping && (now = clock_ns(CLOCK_MONOTONIC)) < end) {
 		d = disk_completed(s->cfg.dev);
 		if (d != done || disk_inflight(s->cfg.dev) > 0) {
 			done = d;
 			since = now;
 		} else if (now - since >= QUIET_NS) {
-			break;
+			return;
 		}
 		nanosleep(&ms, NULL);
 	}
+	s->unsettled = s->cfg.dev && !stopping;
 }
 
 /*
@@ -612,6 +615,8 @@ int session_run(struct session *s, const struct run_limits *lim, session_sink si
 			next = end;
 		wait_until(s, next, lim->stop_fd);
 		ended = stop_fd_ready(lim->stop_fd);
+		if (ended && lim->fd_ended)
+			lim->fd_ended(lim->fd_ended_arg);
 		if (ended)
 			disk_settle(s);
 		/* the record sink said stop (a closed pipe, an error): this interval is the last */
@@ -652,6 +657,11 @@ int session_run(struct session *s, const struct run_limits *lim, session_sink si
 bool session_ended_by_fd(const struct session *s)
 {
 	return s->fd_ended;
+}
+
+bool session_disk_settled(const struct session *s)
+{
+	return !s->unsettled;
 }
 
 void session_shared_maps(const struct session *s, struct layer_report *rep)

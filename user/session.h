@@ -69,6 +69,10 @@ struct run_limits {
 	int stop_fd;		/* > 0: also end once it is readable (a pidfd: the process ended),
 				 * after the disk cfg->dev names has gone quiet */
 	pid_t stop_pid;		/* > 0: stop_fd is -p's process: its end is said, one line */
+	/* called once stop_fd is readable, before the disk settles (sched-ab ends what the
+	 * load left running there, whose I/O would keep the disk from going quiet) */
+	void (*fd_ended)(void *arg);
+	void *fd_ended_arg;
 };
 
 /*
@@ -104,5 +108,9 @@ int session_snoop(struct session *s, session_req_sink fn, void *arg);
 int session_run(struct session *s, const struct run_limits *lim, session_sink sink, void *arg);
 /* Did lim->stop_fd end the last session_run (no signal, count or duration first)? */
 bool session_ended_by_fd(const struct session *s);
+/* Ended so, did the disk go quiet within SESSION_SETTLE_S of it? (false: it kept on
+ * completing requests, someone else's) */
+#define SESSION_SETTLE_S	5
+bool session_disk_settled(const struct session *s);
 
 #endif

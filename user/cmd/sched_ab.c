@@ -67,6 +67,8 @@ struct sab {
 	struct iosched_state *now;	/* as the round's spec left it */
 	char orig_text[1024];
 	struct child child;
+	int left;		/* processes the round's load left running when it ended, killed */
+	bool said_uncontained;
 	int round;		/* the one running, from 0 */
 	uint64_t requests[2 * MAX_ROUNDS];	/* seen: block total, measured or not */
 	int64_t completed[2 * MAX_ROUNDS];	/* the disk's own count over the round, -1 unknown */
@@ -671,6 +673,11 @@ static int round_start(struct sab *a, struct round *r)
 	}
 	close(r->logfd);
 	r->logfd = -1;
+	if (a->child.cg_fd < 0 && !a->said_uncontained) {
+		warnf("the load runs without a cgroup of its own (%s): what it starts outside its "
+		      "process group (setsid, a daemon) is not stopped with it", a->child.cg_path);
+		a->said_uncontained = true;
+	}
 	return 0;
 fail:
 	round_abandon(r);
@@ -691,11 +698,28 @@ static void round_said(const struct sab *a, const struct round *r, bool early)
 	if (early)
 		warnf("round %d: the load ended by itself after %.1f s: the round is that long",
 		      a->round + 1, a->seconds[a->round]);
+	if (a->left > 0)
+		warnf("round %d: the load left %d process%s running when it ended (in the "
+		      "background, or a session of %s own): killed then", a->round + 1, a->left,
+		      a->left == 1 ? "" : "es", a->left == 1 ? "its" : "their");
 	if (!a->json)
 		printf("round %2d/%ld  %c  %-24s %6.1f s %10llu requests  %s\n", a->round + 1,
 		       2 * a->rounds, side_name(side), a->spec_arg[side], a->seconds[a->round],
 		       (unsigned long long)a->requests[a->round], r->path + strlen(a->dir) + 1);
 	fflush(stdout);
+}
+
+/*
+ * The load's process has ended, by itself or told to: what it left running (in the background,
+ * or in a session of its own) is killed now, before tracing waits for the disk to go quiet, so
+ * that the round ends with the load and nothing of it runs into the next round or outlives the
+ * run.
+ */
+static void load_ended(void *arg)
+{
+	struct sab *a = arg;
+
+	a->left = child_end_rest(&a->child);
 }
 
 /* Run round a->round: 0, or 1 with one line said (the caller restores). */
@@ -706,13 +730,16 @@ static int round_run(struct sab *a)
 	char why[1200], st[64];
 	const char *reason;
 	int64_t done1;
-	bool early;
+	bool early, quiet;
 
 	if (round_start(a, &r))
 		return 1;
 	/* without a pidfd (before Linux 5.3) tracing ends with the round, before the load */
 	a->lim.stop_fd = a->child.pidfd > 0 ? a->child.pidfd : 0;
 	a->lim.duration_s = a->lim.stop_fd ? 0 : a->round_s;
+	a->lim.fd_ended = load_ended;
+	a->lim.fd_ended_arg = a;
+	a->left = 0;
 	round_timer(a->child.pid, a->child.pidfd, a->round_s);
 	err = session_run(r.s, &a->lim, round_interval, &r);
 	done1 = disk_completed(a->cfg.dev);
@@ -720,6 +747,7 @@ static int round_run(struct sab *a)
 	round_timer_off();
 	early = !round_alarms && !session_stopping();
 	child_stop(&a->child, STOP_GRACE_MS);
+	quiet = session_disk_settled(r.s);
 	session_close(r.s);	/* detached before anything else is said or done */
 	/* a switch not ours in the round (an admin, a tuning daemon): its figures, and its meta
 	 * record's scheduler, are not the spec's; the run stops rather than compare them */
@@ -747,6 +775,13 @@ static int round_run(struct sab *a)
 		errorf("the load %s in round %d (%c: %s)%s%s; its output: %s",
 		       child_status(&a->child, st, sizeof(st)), a->round + 1, side_name(side),
 		       a->spec_arg[side], *why ? ": " : "", why, r.logpath);
+		return 1;
+	}
+	if (!quiet) {
+		errorf("%s was still busy %d s after the load of round %d ended (%c: %s), with "
+		       "nothing of the load left running: something else is using it, and the "
+		       "round is not the load's alone; stopped, the original is put back", a->disk,
+		       SESSION_SETTLE_S, a->round + 1, side_name(side), a->spec_arg[side]);
 		return 1;
 	}
 	round_said(a, &r, early);

@@ -27,8 +27,7 @@ struct cgroup_names {
 	size_t nmissing;
 };
 
-/* The cgroup2 mount point, from /proc/self/mountinfo ("... - cgroup2 cgroup2 rw"). */
-static void find_mount(char *buf, size_t len)
+void cgroup2_mount(char *buf, size_t len)
 {
 	FILE *f = fopen("/proc/self/mountinfo", "r");
 	char line[1024], mnt[512], *sep;
@@ -142,7 +141,7 @@ struct cgroup_names *cgroup_names_new(void)
 
 	if (!c)
 		return NULL;
-	find_mount(c->mount, sizeof(c->mount));
+	cgroup2_mount(c->mount, sizeof(c->mount));
 	scan(c);
 	return c;
 }

@@ -27,4 +27,8 @@ void cgroup_names_free(struct cgroup_names *c);
  * longer than buf is cut as CGROUP_LABEL_LEN says. */
 const char *cgroup_name(struct cgroup_names *c, uint64_t id, char *buf, size_t len);
 
+/* The cgroup2 mount point, from /proc/self/mountinfo ("... - cgroup2 cgroup2 rw"); "" if
+ * none is mounted. */
+void cgroup2_mount(char *buf, size_t len);
+
 #endif

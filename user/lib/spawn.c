@@ -8,10 +8,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <unistd.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include "cgroups.h"
+#include "log.h"
 #include "spawn.h"
 #include "sysinfo.h"
 
@@ -19,10 +23,196 @@
 #define SYS_pidfd_open 434
 #endif
 
-/* In the child, before exec: what the parent changed back to the defaults; its files. */
-static void child_setup(int out_fd)
+#define CG_PREFIX	"iostrata-load-"
+#define CG_EMPTY_MS	5000	/* for the killed to exit (an I/O in flight ends first) */
+
+/* Our own cgroup v2 directory ("/sys/fs/cgroup/user.slice/..."): 0, or -1 with why. */
+static int own_cgroup(char *buf, size_t len)
 {
-	int nul = open("/dev/null", O_RDONLY);
+	char mnt[PATH_MAX], line[PATH_MAX];
+	FILE *f;
+	int found = -1;
+
+	cgroup2_mount(mnt, sizeof(mnt));
+	if (!mnt[0]) {
+		snprintf(buf, len, "no cgroup2 hierarchy is mounted");
+		return -1;
+	}
+	if (!(f = fopen("/proc/self/cgroup", "r"))) {
+		snprintf(buf, len, "/proc/self/cgroup: %s", strerror(errno));
+		return -1;
+	}
+	while (found && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "0::/", 4)) {
+			line[strcspn(line, "\n")] = '\0';
+			if ((size_t)snprintf(buf, len, "%s%s", mnt,
+					     strcmp(line + 3, "/") ? line + 3 : "") < len)
+				found = 0;
+			else
+				snprintf(buf, len, "our cgroup's path is too long");
+		}
+	fclose(f);
+	if (found)
+		snprintf(buf, len, "not in a cgroup v2 (/proc/self/cgroup has no 0:: line)");
+	return found;
+}
+
+/* Does cgroup.events say "populated 1"? (true when it cannot be read) */
+static bool cgroup_populated(int cg_fd)
+{
+	int fd = openat(cg_fd, "cgroup.events", O_RDONLY | O_CLOEXEC);
+	char buf[256];
+	ssize_t r = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+
+	if (fd >= 0)
+		close(fd);
+	if (r <= 0)
+		return true;
+	buf[r] = '\0';
+	return !strstr(buf, "populated 0");
+}
+
+/* What runs in the cgroup killed, all at once: 0, or -1 (cgroup.kill cannot be written). */
+static int cgroup_kill(int cg_fd)
+{
+	int fd = openat(cg_fd, "cgroup.kill", O_WRONLY | O_CLOEXEC), rc;
+
+	if (fd < 0)
+		return -1;
+	rc = write(fd, "1", 1) == 1 ? 0 : -1;
+	close(fd);
+	return rc;
+}
+
+/*
+ * The cgroups of earlier runs that were killed (SIGKILL) before they could remove theirs, named
+ * for a process that no longer runs: what a load left running in one is killed (a load whose
+ * runner is gone, still doing I/O beside this one's) and said, and the empty cgroups go.
+ */
+static void remove_stale(const char *parent)
+{
+	char path[PATH_MAX + 300];
+	struct dirent *e;
+	DIR *d = opendir(parent);
+	long pid;
+	int fd;
+
+	while (d && (e = readdir(d))) {
+		if (strncmp(e->d_name, CG_PREFIX, strlen(CG_PREFIX)) ||
+		    (pid = strtol(e->d_name + strlen(CG_PREFIX), NULL, 10)) <= 0 ||
+		    !(kill((pid_t)pid, 0) && errno == ESRCH))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", parent, e->d_name);
+		if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+			continue;
+		if (cgroup_populated(fd) && !cgroup_kill(fd)) {
+			uint64_t end = clock_ns(CLOCK_MONOTONIC) + CG_EMPTY_MS * 1000000ULL;
+
+			warnf("killed what the load of an earlier run (process %ld, itself killed) "
+			      "left running in %s", pid, path);
+			while (cgroup_populated(fd) && clock_ns(CLOCK_MONOTONIC) < end)
+				usleep(5000);
+		}
+		close(fd);
+		rmdir(path);	/* EBUSY if something still runs in it: left alone */
+	}
+	if (d)
+		closedir(d);
+}
+
+/*
+ * A cgroup of its own for the command, under ours (so that what it uses is still accounted to
+ * whatever runs us), with cgroup.kill (Linux 5.14) to end all of it at once: c->cg_fd and
+ * c->cg_path, and cgroup.procs open to join it; -1 when there is none (c->cg_path says why,
+ * and the command runs in our cgroup, its process group alone stopped).
+ */
+static int cgroup_make(struct child *c)
+{
+	char parent[PATH_MAX];
+	int procs;
+
+	if (own_cgroup(parent, sizeof(parent))) {
+		snprintf(c->cg_path, sizeof(c->cg_path), "%s", parent);
+		return -1;
+	}
+	remove_stale(parent);
+	if ((size_t)snprintf(c->cg_path, sizeof(c->cg_path), "%s/" CG_PREFIX "%d", parent,
+			     (int)getpid()) >= sizeof(c->cg_path)) {
+		snprintf(c->cg_path, sizeof(c->cg_path), "our cgroup's path is too long");
+		return -1;
+	}
+	rmdir(c->cg_path);	/* an earlier run's of the same pid, if empty */
+	if (mkdir(c->cg_path, 0755) ||
+	    (c->cg_fd = open(c->cg_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		int err = errno;
+
+		snprintf(c->cg_path, sizeof(c->cg_path), "cannot make a cgroup in %.3000s: %s",
+			 parent, strerror(err));
+		return -1;
+	}
+	if (faccessat(c->cg_fd, "cgroup.kill", W_OK, 0) ||
+	    (procs = openat(c->cg_fd, "cgroup.procs", O_WRONLY | O_CLOEXEC)) < 0) {
+		int err = errno;
+
+		close(c->cg_fd);
+		c->cg_fd = -1;
+		rmdir(c->cg_path);
+		snprintf(c->cg_path, sizeof(c->cg_path), "%s", err == ENOENT ?
+			 "the kernel's cgroups have no cgroup.kill (Linux 5.14)" : strerror(err));
+		return -1;
+	}
+	return procs;
+}
+
+static void cgroup_remove(struct child *c)
+{
+	if (c->cg_fd < 0)
+		return;
+	close(c->cg_fd);
+	c->cg_fd = -1;
+	rmdir(c->cg_path);
+}
+
+/* The cgroup's processes: how many (cgroup.procs' lines), -1 if it cannot be read. */
+static int cgroup_count(int cg_fd)
+{
+	int fd = openat(cg_fd, "cgroup.procs", O_RDONLY | O_CLOEXEC), n = 0;
+	char buf[4096];
+	ssize_t r, i;
+
+	if (fd < 0)
+		return -1;
+	while ((r = read(fd, buf, sizeof(buf))) > 0)
+		for (i = 0; i < r; i++)
+			n += buf[i] == '\n';
+	close(fd);
+	return r < 0 ? -1 : n;
+}
+
+int child_end_rest(struct child *c)
+{
+	uint64_t end = clock_ns(CLOCK_MONOTONIC) + CG_EMPTY_MS * 1000000ULL;
+	int n;
+
+	if (c->cg_fd < 0)
+		return -1;
+	if ((n = cgroup_count(c->cg_fd)) <= 0 && !cgroup_populated(c->cg_fd))
+		return n < 0 ? 0 : n;
+	if (cgroup_kill(c->cg_fd))
+		end = 0;	/* nothing to wait for */
+	while (cgroup_populated(c->cg_fd) && clock_ns(CLOCK_MONOTONIC) < end)
+		usleep(5000);
+	return n;
+}
+
+/* What the child says on the pipe before exec closes it: a step that failed, and errno. */
+enum { STEP_JOIN = 1, STEP_EXEC };
+
+/* In the child, before exec: what the parent changed back to the defaults; its files; killed
+ * with its parent (a parent that dies by SIGKILL cannot stop it); in its cgroup. */
+static void child_setup(int out_fd, pid_t parent, int cg_procs, int say)
+{
+	int nul = open("/dev/null", O_RDONLY), msg[2] = { STEP_JOIN, 0 };
 	sigset_t none;
 
 	if (nul >= 0 && nul != STDIN_FILENO) {
@@ -37,6 +227,14 @@ static void child_setup(int out_fd)
 	}
 
 	setpgid(0, 0);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)	/* it died before the line above */
+		_exit(127);
+	if (cg_procs >= 0 && write(cg_procs, "0", 1) != 1) {
+		msg[1] = errno;
+		if (write(say, msg, sizeof(msg)) < 0)
+			_exit(127);
+	}
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGPIPE, SIG_DFL);	/* an ignored signal stays ignored across exec */
@@ -46,41 +244,63 @@ static void child_setup(int out_fd)
 
 int child_start(char *const argv[], int out_fd, struct child *c, char *why, size_t len)
 {
-	int pfd[2], err = 0;
+	int pfd[2], msg[2], procs, exec_err = 0;
+	pid_t parent = getpid();
 	ssize_t n;
 
 	memset(c, 0, sizeof(*c));
 	c->pidfd = -1;
-	/* exec closes the pipe's write end: a read of 0 bytes says it ran, an int says why not */
+	c->cg_fd = -1;
+	/* exec closes the pipe's write end: a read of 0 bytes says it ran; each step that failed
+	 * before says so */
 	if (pipe2(pfd, O_CLOEXEC)) {
 		snprintf(why, len, "pipe: %s", strerror(errno));
 		return -1;
 	}
+	procs = cgroup_make(c);
 	c->pid = fork();
 	if (c->pid < 0) {
 		snprintf(why, len, "fork: %s", strerror(errno));
 		close(pfd[0]);
 		close(pfd[1]);
+		if (procs >= 0)
+			close(procs);
+		cgroup_remove(c);
 		return -1;
 	}
 	if (!c->pid) {
 		close(pfd[0]);
-		child_setup(out_fd);
+		child_setup(out_fd, parent, procs, pfd[1]);
 		execvp(argv[0], argv);
-		err = errno;
-		if (write(pfd[1], &err, sizeof(err)) < 0)
+		msg[0] = STEP_EXEC;
+		msg[1] = errno;
+		if (write(pfd[1], msg, sizeof(msg)) < 0)
 			_exit(127);
 		_exit(127);
 	}
 	close(pfd[1]);
+	if (procs >= 0)
+		close(procs);
 	setpgid(c->pid, c->pid);	/* both sides: whichever runs first */
-	while ((n = read(pfd[0], &err, sizeof(err))) < 0 && errno == EINTR)
-		;
+	while ((n = read(pfd[0], msg, sizeof(msg))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n != sizeof(msg))
+			break;
+		if (msg[0] == STEP_EXEC) {
+			exec_err = msg[1];
+		} else {	/* it runs in ours: stopped by its process group alone */
+			cgroup_remove(c);
+			snprintf(c->cg_path, sizeof(c->cg_path), "cannot join a cgroup of its own: %s",
+				 strerror(msg[1]));
+		}
+	}
 	close(pfd[0]);
-	if (n > 0) {
+	if (exec_err) {
 		waitpid(c->pid, &c->status, 0);
 		c->reaped = true;
-		snprintf(why, len, "cannot run '%s': %s", argv[0], strerror(err));
+		cgroup_remove(c);
+		snprintf(why, len, "cannot run '%s': %s", argv[0], strerror(exec_err));
 		return -1;
 	}
 	c->pidfd = (int)syscall(SYS_pidfd_open, c->pid, 0);
@@ -126,10 +346,12 @@ bool child_stop(struct child *c, int grace_ms)
 		while (!child_ended(c) && clock_ns(CLOCK_MONOTONIC) < end)
 			usleep(10000);
 	}
-	/* the group too, even when the command ended by itself: what it started in the
-	 * background may outlive it */
+	/* the group and the cgroup too, even when the command ended by itself: what it started
+	 * in the background may outlive it */
 	kill(-c->pid, SIGKILL);
 	reap(c, 0);
+	child_end_rest(c);
+	cgroup_remove(c);
 	return ran;
 }
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * A command run beside the tracer (sched-ab's load): in its own process group, so that it and
- * whatever it starts are stopped together, with a pidfd to notice at once when it ends.
+ * A command run beside the tracer (sched-ab's load): in its own process group and its own
+ * cgroup v2, so that it and whatever it starts are stopped together, even what left the group
+ * (setsid, a daemon), with a pidfd to notice at once when it ends. It is killed if we are.
  */
 #ifndef IOSTRATA_SPAWN_H
 #define IOSTRATA_SPAWN_H
@@ -15,6 +16,8 @@ struct child {
 	int pidfd;		/* readable once it has ended; -1 where the kernel has no pidfd */
 	int status;		/* waitpid's, once reaped */
 	bool reaped;
+	int cg_fd;		/* its cgroup's directory; -1: it runs in ours (cg_path says why) */
+	char cg_path[4096];	/* that cgroup, or why it has none of its own */
 };
 
 /*
@@ -23,10 +26,16 @@ struct child {
  * (not found, not executable) is known before this returns.
  */
 int child_start(char *const argv[], int out_fd, struct child *c, char *why, size_t len);
+/*
+ * What it left running in its cgroup (after it ended, or was stopped) killed at once and
+ * waited for (for at most a few seconds): how many processes were there, -1 when it has no
+ * cgroup of its own (nothing is done).
+ */
+int child_end_rest(struct child *c);
 /* Has it ended (reaped if so)? */
 bool child_ended(struct child *c);
 /* End it if it runs: SIGTERM to its group, SIGKILL after grace_ms; reaped. Whatever is left
- * in its group is killed either way. true if it ran. */
+ * in its group and its cgroup is killed either way, and the cgroup removed. true if it ran. */
 bool child_stop(struct child *c, int grace_ms);
 /* Did it end by itself with status 0? (reaped, not stopped) */
 bool child_ok(const struct child *c);
