@@ -390,6 +390,20 @@ def test_a_killed_run_takes_its_load_with_it(disk, tmp_path):
     assert wait_no_bpf_programs() == [], "a killed run's BPF programs stayed loaded"
 
 
+def test_loads_own_runtime_is_kept_however_abbreviated(disk, tmp_path):
+    """iostrata-load's --runtime given as --run=1s (getopt takes any unambiguous start): the
+    load runs 1 s of each 2 s round, as asked. sched-ab looked for "--runtime" itself, did not
+    see it, and put its own after it, which won: the load ran the whole round."""
+    dev, before = disk
+    r = sched_ab(dev, "mq-deadline", "none", tmp_path / "out", secs=2,
+                 load=load_args(dev, "--run=1s"))
+    assert r.returncode == 0, r.stderr
+    took = [float(t) for t in re.findall(r"the load ended by itself after ([\d.]+) s",
+                                         r.stderr)]
+    assert len(took) == 4 and all(0.9 <= t < 1.9 for t in took), r.stderr
+    assert queue_state(dev) == before
+
+
 def test_load_leaves_nothing_running(disk, tmp_path):
     """A LOAD that ends at once, leaving a process in the background: the round ends with it,
     and what it left in its process group is killed before the next round."""

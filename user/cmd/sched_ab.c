@@ -265,15 +265,17 @@ static int parse_args(int argc, char **argv, struct sab *a)
 
 /*
  * LOAD's argv: as given, or iostrata-load with them when they start with '-'; then it runs
- * past the round unless told otherwise (the round stops it), not iostrata-load's 10 s.
- * 0; -2 (said) when LOAD cannot run, a usage error; -1 (said) otherwise.
+ * past the round (the round stops it), not iostrata-load's default 10 s: a --runtime of ours
+ * goes first, so that one of the user's, however abbreviated (--run=5s), comes later and wins,
+ * and --ios alone ends it sooner as ever. 0; -2 (said) when LOAD cannot run, a usage error; -1
+ * (said) otherwise.
  */
 static int load_argv(struct sab *a)
 {
 	static char runtime[32];
 	const char *bin;
 	char **v;
-	int n, i, timed = 0;
+	int n;
 
 	if (a->load[0][0] != '-') {
 		/* a command that cannot run is said before the disk or a directory is touched */
@@ -293,24 +295,20 @@ static int load_argv(struct sab *a)
 		return -1;
 	}
 	for (n = 0; a->load[n]; n++)
-		timed |= !strncmp(a->load[n], "--runtime", 9) || !strncmp(a->load[n], "--ios", 5);
-	v = calloc((size_t)n + 4, sizeof(*v));
+		;
+	v = calloc((size_t)n + 3, sizeof(*v));
 	if (!v) {
 		errorf("out of memory");
 		return -1;
 	}
+	snprintf(runtime, sizeof(runtime), "--runtime=%.0fs", ceil(a->round_s) + 60);
 	v[0] = (char *)bin;
-	for (i = 0; i < n; i++)
-		v[i + 1] = a->load[i];
-	if (!timed) {
-		snprintf(runtime, sizeof(runtime), "--runtime=%.0fs", ceil(a->round_s) + 60);
-		v[++i] = runtime;
-	}
+	v[1] = runtime;
+	memcpy(v + 2, a->load, (size_t)n * sizeof(*v));
 	a->load = v;
 	return 0;
 }
 
-/* Round i (from 0) of A B B A A B B A ...: 0 for A, 1 for B. */
 static int side_of(int i)
 {
 	return (i / 2) % 2 ? 1 - i % 2 : i % 2;
