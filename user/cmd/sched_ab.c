@@ -63,6 +63,7 @@ struct sab {
 	struct trace_config cfg;
 	struct run_limits lim;
 	char dir[PATH_MAX];
+	bool made[3];		/* A, B and DIR made by this run (removed again if left empty) */
 	struct iosched_state *orig;
 	struct iosched_state *now;	/* as the round's spec left it */
 	char orig_text[1024];
@@ -788,12 +789,15 @@ static int round_run(struct sab *a)
 
 /* ---- the output directory */
 
-static int make_dir(const char *path, bool existing_ok)
+/* 0 (*made: by us), or -1 said. */
+static int make_dir(const char *path, bool existing_ok, bool *made)
 {
 	struct stat st;
 
-	if (!mkdir(path, 0755))
+	if (!mkdir(path, 0755)) {
+		*made = true;
 		return 0;
+	}
 	if (errno == EEXIST && existing_ok && !stat(path, &st) && S_ISDIR(st.st_mode))
 		return 0;
 	errorf("cannot create directory %s: %s", path,
@@ -860,14 +864,29 @@ static int make_dirs(struct sab *a)
 		localtime_r(&now, &tm);
 		strftime(a->dir, sizeof(a->dir), "sched-ab-%Y%m%d-%H%M%S", &tm);
 	}
-	if (make_dir(a->dir, a->dir_arg != NULL))
+	if (make_dir(a->dir, a->dir_arg != NULL, &a->made[2]))
 		return -1;
 	for (i = 0; i < 2; i++) {
 		snprintf(sub, sizeof(sub), "%s/%c", a->dir, side_name(i));
-		if (make_dir(sub, true) || earlier_rounds(sub, a->force))
+		if (make_dir(sub, true, &a->made[i]) || earlier_rounds(sub, a->force))
 			return -1;
 	}
 	return 0;
+}
+
+/* A run that recorded nothing (round 1 never ran) leaves no empty directories of ours. */
+static void unmake_dirs(const struct sab *a)
+{
+	char sub[PATH_MAX + 8];
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		snprintf(sub, sizeof(sub), "%s/%c", a->dir, side_name(i));
+		if (a->made[i])
+			rmdir(sub);	/* ENOTEMPTY: a round's files are there, kept */
+	}
+	if (a->made[2])
+		rmdir(a->dir);
 }
 
 /* ---- the comparison */
@@ -1091,6 +1110,8 @@ static int run(struct sab *a)
 			break;
 		err = round_run(a);
 	}
+	if (err || session_stopping())
+		unmake_dirs(a);
 	if (disk_lost(a))
 		return 1;
 	if (iosched_restore(a->orig, why, sizeof(why))) {
@@ -1158,6 +1179,7 @@ int cmd_sched_ab(int argc, char **argv)
 	if (i < 2 || make_dirs(&a)) {
 		if (i < 2)
 			errorf("%s", why);
+		unmake_dirs(&a);
 		r = iosched_restore(a.orig, why, sizeof(why));
 		if (r)
 			errorf("%s; it was %s", why, a.orig_text);
