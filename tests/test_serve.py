@@ -667,35 +667,45 @@ def test_abuse(servers, no_bpf_leak):
         (b"\x00\x01garbage\xff\r\n\r\n", {400}),
         (b"GARBAGE\r\n\r\n", {400}),
         (b"GET /metrics HTTP/2.0\r\n\r\n", {400}),
-        (b"GET metrics HTTP/1.1\r\n\r\n", {400}),
-        (b"GET /metrics HTTP/1.1\r\nno colon here\r\n\r\n", {400}),
+        (b"GET metrics HTTP/1.1\r\nHost: x\r\n\r\n", {400}),
+        (b"GET /metrics HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n", {400}),
         # empty lines before the request line are ignored (RFC 9112, 2.2; once a 400), up to 4
         (b"\r\n", {408, None}),
         (b"\r\nGET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", {200}),
-        (b"\r\n" * 5 + b"GET /metrics HTTP/1.1\r\n\r\n", {400}),
-        ([b"\r\n"] * 5 + [b"GET /metrics HTTP/1.1\r\n\r\n"], {400}),     # in five reads
+        (b"\r\n" * 5 + b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", {400}),
+        ([b"\r\n"] * 5 + [b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"], {400}),  # in five reads
         # lines ended by bare LFs, the empty one by CRLF (once never whole: 408 after 5 s)
         (b"GET /metrics HTTP/1.1\nHost: x\n\r\n", {200}),
         (big, {431, None}),
         (many, {431}),
-        (b"POST /metrics HTTP/1.1\r\nContent-Length: 2\r\n\r\nhi", {405}),
-        (b"DELETE / HTTP/1.1\r\n\r\n", {405}),
-        (b"GET /nope HTTP/1.1\r\n\r\n", {404}),
-        (b"GET /metrics/../etc/passwd HTTP/1.1\r\n\r\n", {404}),
+        (b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi", {405}),
+        (b"DELETE / HTTP/1.1\r\nHost: x\r\n\r\n", {405}),
+        (b"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n", {404}),
+        (b"GET /metrics/../etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n", {404}),
         # the absolute form, as through a proxy (RFC 9112, 3.2.2: a server must take it; once
         # a 400): its path is what is served
         (b"GET http://127.0.0.1/metrics HTTP/1.1\r\nHost: x\r\n\r\n", {200}),
-        (b"GET HTTP://[::1]:9750/metrics?x=1 HTTP/1.1\r\n\r\n", {200}),
-        (b"GET http://127.0.0.1 HTTP/1.1\r\n\r\n", {200}),        # the path is "/"
-        (b"GET http://127.0.0.1/nope HTTP/1.1\r\n\r\n", {404}),
-        (b"GET http:///metrics HTTP/1.1\r\n\r\n", {400}),        # no authority
-        (b"GET ftp://127.0.0.1/metrics HTTP/1.1\r\n\r\n", {400}),
-        (b"GET http://h\x7f HTTP/1.1\r\n\r\n", {400}),        # a control byte, even there
+        (b"GET HTTP://[::1]:9750/metrics?x=1 HTTP/1.1\r\nHost: x\r\n\r\n", {200}),
+        (b"GET http://127.0.0.1 HTTP/1.1\r\nHost: x\r\n\r\n", {200}),        # the path is "/"
+        (b"GET http://127.0.0.1/nope HTTP/1.1\r\nHost: x\r\n\r\n", {404}),
+        (b"GET http:///metrics HTTP/1.1\r\nHost: x\r\n\r\n", {400}),        # no authority
+        (b"GET ftp://127.0.0.1/metrics HTTP/1.1\r\nHost: x\r\n\r\n", {400}),
+        (b"GET http://h\x7f HTTP/1.1\r\nHost: x\r\n\r\n", {400}),  # a control byte, even there
         # after a gzip response in a slot, an error reply is not labelled gzip (it once was)
-        (b"GET /metrics HTTP/1.1\r\nAccept-Encoding: gzip\r\n\r\n", {200}),
+        (b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n", {200}),
         (b"GARBAGE\r\n\r\n", {400}),
-        (b"GET /metrics HTTP/1.1\r\nAccept-Encoding: gzip\r\n\r\n", {200}),
-        (b"POST /metrics HTTP/1.1\r\n\r\n", {405}),
+        (b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n", {200}),
+        (b"POST /metrics HTTP/1.1\r\nHost: x\r\n\r\n", {405}),
+        # RFC 9112, 3.2: HTTP/1.1 without a Host line, or any request with two, is a 400
+        (b"GET /metrics HTTP/1.1\r\n\r\n", {400}),
+        (b"GET /metrics HTTP/1.1\r\nHost: x\r\nhost: y\r\n\r\n", {400}),
+        (b"GET http://127.0.0.1/metrics HTTP/1.1\r\n\r\n", {400}),
+        (b"GET /metrics HTTP/1.0\r\n\r\n", {200}),
+        (b"GET /metrics HTTP/1.0\r\nHost: x\r\nHost: x\r\n\r\n", {400}),
+        # a CR that does not end a line is invalid (RFC 9112, 2.2), in a value or a name
+        (b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-A: b\rc\r\n\r\n", {400}),
+        (b"GET /metrics HTTP/1.1\r\nHost: x\rX-A: b\r\n\r\n", {400}),
+        (b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-A: b\r\r\n\r\n", {400}),
     ]
     for data, want in cases:
         resp, took = raw(port, data)
@@ -765,7 +775,7 @@ def test_gzip_when_asked(servers, no_bpf_leak):
         h3, body = scrape(refused)
         assert "Content-Encoding" not in h3 and body.startswith(b"# HELP"), (refused, h3)
     # two Accept-Encoding lines are one list (RFC 9110, 5.3): the second's gzip counts
-    resp, _ = raw(srv.port, b"GET /metrics HTTP/1.1\r\nAccept-Encoding: br\r\n"
+    resp, _ = raw(srv.port, b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept-Encoding: br\r\n"
                             b"Accept-Encoding: gzip\r\n\r\n")
     head, body = resp.split(b"\r\n\r\n", 1)
     assert b"Content-Encoding: gzip" in head and gzip.decompress(body).startswith(b"# HELP"), head

@@ -45,16 +45,16 @@ void errorf(const char *fmt, ...)
 }
 
 static char *body;
+static char long_type[1024];	/* a Content-Type that cannot fit the response head */
 
 static void handler(const char *path, struct http_reply *r, void *arg)
 {
 	struct sbuf b = { 0 };
 
-	(void)path;
 	(void)arg;
 	sbuf_put(&b, body, BODY);
 	r->status = 200;
-	r->type = "text/plain";
+	r->type = strcmp(path, "/long-type") ? "text/plain" : long_type;
 	r->body[0] = http_blob_new(&b);
 }
 
@@ -124,6 +124,32 @@ static void paused_reader_keeps_its_slot(int port)
 	close(fd);
 	for (i = 0; i < HTTP_MAX_CONNS + 8; i++)
 		close(idle[i]);
+}
+
+/*
+ * A reply whose head cannot fit its buffer (a handler's Content-Type of 1,000 bytes) is a whole
+ * 500 with no body: it was sent cut at the buffer's end, and the body after it, the head never
+ * ended by its empty line.
+ */
+static void head_too_long_is_500(int port)
+{
+	static const char ask[] = "GET /long-type HTTP/1.1\r\nHost: t\r\n\r\n";
+	struct timeval tv = { .tv_sec = 5 };
+	int fd = dial(port, 0);
+	char resp[4096];
+	size_t got = 0;
+	ssize_t n;
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (send(fd, ask, sizeof(ask) - 1, 0) != (ssize_t)sizeof(ask) - 1)
+		exit(2);
+	while (got < sizeof(resp) - 1 && (n = recv(fd, resp + got, sizeof(resp) - 1 - got, 0)) > 0)
+		got += (size_t)n;
+	resp[got] = '\0';
+	close(fd);
+	CHECK(!strncmp(resp, "HTTP/1.1 500 ", 13) && strstr(resp, "\r\nContent-Length: 0\r\n") &&
+	      got >= 4 && !strcmp(resp + got - 4, "\r\n\r\n"),
+	      "a head too long for its buffer: %zu bytes, starting '%.40s'", got, resp);
 }
 
 /* Accepts fail while every fd is taken; then the client is served. */
@@ -222,6 +248,7 @@ int main(int argc, char **argv)
 	if (!body)
 		return 2;
 	memset(body, 'x', BODY);
+	memset(long_type, 't', sizeof(long_type) - 1);
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
 	if (http_listen(addr, &s))
 		return 2;
@@ -254,6 +281,7 @@ int main(int argc, char **argv)
 	       "their slot up\n", got, STALLED, took, (unsigned long long)st->timeouts);
 	for (i = 0; i < STALLED; i++)
 		close(fds[i]);
+	head_too_long_is_500(port);
 	paused_reader_keeps_its_slot(port);
 	out_of_fds(s, port);
 	http_stop(s);

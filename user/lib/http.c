@@ -309,6 +309,15 @@ static void reply(struct http_server *s, struct conn *c, int status, const char 
 		c->encoding ? "Content-Encoding: " : "", c->encoding ? c->encoding : "",
 		c->encoding ? "\r\n" : "", c->vary ? "Vary: Accept-Encoding\r\n" : "",
 		status == 405 ? "Allow: GET, HEAD\r\n" : "", head_only ? "" : text);
+	if (c->hlen >= sizeof(c->head)) {	/* a type too long for the head: not sent cut */
+		http_blob_put(c->body[0]);
+		http_blob_put(c->body[1]);
+		c->body[0] = c->body[1] = NULL;
+		c->encoding = NULL;
+		status = 500;
+		c->hlen = (size_t)snprintf(c->head, sizeof(c->head), "HTTP/1.1 500 %s\r\n"
+			"Content-Length: 0\r\nConnection: close\r\n\r\n", reason(500));
+	}
 	if (head_only) {
 		for (i = 0; i < 2; i++) {
 			http_blob_put(c->body[i]);
@@ -433,11 +442,15 @@ static void on_request(struct http_server *s, struct conn *c, char *end, http_ha
 	char *line = c->req, *eol, *sp1, *sp2, *q, *path;
 	struct http_reply r = { 0 };
 	struct accept_enc ae = { 0 };
-	bool head_only;
-	int headers = 0;
+	bool head_only, http11;
+	int headers = 0, hosts = 0;
 	size_t n;
 
 	*end = '\0';
+	/* a CR is only ever a line's end, before its LF (RFC 9112, 2.2: a bare CR is invalid) */
+	for (q = c->req; (q = strchr(q, '\r')); q++)
+		if (q[1] != '\n')
+			return reply(s, c, 400, NULL, false, now);
 	eol = strchr(line, '\n');
 	*eol = '\0';
 	if (eol > line && eol[-1] == '\r')
@@ -464,7 +477,13 @@ static void on_request(struct http_server *s, struct conn *c, char *end, http_ha
 			return reply(s, c, 431, NULL, false, now);
 		if (same_word(line, (size_t)(q - line), "Accept-Encoding"))	/* without CR LF */
 			accept_feed(&ae, q + 1, (size_t)(eol - q - 1 - (eol[-1] == '\r')));
+		hosts += same_word(line, (size_t)(q - line), "Host");
 	}
+	/* RFC 9112, 3.2: a 400 for an HTTP/1.1 request without a Host line, and for any request
+	 * with more than one (the absolute form's authority is used, the Host line still due) */
+	http11 = !strcmp(sp2 + 1, "HTTP/1.1");
+	if (hosts > 1 || (http11 && !hosts))
+		return reply(s, c, 400, NULL, false, now);
 	r.gzip_ok = accept_gzip(&ae);
 	n = (size_t)(sp1 - c->req);
 	head_only = n == 4 && !memcmp(c->req, "HEAD", 4);
