@@ -95,6 +95,30 @@ def test_exact_reads(engine, extra, workdir):
     assert not (workdir / "f").exists(), "a file it created was left behind"
 
 
+@pytest.mark.parametrize("qd", [1, 8])
+def test_io_uring_reap_bound(qd, workdir):
+    """io_uring: each read also timed from its preparation to the first submit after its reap
+    (reap_bound_ns), where a tracer sees the reap at the latest: at least its time to the reap,
+    and for every read reaped before another submit (at depth 1 all but the last; at depth 8
+    all but the last batch). Other engines, and SQPOLL (whose submits are not ring events of
+    ours), have none."""
+    skip_without_uring("io_uring")
+    n = 300
+    rd = load_json("--engine", "io_uring", "--qd", qd, "--rw", "randread", "--ios", n,
+                   "--size", "2m", "--file", workdir / "f")["total"]["read"]
+    bound, lat = rd["reap_bound_ns"], rd["lat_ns"]
+    assert (bound["N"] == n - 1) if qd == 1 else (n - qd <= bound["N"] < n), bound["N"]
+    assert bound["min"] >= lat["min"] and bound["max"] >= lat["min"], (bound, lat["min"])
+    for engine in ("psync", "libaio"):
+        rd = load_json("--engine", engine, "--rw", "randread", "--ios", 50, "--size", "2m",
+                       "--file", workdir / "f")["total"]["read"]
+        assert "reap_bound_ns" not in rd, engine
+    r = load("--engine", "io_uring", "--sqpoll", "--op", "nop", "--ios", 100, "--json",
+             check=False)
+    if r.returncode == 0:
+        assert "reap_bound_ns" not in json.loads(r.stdout)["total"]["nop"]
+
+
 @pytest.mark.parametrize("engine,extra", ENGINES, ids=IDS)
 def test_exact_writes_are_verifiable(engine, extra, workdir):
     """N sequential writes: the file holds exactly N blocks, each with its own header."""

@@ -398,18 +398,20 @@ int run_uring(struct job *j)
 	struct __kernel_timespec *ts = calloc(lo.qd, sizeof(*ts));
 	struct iovec *iov = calloc(lo.qd, sizeof(*iov));
 	struct io **batch = calloc(lo.qd, sizeof(*batch));
+	/* reaped since the last submit the kernel took an SQE of: their reap_bound ends there */
+	struct reaped { enum dir dir; uint64_t t_prep; } *reaped = calloc(lo.qd, sizeof(*reaped));
 	struct io_uring_cqe *cqe;
 	struct io_uring ring;
 	bool ring_ok = false;
 	struct slots s;
 	unsigned int head, seen;
-	uint32_t n, i, took, pend = 0;
+	uint32_t n, i, took, pend = 0, nreaped = 0;
 	bool sq_full;
-	uint64_t t, pace, due, submits = 0;
+	uint64_t t, t_enter, pace, due, submits = 0;
 	int r, fd = j->fd;
 
-	if (!ts || !iov || !batch || slots_init(&s, j, lo.qd)) {
-		free(ts), free(iov), free(batch);
+	if (!ts || !iov || !batch || !reaped || slots_init(&s, j, lo.qd)) {
+		free(ts), free(iov), free(batch), free(reaped);
 		return job_fail(j, ENOMEM, "out of memory"), -ENOMEM;
 	}
 	if (lo.iopoll)
@@ -496,6 +498,7 @@ fill:
 			batch[n++] = io;
 		}
 		if (n) {
+			t_enter = now_ns();
 			r = submit_some(&ring, &submits);
 			t = now_ns();
 			if (r < 0 && r != -EINTR && r != -EAGAIN) {
@@ -514,6 +517,12 @@ fill:
 				took = n;
 			for (i = 0; i < took; i++)
 				batch[i]->t_sub = t;
+			/* the kernel took an SQE: an event of the ring, which reads the CQ head (under
+			 * SQPOLL its thread takes them, whenever) */
+			for (i = 0; took && !lo.sqpoll && i < nreaped; i++)
+				hist_record(&j->d[reaped[i].dir].reap_bound, t_enter - reaped[i].t_prep);
+			if (took)
+				nreaped = 0;
 			pend = n - took;
 			memmove(batch, batch + took, pend * sizeof(*batch));
 			if (!pend && n == submit_batch(&s) && s.nfree)
@@ -584,6 +593,8 @@ fill:
 			if (lo.op == OP_TIMEOUT && res == -ETIME)
 				res = 0;	/* a timeout that expired is the probe working */
 			job_done(j, io, res, t);
+			if (nreaped < lo.qd)
+				reaped[nreaped++] = (struct reaped){ io->dir, io->t_prep };
 			slot_put(&s, io);
 			seen++;
 		}
@@ -610,7 +621,7 @@ out:
 	if (ring_ok)
 		io_uring_queue_exit(&ring);
 	slots_free(&s);
-	free(ts), free(iov), free(batch);
+	free(ts), free(iov), free(batch), free(reaped);
 	return -j->err;
 }
 

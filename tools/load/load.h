@@ -74,6 +74,12 @@ struct dir_stats {
 	struct hist lat;	/* prepared -> completion reaped */
 	struct hist slat;	/* prepared -> submit call returned (async engines) */
 	struct hist clat;	/* submit call returned -> completion reaped */
+	/*
+	 * io_uring: prepared -> the first submit after its reap that the kernel took an SQE of.
+	 * A reap is a store to the CQ head in our memory; a tracer sees it at the ring's next
+	 * event, at the latest that submit: its per-request time is between lat and this.
+	 */
+	struct hist reap_bound;
 };
 
 struct job {

@@ -777,6 +777,7 @@ static void sum_dirs(struct dir_stats *dst, const struct dir_stats *src)
 		hist_add_all(&dst[k].lat, &src[k].lat);
 		hist_add_all(&dst[k].slat, &src[k].slat);
 		hist_add_all(&dst[k].clat, &src[k].clat);
+		hist_add_all(&dst[k].reap_bound, &src[k].reap_bound);
 	}
 }
 
@@ -834,6 +835,8 @@ static void dir_json(struct jw *w, const char *key, const struct dir_stats *d, u
 	stats_json(w, "slat_ns", &d->slat, false);
 	stats_json(w, "clat_ns", &d->clat, false);
 	stats_json(w, "lat_ns", &d->lat, true);
+	if (d->reap_bound.count)
+		stats_json(w, "reap_bound_ns", &d->reap_bound, false);
 	jw_end_obj(w);
 }
 

@@ -322,7 +322,7 @@ static void check(struct cal *c, const char *name, bool count, double expected, 
 		c->detail[0] = '\0';
 		return;
 	}
-	printf("%-44s %10s %10s  %-21s %s%s%s%s%s\n", name, es, os, tol, res, why ? ": " : "",
+	printf("%-51s %10s %10s  %-21s %s%s%s%s%s\n", name, es, os, tol, res, why ? ": " : "",
 	       why ? why : "", c->detail[0] && strcmp(res, "PASS") ? " - " : "",
 	       c->detail[0] && strcmp(res, "PASS") ? c->detail : "");
 	c->detail[0] = '\0';
@@ -375,12 +375,13 @@ static double p_of(const struct hist *h, uint32_t ppm)
 	return hist_percentile(h, ppm, &v) ? (double)v : NAN;
 }
 
-/* The load's own percentile, e.g. "50.000000", of op's total latency. */
-static double load_p(const struct run *r, const char *op, const char *pct)
+/* The load's own percentile, e.g. "50.000000", of op's stat: its latency ("lat_ns"), or where
+ * a tracer's view of its reap ends ("reap_bound_ns"). */
+static double load_p(const struct run *r, const char *op, const char *stat, const char *pct)
 {
 	double v;
 
-	return load_num(r->out, op, "lat_ns", pct, &v) ? v : NAN;
+	return load_num(r->out, op, stat, pct, &v) ? v : NAN;
 }
 
 /* ---- the checks */
@@ -393,9 +394,11 @@ struct rw_case {
 	const char *lat_stage;		/* compared with the load's own latency; NULL: none */
 	bool linked;			/* its O_DIRECT requests link to their bios */
 	/*
-	 * lat_stage is an upper bound: io_uring's total ends at the ring's next event, so a
-	 * preemption between the load's reap and its next submission adds to it (seen once in 9
-	 * runs: p99 +23 %). Its p99 may read up to LAT_P99_ABOVE more; its p50 and p90 as others'.
+	 * lat_stage is an upper bound: io_uring's total ends at the ring's next event, not at the
+	 * reap (a store to the CQ head), so a preemption between the load's reap and its next
+	 * submission adds to it (+23 % and +59 % at p99 seen, the second beside `make -j2`). At
+	 * depth 1 that event is the load's next submission: the stage compares with the load's
+	 * own time from preparing a read to its next submit ("reap_bound_ns"), the same span.
 	 */
 	bool upper_bound;
 };
@@ -414,8 +417,6 @@ struct rw_case {
  * in 21 runs here, and -3.5 to -7.6 % otherwise). p50 and p90 hold to a bucket and LAT_NS.
  */
 #define LAT_P99_BELOW	0.25
-/* ... and above it, where the tracer's stage is an upper bound (upper_bound) */
-#define LAT_P99_ABOVE	0.5
 
 #define RW_ATTEMPTS 3
 
@@ -517,20 +518,24 @@ static void rw_checks(struct cal *c, const struct rw_case *k)
 		 k->label);
 	check_count(c, name, n, (double)h.count, 0, &u);
 	if (k->lat_stage) {
-		/* the tracer's per-request time against the load's own clock */
+		/* the tracer's per-request time against the load's own clock: to the reap, or for
+		 * an upper bound to the next submission, which bounds it */
+		const char *stat = k->upper_bound ? "reap_bound_ns" : "lat_ns",
+			   *vs = k->upper_bound ? " next submit" : "";
+		static const struct { const char *name, *pct; uint32_t ppm; } q[] = {
+			{ "p50", "50.000000", 500000 }, { "p90", "90.000000", 900000 },
+			{ "p99", "99.000000", 990000 },
+		};
+		size_t i;
+
 		merged(&r->recs, k->layer, k->lat_stage, k->label, &h);
-		snprintf(name, sizeof(name), "%s: %s %s p50 vs the load's", who, k->layer,
-			 k->lat_stage);
-		check_lat(c, name, load_p(r, "read", "50.000000") * (1 + c->skew), p_of(&h, 500000),
-			  LAT_BUCKET, LAT_BUCKET, LAT_NS, &u);
-		snprintf(name, sizeof(name), "%s: %s %s p90 vs the load's", who, k->layer,
-			 k->lat_stage);
-		check_lat(c, name, load_p(r, "read", "90.000000") * (1 + c->skew), p_of(&h, 900000),
-			  LAT_BUCKET, LAT_BUCKET, LAT_NS, &u);
-		snprintf(name, sizeof(name), "%s: %s %s p99 vs the load's", who, k->layer,
-			 k->lat_stage);
-		check_lat(c, name, load_p(r, "read", "99.000000") * (1 + c->skew), p_of(&h, 990000),
-			  LAT_P99_BELOW, k->upper_bound ? LAT_P99_ABOVE : LAT_BUCKET, LAT_NS, &u);
+		for (i = 0; i < sizeof(q) / sizeof(q[0]); i++) {
+			snprintf(name, sizeof(name), "%s: %s %s %s vs the load's%s", who, k->layer,
+				 k->lat_stage, q[i].name, vs);
+			check_lat(c, name, load_p(r, "read", stat, q[i].pct) * (1 + c->skew),
+				  p_of(&h, q[i].ppm), q[i].ppm == 990000 ? LAT_P99_BELOW : LAT_BUCKET,
+				  LAT_BUCKET, LAT_NS, &u);
+		}
 	}
 	if (k->linked) {
 		const char *ls = link_problem();
@@ -622,7 +627,7 @@ static void probe_check(struct cal *c, const char *engine, const char *op, const
 	 * is right to say so.
 	 */
 	snprintf(name, sizeof(name), "%s %s 5 ms: %s %s p50", engine, op, layer, stage);
-	check_lat(c, name, load_p(r, op, "50.000000") * (1 + c->skew), p_of(&h, 500000), 0.05,
+	check_lat(c, name, load_p(r, op, "lat_ns", "50.000000") * (1 + c->skew), p_of(&h, 500000), 0.05,
 		  0.05, 0, &u);
 	recs_clear(&r->recs);
 	free(r);
@@ -827,7 +832,7 @@ int cmd_calibrate(int argc, char **argv)
 		printf("iostrata calibrate: %s, files in %s (%s%s)\n\n", c.load, c.dir,
 		       c.on_block == BLOCK_YES ? "on disk " : "not a blk-mq disk's filesystem",
 		       c.on_block == BLOCK_YES ? disk : "");
-		printf("%-44s %10s %10s  %-21s %s\n", "CHECK", "EXPECTED", "OBSERVED", "TOLERANCE",
+		printf("%-51s %10s %10s  %-21s %s\n", "CHECK", "EXPECTED", "OBSERVED", "TOLERANCE",
 		       "RESULT");
 	}
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]) && !session_stopping(); i++)
