@@ -69,6 +69,10 @@ struct sab {
 	char orig_text[1024];
 	struct child child;
 	int left;		/* processes the round's load left running when it ended, killed */
+	bool left_gone;		/* and they were gone within a few seconds */
+	bool recorded;		/* a round's recording was made (DIR is not left empty) */
+	bool unsettled;		/* the disk was still busy SESSION_SETTLE_S after the load */
+	bool contained;		/* the round's load ran in a cgroup of its own */
 	bool said_uncontained;
 	int round;		/* the one running, from 0 */
 	uint64_t requests[2 * MAX_ROUNDS];	/* seen: block total, measured or not */
@@ -672,7 +676,8 @@ static int round_start(struct sab *a, struct round *r)
 	}
 	close(r->logfd);
 	r->logfd = -1;
-	if (a->child.cg_fd < 0 && !a->said_uncontained) {
+	a->contained = a->child.cg_fd >= 0;
+	if (!a->contained && !a->said_uncontained) {
 		warnf("the load runs without a cgroup of its own (%s): what it starts outside its "
 		      "process group (setsid, a daemon) is not stopped with it", a->child.cg_path);
 		a->said_uncontained = true;
@@ -699,8 +704,14 @@ static void round_said(const struct sab *a, const struct round *r, bool early)
 		      a->round + 1, a->seconds[a->round]);
 	if (a->left > 0)
 		warnf("round %d: the load left %d process%s running when it ended (in the "
-		      "background, or a session of %s own): killed then", a->round + 1, a->left,
-		      a->left == 1 ? "" : "es", a->left == 1 ? "its" : "their");
+		      "background, or a session of %s own): %s", a->round + 1, a->left,
+		      a->left == 1 ? "" : "es", a->left == 1 ? "its" : "their", a->left_gone ?
+		      "killed then" : "killed, but some still ran after 5 s");
+	if (a->unsettled)
+		warnf("round %d: %s was still completing requests %d s after the load ended (%s, "
+		      "or someone else's I/O): the round ends there, without what came after",
+		      a->round + 1, a->disk, SESSION_SETTLE_S, a->contained ? "its writeback" :
+		      "its writeback, what it started outside its process group");
 	if (!a->json)
 		printf("round %2d/%ld  %c  %-24s %6.1f s %10llu requests  %s\n", a->round + 1,
 		       2 * a->rounds, side_name(side), a->spec_arg[side], a->seconds[a->round],
@@ -717,8 +728,16 @@ static void round_said(const struct sab *a, const struct round *r, bool early)
 static void load_ended(void *arg)
 {
 	struct sab *a = arg;
+	uint64_t end = clock_ns(CLOCK_MONOTONIC) + STOP_GRACE_MS * 1000000ULL;
 
-	a->left = child_end_rest(&a->child);
+	/* its process group is told to stop too, if the round's end has not (a second SIGTERM
+	 * would cut iostrata-load's summary short), and has the grace to */
+	if (!round_alarms)
+		kill(-a->child.pid, SIGTERM);
+	while (child_group_running(&a->child) > 0 && !session_stopping() &&
+	       clock_ns(CLOCK_MONOTONIC) < end)
+		usleep(5000);
+	a->left = child_end_rest(&a->child, &a->left_gone);
 }
 
 /* Run round a->round: 0, or 1 with one line said (the caller restores). */
@@ -733,6 +752,7 @@ static int round_run(struct sab *a)
 
 	if (round_start(a, &r))
 		return 1;
+	a->recorded = true;
 	/* without a pidfd (before Linux 5.3) tracing ends with the round, before the load */
 	a->lim.stop_fd = a->child.pidfd > 0 ? a->child.pidfd : 0;
 	a->lim.duration_s = a->lim.stop_fd ? 0 : a->round_s;
@@ -776,13 +796,7 @@ static int round_run(struct sab *a)
 		       a->spec_arg[side], *why ? ": " : "", why, r.logpath);
 		return 1;
 	}
-	if (!quiet) {
-		errorf("%s was still busy %d s after the load of round %d ended (%c: %s), with "
-		       "nothing of the load left running: something else is using it, and the "
-		       "round is not the load's alone; stopped, the original is put back", a->disk,
-		       SESSION_SETTLE_S, a->round + 1, side_name(side), a->spec_arg[side]);
-		return 1;
-	}
+	a->unsettled = !quiet;
 	round_said(a, &r, early);
 	return 0;
 }
@@ -1110,7 +1124,7 @@ static int run(struct sab *a)
 			break;
 		err = round_run(a);
 	}
-	if (err || session_stopping())
+	if (!a->recorded)
 		unmake_dirs(a);
 	if (disk_lost(a))
 		return 1;
@@ -1194,6 +1208,7 @@ int cmd_sched_ab(int argc, char **argv)
 		printf("recording to %s/\n", a.dir);
 		fflush(stdout);
 	}
+	child_sweep();	/* a killed run's load, still reading, would be in round 1 */
 	r = run(&a);
 	free(a.orig);
 	free(a.now);

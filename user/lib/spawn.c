@@ -23,8 +23,53 @@
 #define SYS_pidfd_open 434
 #endif
 
+/*
+ * A load's cgroup is named for the run that made it, "iostrata-load-NS-PID-START": the pid
+ * namespace (its inode), the pid and the start time (in clock ticks since boot) of the process
+ * that ran it, so that a later run can tell a dead run's cgroup from a live one's, even when
+ * the pid was used again, and leaves alone those of another namespace, whose pids it cannot
+ * look up.
+ */
 #define CG_PREFIX	"iostrata-load-"
 #define CG_EMPTY_MS	5000	/* for the killed to exit (an I/O in flight ends first) */
+#define CG_DEPTH	8	/* of cgroups a load makes under its own, followed */
+
+/* A process's start time (/proc/PID/stat's 22nd field) and state; false if it is gone. */
+static bool proc_start(long pid, unsigned long long *start, char *state)
+{
+	char path[64], buf[1024], *p;
+	ssize_t n;
+	int fd, i;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	if (!(p = strrchr(buf, ')')))	/* the command may hold spaces and parentheses */
+		return false;
+	*state = p[2];
+	for (i = 3; i <= 22 && p; i++)	/* field 3 (state) follows ") " */
+		p = strchr(p + 1, ' ');
+	return p && sscanf(p, " %llu", start) == 1;
+}
+
+/* This run's cgroup name: 0, or -1. */
+static int cg_name(char *buf, size_t len)
+{
+	unsigned long long start;
+	struct stat ns;
+	char state;
+
+	if (stat("/proc/self/ns/pid", &ns) || !proc_start(getpid(), &start, &state))
+		return -1;
+	snprintf(buf, len, CG_PREFIX "%llu-%d-%llu", (unsigned long long)ns.st_ino,
+		 (int)getpid(), start);
+	return 0;
+}
 
 /* Our own cgroup v2 directory ("/sys/fs/cgroup/user.slice/..."): 0, or -1 with why. */
 static int own_cgroup(char *buf, size_t len)
@@ -57,7 +102,7 @@ static int own_cgroup(char *buf, size_t len)
 	return found;
 }
 
-/* Does cgroup.events say "populated 1"? (true when it cannot be read) */
+/* Does cgroup.events say "populated 1" (a process in it or below)? (true if unreadable) */
 static bool cgroup_populated(int cg_fd)
 {
 	int fd = openat(cg_fd, "cgroup.events", O_RDONLY | O_CLOEXEC);
@@ -72,52 +117,135 @@ static bool cgroup_populated(int cg_fd)
 	return !strstr(buf, "populated 0");
 }
 
-/* What runs in the cgroup killed, all at once: 0, or -1 (cgroup.kill cannot be written). */
-static int cgroup_kill(int cg_fd)
+/*
+ * Calls fn(pid, arg) for each process in the cgroup and the cgroups below it (a load may make
+ * its own), CG_DEPTH deep: how many there were.
+ */
+static int cgroup_each(int cg_fd, int depth, void (*fn)(long pid, void *arg), void *arg)
 {
-	int fd = openat(cg_fd, "cgroup.kill", O_WRONLY | O_CLOEXEC), rc;
+	int fd = openat(cg_fd, "cgroup.procs", O_RDONLY | O_CLOEXEC), n = 0, sub;
+	struct dirent *e;
+	char line[32];
+	FILE *f;
+	DIR *d;
+
+	if (fd >= 0 && (f = fdopen(fd, "r"))) {
+		while (fgets(line, sizeof(line), f)) {
+			n++;
+			if (fn)
+				fn(strtol(line, NULL, 10), arg);
+		}
+		fclose(f);
+	} else if (fd >= 0) {
+		close(fd);
+	}
+	if (depth >= CG_DEPTH || (fd = openat(cg_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return n;
+	if (!(d = fdopendir(fd))) {
+		close(fd);
+		return n;
+	}
+	while ((e = readdir(d)))
+		if (e->d_type == DT_DIR && e->d_name[0] != '.' &&
+		    (sub = openat(cg_fd, e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+			n += cgroup_each(sub, depth + 1, fn, arg);
+			close(sub);
+		}
+	closedir(d);
+	return n;
+}
+
+/* The cgroup name under dir_fd and those below it removed, the deepest first (rmdir: only
+ * empty ones go). */
+static void cgroup_rmdir(int dir_fd, const char *name, int depth)
+{
+	int fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC), sub;
+	struct dirent *e;
+	DIR *d;
 
 	if (fd < 0)
-		return -1;
-	rc = write(fd, "1", 1) == 1 ? 0 : -1;
+		return;
+	if (depth < CG_DEPTH && (sub = dup(fd)) >= 0) {
+		if ((d = fdopendir(sub))) {
+			while ((e = readdir(d)))
+				if (e->d_type == DT_DIR && e->d_name[0] != '.')
+					cgroup_rmdir(fd, e->d_name, depth + 1);
+			closedir(d);
+		} else {
+			close(sub);
+		}
+	}
 	close(fd);
-	return rc;
+	unlinkat(dir_fd, name, AT_REMOVEDIR);
 }
 
 /*
- * The cgroups of earlier runs that were killed (SIGKILL) before they could remove theirs, named
- * for a process that no longer runs: what a load left running in one is killed (a load whose
- * runner is gone, still doing I/O beside this one's) and said, and the empty cgroups go.
+ * Everything in the cgroup and below killed at once (cgroup.kill) and waited for, CG_EMPTY_MS
+ * at most: true once it is empty.
  */
-static void remove_stale(const char *parent)
+static bool cgroup_kill(int cg_fd)
 {
-	char path[PATH_MAX + 300];
-	struct dirent *e;
-	DIR *d = opendir(parent);
+	uint64_t end = clock_ns(CLOCK_MONOTONIC) + CG_EMPTY_MS * 1000000ULL;
+	int fd = openat(cg_fd, "cgroup.kill", O_WRONLY | O_CLOEXEC);
+	bool sent;
+
+	if (fd < 0)
+		return !cgroup_populated(cg_fd);
+	sent = write(fd, "1", 1) == 1;
+	close(fd);
+	while (sent && cgroup_populated(cg_fd) && clock_ns(CLOCK_MONOTONIC) < end)
+		usleep(5000);
+	return !cgroup_populated(cg_fd);
+}
+
+/* Is the cgroup named so a dead run's, of our pid namespace? */
+static bool stale(const char *name, unsigned long long ns)
+{
+	unsigned long long their_ns, start, now;
 	long pid;
-	int fd;
+	char state;
 
-	while (d && (e = readdir(d))) {
-		if (strncmp(e->d_name, CG_PREFIX, strlen(CG_PREFIX)) ||
-		    (pid = strtol(e->d_name + strlen(CG_PREFIX), NULL, 10)) <= 0 ||
-		    !(kill((pid_t)pid, 0) && errno == ESRCH))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", parent, e->d_name);
-		if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
-			continue;
-		if (cgroup_populated(fd) && !cgroup_kill(fd)) {
-			uint64_t end = clock_ns(CLOCK_MONOTONIC) + CG_EMPTY_MS * 1000000ULL;
+	if (sscanf(name, CG_PREFIX "%llu-%ld-%llu", &their_ns, &pid, &start) != 3 ||
+	    their_ns != ns || pid <= 0)
+		return false;	/* not one of ours, or another namespace's: cannot tell */
+	/* gone, dead and not reaped yet, or its pid used again by another process */
+	return !proc_start(pid, &now, &state) || state == 'Z' || now != start;
+}
 
-			warnf("killed what the load of an earlier run (process %ld, itself killed) "
-			      "left running in %s", pid, path);
-			while (cgroup_populated(fd) && clock_ns(CLOCK_MONOTONIC) < end)
-				usleep(5000);
+void child_sweep(void)
+{
+	char parent[PATH_MAX];
+	struct stat ns;
+	struct dirent *e;
+	int pfd, fd, n;
+	DIR *d;
+
+	if (own_cgroup(parent, sizeof(parent)) || stat("/proc/self/ns/pid", &ns) ||
+	    (pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return;
+	if (!(d = opendir(parent))) {
+		close(pfd);
+		return;
+	}
+	while ((e = readdir(d))) {
+		if (!stale(e->d_name, (unsigned long long)ns.st_ino) ||
+		    (fd = openat(pfd, e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+			continue;
+		if ((n = cgroup_each(fd, 0, NULL, NULL)) > 0 || cgroup_populated(fd)) {
+			if (cgroup_kill(fd))
+				warnf("killed %d process%s the load of an earlier run, itself killed, "
+				      "left running in %s/%s", n, n == 1 ? "" : "es", parent,
+				      e->d_name);
+			else
+				warnf("%s/%s, the cgroup of an earlier run's load, still has processes "
+				      "%d s after they were killed", parent, e->d_name,
+				      CG_EMPTY_MS / 1000);
 		}
 		close(fd);
-		rmdir(path);	/* EBUSY if something still runs in it: left alone */
+		cgroup_rmdir(pfd, e->d_name, 0);
 	}
-	if (d)
-		closedir(d);
+	closedir(d);
+	close(pfd);
 }
 
 /*
@@ -128,80 +256,120 @@ static void remove_stale(const char *parent)
  */
 static int cgroup_make(struct child *c)
 {
-	char parent[PATH_MAX];
-	int procs;
+	char parent[PATH_MAX], name[96];
+	int procs, err;
 
 	if (own_cgroup(parent, sizeof(parent))) {
 		snprintf(c->cg_path, sizeof(c->cg_path), "%s", parent);
 		return -1;
 	}
-	remove_stale(parent);
-	if ((size_t)snprintf(c->cg_path, sizeof(c->cg_path), "%s/" CG_PREFIX "%d", parent,
-			     (int)getpid()) >= sizeof(c->cg_path)) {
-		snprintf(c->cg_path, sizeof(c->cg_path), "our cgroup's path is too long");
+	if (cg_name(name, sizeof(name)) ||
+	    (size_t)snprintf(c->cg_path, sizeof(c->cg_path), "%s/%s", parent, name) >=
+	    sizeof(c->cg_path)) {
+		snprintf(c->cg_path, sizeof(c->cg_path), "cannot name it");
 		return -1;
 	}
-	rmdir(c->cg_path);	/* an earlier run's of the same pid, if empty */
-	if (mkdir(c->cg_path, 0755) ||
-	    (c->cg_fd = open(c->cg_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
-		int err = errno;
-
+	if (mkdir(c->cg_path, 0755)) {
+		err = errno;
 		snprintf(c->cg_path, sizeof(c->cg_path), "cannot make a cgroup in %.3000s: %s",
 			 parent, strerror(err));
 		return -1;
 	}
-	if (faccessat(c->cg_fd, "cgroup.kill", W_OK, 0) ||
-	    (procs = openat(c->cg_fd, "cgroup.procs", O_WRONLY | O_CLOEXEC)) < 0) {
-		int err = errno;
-
-		close(c->cg_fd);
-		c->cg_fd = -1;
+	if ((c->cg_fd = open(c->cg_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		err = errno;
 		rmdir(c->cg_path);
-		snprintf(c->cg_path, sizeof(c->cg_path), "%s", err == ENOENT ?
-			 "the kernel's cgroups have no cgroup.kill (Linux 5.14)" : strerror(err));
+		snprintf(c->cg_path, sizeof(c->cg_path), "cannot open the cgroup it made: %s",
+			 strerror(err));
 		return -1;
 	}
-	return procs;
+	if (faccessat(c->cg_fd, "cgroup.kill", W_OK, 0)) {
+		err = errno;
+		snprintf(c->cg_path, sizeof(c->cg_path), "%s", err == ENOENT ?
+			 "the kernel's cgroups have no cgroup.kill (Linux 5.14)" : strerror(err));
+	} else if ((procs = openat(c->cg_fd, "cgroup.procs", O_WRONLY | O_CLOEXEC)) < 0) {
+		err = errno;
+		snprintf(c->cg_path, sizeof(c->cg_path), "cannot open its cgroup.procs: %s",
+			 strerror(err));
+	} else {
+		return procs;
+	}
+	close(c->cg_fd);
+	c->cg_fd = -1;
+	rmdir(c->cg_path);
+	return -1;
 }
 
+/* path's directory, in a buffer of its own ("/a/b/c": "/a/b"); path holds a '/' */
+static const char *dirname_of(const char *path)
+{
+	static char dir[PATH_MAX + 128];
+
+	snprintf(dir, sizeof(dir), "%.*s", (int)(strrchr(path, '/') - path), path);
+	return dir;
+}
+
+/* Its cgroup removed, with those the command made below it. */
 static void cgroup_remove(struct child *c)
 {
+	int pfd;
+
 	if (c->cg_fd < 0)
 		return;
 	close(c->cg_fd);
 	c->cg_fd = -1;
-	rmdir(c->cg_path);
+	if ((pfd = openat(AT_FDCWD, dirname_of(c->cg_path), O_RDONLY | O_DIRECTORY |
+			  O_CLOEXEC)) >= 0) {
+		cgroup_rmdir(pfd, strrchr(c->cg_path, '/') + 1, 0);
+		close(pfd);
+	}
 }
 
-/* The cgroup's processes: how many (cgroup.procs' lines), -1 if it cannot be read. */
-static int cgroup_count(int cg_fd)
-{
-	int fd = openat(cg_fd, "cgroup.procs", O_RDONLY | O_CLOEXEC), n = 0;
-	char buf[4096];
-	ssize_t r, i;
-
-	if (fd < 0)
-		return -1;
-	while ((r = read(fd, buf, sizeof(buf))) > 0)
-		for (i = 0; i < r; i++)
-			n += buf[i] == '\n';
-	close(fd);
-	return r < 0 ? -1 : n;
-}
-
-int child_end_rest(struct child *c)
-{
-	uint64_t end = clock_ns(CLOCK_MONOTONIC) + CG_EMPTY_MS * 1000000ULL;
+struct in_group {
+	pid_t pgid;
 	int n;
+};
+
+static void count_in_group(long pid, void *arg)
+{
+	struct in_group *g = arg;
+	char path[64], buf[512], *p;
+	long pgrp;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	/* ") STATE PPID PGRP" */
+	if ((p = strrchr(buf, ')')) && sscanf(p + 1, " %*c %*d %ld", &pgrp) == 1 && pgrp == g->pgid)
+		g->n++;
+}
+
+int child_group_running(const struct child *c)
+{
+	struct in_group g = { .pgid = c->pid };
 
 	if (c->cg_fd < 0)
 		return -1;
-	if ((n = cgroup_count(c->cg_fd)) <= 0 && !cgroup_populated(c->cg_fd))
-		return n < 0 ? 0 : n;
-	if (cgroup_kill(c->cg_fd))
-		end = 0;	/* nothing to wait for */
-	while (cgroup_populated(c->cg_fd) && clock_ns(CLOCK_MONOTONIC) < end)
-		usleep(5000);
+	cgroup_each(c->cg_fd, 0, count_in_group, &g);
+	return g.n;
+}
+
+int child_end_rest(struct child *c, bool *gone)
+{
+	int n;
+
+	*gone = true;
+	if (c->cg_fd < 0)
+		return -1;
+	if ((n = cgroup_each(c->cg_fd, 0, NULL, NULL)) <= 0 && !cgroup_populated(c->cg_fd))
+		return 0;
+	*gone = cgroup_kill(c->cg_fd);
 	return n;
 }
 
@@ -350,7 +518,8 @@ bool child_stop(struct child *c, int grace_ms)
 	 * in the background may outlive it */
 	kill(-c->pid, SIGKILL);
 	reap(c, 0);
-	child_end_rest(c);
+	if (c->cg_fd >= 0)
+		cgroup_kill(c->cg_fd);
 	cgroup_remove(c);
 	return ran;
 }

@@ -27,11 +27,19 @@ struct child {
  */
 int child_start(char *const argv[], int out_fd, struct child *c, char *why, size_t len);
 /*
- * What it left running in its cgroup (after it ended, or was stopped) killed at once and
- * waited for (for at most a few seconds): how many processes were there, -1 when it has no
- * cgroup of its own (nothing is done).
+ * Before the first child_start: what the loads of earlier runs that were killed (SIGKILL, which
+ * nothing can catch) left running in their cgroups beside ours is killed and said, and those
+ * cgroups removed. Only those of runs in our pid namespace, whose process is gone.
  */
-int child_end_rest(struct child *c);
+void child_sweep(void);
+/* How many processes of its process group still run, in its cgroup (-1: it has none). */
+int child_group_running(const struct child *c);
+/*
+ * What runs in its cgroup (after it ended, or was stopped) killed at once and waited for, for
+ * at most a few seconds: how many processes were there (-1 when it has no cgroup of its own,
+ * nothing done); *gone: none is left.
+ */
+int child_end_rest(struct child *c, bool *gone);
 /* Has it ended (reaped if so)? */
 bool child_ended(struct child *c);
 /* End it if it runs: SIGTERM to its group, SIGKILL after grace_ms; reaped. Whatever is left
