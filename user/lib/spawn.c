@@ -34,22 +34,33 @@
 #define CG_EMPTY_MS	5000	/* for the killed to exit (an I/O in flight ends first) */
 #define CG_DEPTH	8	/* of cgroups a load makes under its own, followed */
 
-/* A process's start time (/proc/PID/stat's 22nd field) and state; false if it is gone. */
-static bool proc_start(long pid, unsigned long long *start, char *state)
+/* /proc/PID/stat in buf, from the ") " after the command (which may hold spaces and
+ * parentheses): its fields from the state on; NULL if the process is gone. */
+static const char *proc_stat(long pid, char *buf, size_t len)
 {
-	char path[64], buf[1024], *p;
+	char path[64];
 	ssize_t n;
-	int fd, i;
+	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
+		return NULL;
+	n = read(fd, buf, len - 1);
 	close(fd);
 	if (n <= 0)
-		return false;
+		return NULL;
 	buf[n] = '\0';
-	if (!(p = strrchr(buf, ')')))	/* the command may hold spaces and parentheses */
+	return strrchr(buf, ')');
+}
+
+/* A process's start time (/proc/PID/stat's 22nd field) and state; false if it is gone. */
+static bool proc_start(long pid, unsigned long long *start, char *state)
+{
+	char buf[1024];
+	const char *p = proc_stat(pid, buf, sizeof(buf));
+	int i;
+
+	if (!p)
 		return false;
 	*state = p[2];
 	for (i = 3; i <= 22 && p; i++)	/* field 3 (state) follows ") " */
@@ -332,21 +343,12 @@ struct in_group {
 static void count_in_group(long pid, void *arg)
 {
 	struct in_group *g = arg;
-	char path[64], buf[512], *p;
+	char buf[1024];
+	const char *p = proc_stat(pid, buf, sizeof(buf));
 	long pgrp;
-	ssize_t n;
-	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return;
-	buf[n] = '\0';
 	/* ") STATE PPID PGRP" */
-	if ((p = strrchr(buf, ')')) && sscanf(p + 1, " %*c %*d %ld", &pgrp) == 1 && pgrp == g->pgid)
+	if (p && sscanf(p + 1, " %*c %*d %ld", &pgrp) == 1 && pgrp == g->pgid)
 		g->n++;
 }
 
