@@ -314,6 +314,7 @@ static int load_argv(struct sab *a)
 	return 0;
 }
 
+/* Round i (from 0) of A B B A A B B A ...: 0 for A, 1 for B. */
 static int side_of(int i)
 {
 	return (i / 2) % 2 ? 1 - i % 2 : i % 2;
