@@ -109,7 +109,7 @@ int session_run(struct session *s, const struct run_limits *lim, session_sink si
 /* Did lim->stop_fd end the last session_run (no signal, count or duration first)? */
 bool session_ended_by_fd(const struct session *s);
 /* Ended so, did the disk go quiet within SESSION_SETTLE_S of it? (false: it kept on
- * completing requests, someone else's) */
+ * completing requests: writeback, or someone else's) */
 #define SESSION_SETTLE_S	5
 bool session_disk_settled(const struct session *s);
 
