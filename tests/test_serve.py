@@ -702,6 +702,14 @@ def test_abuse(servers, no_bpf_leak):
         (b"GET http://127.0.0.1/metrics HTTP/1.1\r\n\r\n", {400}),
         (b"GET /metrics HTTP/1.0\r\n\r\n", {200}),
         (b"GET /metrics HTTP/1.0\r\nHost: x\r\nHost: x\r\n\r\n", {400}),
+        # ... and for a Host value that is not a host[:port] (RFC 3986, 3.2.2)
+        (b"GET /metrics HTTP/1.1\r\nHost: a b\r\n\r\n", {400}),
+        (b"GET /metrics HTTP/1.1\r\nHost: a/b\r\n\r\n", {400}),
+        (b"GET /metrics HTTP/1.1\r\nHost: user@h\r\n\r\n", {400}),
+        (b"GET /metrics HTTP/1.1\r\nHost: \x01\r\n\r\n", {400}),
+        (b"GET /metrics HTTP/1.1\r\nHost: \t[::1]:9750 \r\n\r\n", {200}),
+        (b"GET /metrics HTTP/1.1\r\nHost:\r\n\r\n", {200}),     # empty: allowed
+        (b"GET /metrics HTTP/1.1\r\nHost: a,b\r\n\r\n", {200}),   # sub-delims: a reg-name
         # a CR that does not end a line is invalid (RFC 9112, 2.2), in a value or a name
         (b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-A: b\rc\r\n\r\n", {400}),
         (b"GET /metrics HTTP/1.1\r\nHost: x\rX-A: b\r\n\r\n", {400}),

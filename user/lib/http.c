@@ -347,6 +347,26 @@ static bool same_word(const char *p, size_t n, const char *word)
 	return n == strlen(word) && !strncasecmp(p, word, n);
 }
 
+/*
+ * A Host value (RFC 9112, 3.2; RFC 3986, 3.2.2): uri-host [":" port], spaces and tabs around it
+ * (OWS) aside; empty is allowed. Its characters: unreserved, pct-encoded, sub-delims, ':' and
+ * the brackets of an IP literal. A space inside, a '/', a '@' (userinfo), a control byte: not.
+ */
+static bool host_valid(const char *v, size_t n)
+{
+	static const char ok[] = "-._~%!$&'()*+,;=:[]";
+
+	while (n && (*v == ' ' || *v == '\t'))
+		v++, n--;
+	while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+		n--;
+	for (; n; v++, n--)
+		if (!((*v >= 'a' && *v <= 'z') || (*v >= 'A' && *v <= 'Z') ||
+		      (*v >= '0' && *v <= '9') || (*v && strchr(ok, *v))))
+			return false;
+	return true;
+}
+
 /* What the Accept-Encoding lines said so far: gzip named (and taken), "*" named (and taken). */
 struct accept_enc {
 	bool named, gzip, star, any;
@@ -477,12 +497,15 @@ static void on_request(struct http_server *s, struct conn *c, char *end, http_ha
 			return reply(s, c, 431, NULL, false, now);
 		if (same_word(line, (size_t)(q - line), "Accept-Encoding"))	/* without CR LF */
 			accept_feed(&ae, q + 1, (size_t)(eol - q - 1 - (eol[-1] == '\r')));
-		hosts += same_word(line, (size_t)(q - line), "Host");
+		if (same_word(line, (size_t)(q - line), "Host") && (hosts++ ||
+		    !host_valid(q + 1, (size_t)(eol - q - 1 - (eol[-1] == '\r')))))
+			return reply(s, c, 400, NULL, false, now);
 	}
 	/* RFC 9112, 3.2: a 400 for an HTTP/1.1 request without a Host line, and for any request
-	 * with more than one (the absolute form's authority is used, the Host line still due) */
+	 * with more than one, or with one whose value is not a host (the absolute form's authority
+	 * is used, the Host line still due) */
 	http11 = !strcmp(sp2 + 1, "HTTP/1.1");
-	if (hosts > 1 || (http11 && !hosts))
+	if (http11 && !hosts)
 		return reply(s, c, 400, NULL, false, now);
 	r.gzip_ok = accept_gzip(&ae);
 	n = (size_t)(sp1 - c->req);
