@@ -350,6 +350,61 @@ def test_loads_process_group_has_its_grace(disk, tmp_path):
     assert queue_state(dev) == before
 
 
+def test_uncontained_loads_process_group_has_its_grace_too(disk, tmp_path):
+    """Where the load cannot have a cgroup of its own (here the cgroup2 hierarchy is read-only
+    in sched-ab's mount namespace), its process group still has the 2 s grace after the round's
+    SIGTERM: a shell whose child traps SIGTERM, takes 0.5 s and writes a line, writes it in
+    every round. (Without a cgroup the wait ended at once, and the group was killed as soon as
+    the disk was quiet: 0 lines.)"""
+    dev, before = disk
+    mark = tmp_path / "graced"
+    inner = tmp_path / "inner.sh"
+    inner.write_text(f"trap 'sleep 0.5; echo graced >> {mark}; exit 0' TERM\n"
+                     f"while :; do dd if={dev} of=/dev/null iflag=direct bs=4k count=100 "
+                     "2>/dev/null; done\n")
+    out = tmp_path / "out"
+    r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                        f"mount -o remount,bind,ro {cgroup2_root()} && exec \"$@\"", "sh",
+                        str(IOSTRATA), "sched-ab", "-d", dev, "mq-deadline", "none",
+                        "--rounds", "1", "--round-secs", "1", "-o", str(out), "--",
+                        "sh", "-c", f"sh {inner}"],
+                       capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr
+    assert "the load runs without a cgroup of its own" in r.stderr, r.stderr
+    assert mark.read_text().splitlines() == ["graced"] * 2
+    assert queue_state(dev) == before
+
+
+def test_a_live_runs_load_is_not_taken_for_a_dead_ones(disk, loopdev2, tmp_path):
+    """A second run sweeps the cgroups of dead runs' loads before its round 1; a live run's is
+    not one, whatever the second runs in: here a time namespace whose boot time is 100,000 s
+    later, where every process's start time in /proc reads otherwise (the sweep once told the
+    two apart by a pid and a start time in the name, and killed the first run's load)."""
+    dev, before = disk
+    first = subprocess.Popen([str(IOSTRATA), "sched-ab", "-d", dev, "mq-deadline", "none",
+                              "--rounds", "1", "--round-secs", "4", "-o", str(tmp_path / "a"),
+                              *load_args(dev)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not load_procs(dev):
+        assert first.poll() is None and time.monotonic() < deadline, first.communicate()
+        time.sleep(0.05)
+    timens = subprocess.run(["unshare", "-T", "--boottime", "100000", "true"]).returncode == 0
+    print("the second run in a time namespace of its own:", timens)
+    second = subprocess.run([*(["unshare", "-T", "--boottime", "100000"] if timens else []),
+                             str(IOSTRATA), "sched-ab", "-d", loopdev2, "mq-deadline", "none",
+                             "--rounds", "1", "--round-secs", "1", "-o", str(tmp_path / "b"),
+                             "--", "dd", f"if={loopdev2}", "of=/dev/null", "iflag=direct",
+                             "bs=4k", "count=100"],
+                            capture_output=True, text=True, timeout=120,
+                            stdin=subprocess.DEVNULL)
+    out, err = first.communicate(timeout=120)
+    assert second.returncode == 0, second.stderr
+    assert "earlier run" not in second.stderr, second.stderr
+    assert first.returncode == 0, err
+    assert queue_state(dev) == before
+
+
 @pytest.mark.parametrize("below", [False, True], ids=["session", "session-and-cgroup"])
 def test_what_the_load_starts_in_a_session_of_its_own_ends_with_it(disk, tmp_path, below):
     """LOAD starts a reader in a session of its own (setsid: out of its process group, which
@@ -404,7 +459,7 @@ def test_a_killed_run_takes_its_load_with_it(disk, tmp_path):
         while not (load_procs(dev) and procs_with(marker.encode())):
             assert p.poll() is None and time.monotonic() < deadline, p.communicate()
             time.sleep(0.05)
-        cg, = own_cgroup().glob(f"iostrata-load-*-{p.pid}-*")
+        cg, = own_cgroup().glob(f"iostrata-load-{p.pid}-*")
         assert cg.is_dir()
         p.kill()
         p.communicate(timeout=60)
@@ -419,8 +474,8 @@ def test_a_killed_run_takes_its_load_with_it(disk, tmp_path):
         left = procs_with(marker.encode())
     assert r.returncode == 0, r.stderr
     # before round 1: the dead run's reader was in it (657 requests traced for dd's 200)
-    assert re.search(r"killed [12] process(es)? the load of an earlier run, itself killed, left "
-                     f"running in {cg}", r.stderr), r.stderr
+    assert re.search(f"killed what the load of an earlier run, itself killed, left running in "
+                     rf"{cg} \([12] process(es)?\)", r.stderr), r.stderr
     assert "requests traced, but" not in r.stderr, r.stderr
     assert left == []
     assert not cg.exists()

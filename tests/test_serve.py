@@ -692,6 +692,12 @@ def test_abuse(servers, no_bpf_leak):
         (b"GET /metrics HTTP/1.1\r\nHost: \t[::1]:9750 \r\n\r\n", {200}),
         (b"GET /metrics HTTP/1.1\r\nHost:\r\n\r\n", {200}),     # empty: allowed
         (b"GET /metrics HTTP/1.1\r\nHost: a,b\r\n\r\n", {200}),   # sub-delims: a reg-name
+        (b"GET /metrics HTTP/1.1\r\nHost: a%2Db:80\r\n\r\n", {200}),
+        (b"GET /metrics HTTP/1.1\r\nHost: a:b:c\r\n\r\n", {400}),
+        (b"GET /metrics HTTP/1.1\r\nHost: h:notaport\r\n\r\n", {400}),
+        (b"GET /metrics HTTP/1.1\r\nHost: %zz\r\n\r\n", {400}),
+        (b"GET /metrics HTTP/1.1\r\nHost: ]a[\r\n\r\n", {400}),
+        (b"GET /metrics HTTP/1.1\r\nHost: [::1\r\n\r\n", {400}),
         # a CR that does not end a line is invalid (RFC 9112, 2.2), in a value or a name
         (b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-A: b\rc\r\n\r\n", {400}),
         (b"GET /metrics HTTP/1.1\r\nHost: x\rX-A: b\r\n\r\n", {400}),

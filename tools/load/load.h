@@ -77,7 +77,9 @@ struct dir_stats {
 	/*
 	 * io_uring: prepared -> the first submit after its reap that the kernel took an SQE of.
 	 * A reap is a store to the CQ head in our memory; a tracer sees it at the ring's next
-	 * event, at the latest that submit: its per-request time is between lat and this.
+	 * event, at the latest that submit: its per-request time is at least about lat and at
+	 * most about this (about: the tracer's clock runs inside the submit calls, ours before
+	 * them).
 	 */
 	struct hist reap_bound;
 };

@@ -398,7 +398,9 @@ struct rw_case {
 	 * reap (a store to the CQ head), so a preemption between the load's reap and its next
 	 * submission adds to it (+23 % and +59 % at p99 seen, the second beside `make -j2`). At
 	 * depth 1 that event is the load's next submission: the stage compares with the load's
-	 * own time from preparing a read to its next submit ("reap_bound_ns"), the same span.
+	 * own time from preparing a read to its next submit ("reap_bound_ns"), the same span
+	 * (each from its own clock). On a quiet machine that submit follows the reap within a
+	 * microsecond: the check cannot tell a total ending at the CQE from one ending there.
 	 */
 	bool upper_bound;
 };

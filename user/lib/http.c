@@ -347,22 +347,50 @@ static bool same_word(const char *p, size_t n, const char *word)
 	return n == strlen(word) && !strncasecmp(p, word, n);
 }
 
+/* An RFC 3986 unreserved or sub-delims character. */
+static bool host_char(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+	       (ch && strchr("-._~!$&'()*+,;=", ch));
+}
+
+static bool hex_digit(char ch)
+{
+	return (ch >= '0' && ch <= '9') || ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'f');
+}
+
 /*
- * A Host value (RFC 9112, 3.2; RFC 3986, 3.2.2): uri-host [":" port], spaces and tabs around it
- * (OWS) aside; empty is allowed. Its characters: unreserved, pct-encoded, sub-delims, ':' and
- * the brackets of an IP literal. A space inside, a '/', a '@' (userinfo), a control byte: not.
+ * A Host value (RFC 9112, 3.2; RFC 3986, 3.2.2-3), spaces and tabs around it (OWS) aside:
+ * empty, or uri-host [":" port]: an IP literal in brackets, or a reg-name (IPv4 addresses are
+ * one) of unreserved, sub-delims and %HH; the port digits.
  */
 static bool host_valid(const char *v, size_t n)
 {
-	static const char ok[] = "-._~%!$&'()*+,;=:[]";
+	const char *end;
 
 	while (n && (*v == ' ' || *v == '\t'))
 		v++, n--;
 	while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
 		n--;
-	for (; n; v++, n--)
-		if (!((*v >= 'a' && *v <= 'z') || (*v >= 'A' && *v <= 'Z') ||
-		      (*v >= '0' && *v <= '9') || (*v && strchr(ok, *v))))
+	end = v + n;
+	if (v < end && *v == '[') {
+		for (v++; v < end && *v != ']'; v++)
+			if (!host_char(*v) && *v != ':')
+				return false;
+		if (v++ == end)
+			return false;	/* no ']' */
+	} else {
+		for (; v < end && *v != ':'; v++)
+			if (*v == '%' ? end - v < 3 || !hex_digit(v[1]) || !hex_digit(v[2]) :
+			    !host_char(*v))
+				return false;
+			else if (*v == '%')
+				v += 2;
+	}
+	if (v < end && *v++ != ':')
+		return false;
+	for (; v < end; v++)
+		if (*v < '0' || *v > '9')
 			return false;
 	return true;
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <dirent.h>
 #include <unistd.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -24,11 +25,12 @@
 #endif
 
 /*
- * A load's cgroup is named for the run that made it, "iostrata-load-NS-PID-START": the pid
- * namespace (its inode), the pid and the start time (in clock ticks since boot) of the process
- * that ran it, so that a later run can tell a dead run's cgroup from a live one's, even when
- * the pid was used again, and leaves alone those of another namespace, whose pids it cannot
- * look up.
+ * A load's cgroup, "iostrata-load-PID-NS" (our pid, a CLOCK_MONOTONIC ns: unique), is flock()ed
+ * by the run that made it for as long as it is in use: a later run tells a dead run's cgroup
+ * (killed by SIGKILL, which nothing can catch) from a live one's by whether it can lock it,
+ * whatever pid or time namespace, or /proc view, either runs in. Making one, and sweeping the
+ * dead ones, is done under a lock on the parent, so that no sweep finds one made and not yet
+ * locked.
  */
 #define CG_PREFIX	"iostrata-load-"
 #define CG_EMPTY_MS	5000	/* for the killed to exit (an I/O in flight ends first) */
@@ -51,35 +53,6 @@ static const char *proc_stat(long pid, char *buf, size_t len)
 		return NULL;
 	buf[n] = '\0';
 	return strrchr(buf, ')');
-}
-
-/* A process's start time (/proc/PID/stat's 22nd field) and state; false if it is gone. */
-static bool proc_start(long pid, unsigned long long *start, char *state)
-{
-	char buf[1024];
-	const char *p = proc_stat(pid, buf, sizeof(buf));
-	int i;
-
-	if (!p)
-		return false;
-	*state = p[2];
-	for (i = 3; i <= 22 && p; i++)	/* field 3 (state) follows ") " */
-		p = strchr(p + 1, ' ');
-	return p && sscanf(p, " %llu", start) == 1;
-}
-
-/* This run's cgroup name: 0, or -1. */
-static int cg_name(char *buf, size_t len)
-{
-	unsigned long long start;
-	struct stat ns;
-	char state;
-
-	if (stat("/proc/self/ns/pid", &ns) || !proc_start(getpid(), &start, &state))
-		return -1;
-	snprintf(buf, len, CG_PREFIX "%llu-%d-%llu", (unsigned long long)ns.st_ino,
-		 (int)getpid(), start);
-	return 0;
 }
 
 /* Our own cgroup v2 directory ("/sys/fs/cgroup/user.slice/..."): 0, or -1 with why. */
@@ -209,44 +182,33 @@ static bool cgroup_kill(int cg_fd)
 	return !cgroup_populated(cg_fd);
 }
 
-/* Is the cgroup named so a dead run's, of our pid namespace? */
-static bool stale(const char *name, unsigned long long ns)
-{
-	unsigned long long their_ns, start, now;
-	long pid;
-	char state;
-
-	if (sscanf(name, CG_PREFIX "%llu-%ld-%llu", &their_ns, &pid, &start) != 3 ||
-	    their_ns != ns || pid <= 0)
-		return false;	/* not one of ours, or another namespace's: cannot tell */
-	/* gone, dead and not reaped yet, or its pid used again by another process */
-	return !proc_start(pid, &now, &state) || state == 'Z' || now != start;
-}
-
 void child_sweep(void)
 {
 	char parent[PATH_MAX];
-	struct stat ns;
 	struct dirent *e;
 	int pfd, fd, n;
 	DIR *d;
 
-	if (own_cgroup(parent, sizeof(parent)) || stat("/proc/self/ns/pid", &ns) ||
+	if (own_cgroup(parent, sizeof(parent)) ||
 	    (pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		return;
-	if (!(d = opendir(parent))) {
+	if (flock(pfd, LOCK_EX) || !(d = opendir(parent))) {
 		close(pfd);
 		return;
 	}
 	while ((e = readdir(d))) {
-		if (!stale(e->d_name, (unsigned long long)ns.st_ino) ||
+		if (strncmp(e->d_name, CG_PREFIX, strlen(CG_PREFIX)) ||
 		    (fd = openat(pfd, e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 			continue;
+		if (flock(fd, LOCK_EX | LOCK_NB)) {	/* a live run's */
+			close(fd);
+			continue;
+		}
 		if ((n = cgroup_each(fd, 0, NULL, NULL)) > 0 || cgroup_populated(fd)) {
 			if (cgroup_kill(fd))
-				warnf("killed %d process%s the load of an earlier run, itself killed, "
-				      "left running in %s/%s", n, n == 1 ? "" : "es", parent,
-				      e->d_name);
+				warnf("killed what the load of an earlier run, itself killed, left "
+				      "running in %s/%s (%d process%s)", parent, e->d_name, n,
+				      n == 1 ? "" : "es");
 			else
 				warnf("%s/%s, the cgroup of an earlier run's load, still has processes "
 				      "%d s after they were killed", parent, e->d_name,
@@ -256,7 +218,7 @@ void child_sweep(void)
 		cgroup_rmdir(pfd, e->d_name, 0);
 	}
 	closedir(d);
-	close(pfd);
+	close(pfd);	/* and its lock */
 }
 
 /*
@@ -267,33 +229,37 @@ void child_sweep(void)
  */
 static int cgroup_make(struct child *c)
 {
-	char parent[PATH_MAX], name[96];
-	int procs, err;
+	char parent[PATH_MAX];
+	int pfd, procs = -1, err;
 
+	c->cg_fd = -1;
 	if (own_cgroup(parent, sizeof(parent))) {
 		snprintf(c->cg_path, sizeof(c->cg_path), "%s", parent);
 		return -1;
 	}
-	if (cg_name(name, sizeof(name)) ||
-	    (size_t)snprintf(c->cg_path, sizeof(c->cg_path), "%s/%s", parent, name) >=
-	    sizeof(c->cg_path)) {
-		snprintf(c->cg_path, sizeof(c->cg_path), "cannot name it");
+	if ((pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || flock(pfd, LOCK_EX)) {
+		err = errno;
+		snprintf(c->cg_path, sizeof(c->cg_path), "cannot lock %.3000s: %s", parent,
+			 strerror(err));
+		if (pfd >= 0)
+			close(pfd);
 		return -1;
 	}
-	if (mkdir(c->cg_path, 0755)) {
+	if ((size_t)snprintf(c->cg_path, sizeof(c->cg_path), "%s/" CG_PREFIX "%d-%llu", parent,
+			     (int)getpid(), (unsigned long long)clock_ns(CLOCK_MONOTONIC)) >=
+	    sizeof(c->cg_path)) {
+		snprintf(c->cg_path, sizeof(c->cg_path), "our cgroup's path is too long");
+	} else if (mkdir(c->cg_path, 0755)) {
 		err = errno;
 		snprintf(c->cg_path, sizeof(c->cg_path), "cannot make a cgroup in %.3000s: %s",
 			 parent, strerror(err));
-		return -1;
-	}
-	if ((c->cg_fd = open(c->cg_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+	} else if ((c->cg_fd = open(c->cg_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+		   flock(c->cg_fd, LOCK_EX | LOCK_NB)) {
 		err = errno;
 		rmdir(c->cg_path);
-		snprintf(c->cg_path, sizeof(c->cg_path), "cannot open the cgroup it made: %s",
-			 strerror(err));
-		return -1;
-	}
-	if (faccessat(c->cg_fd, "cgroup.kill", W_OK, 0)) {
+		snprintf(c->cg_path, sizeof(c->cg_path), "cannot open and lock the cgroup it made: "
+			 "%s", strerror(err));
+	} else if (faccessat(c->cg_fd, "cgroup.kill", W_OK, 0)) {
 		err = errno;
 		snprintf(c->cg_path, sizeof(c->cg_path), "%s", err == ENOENT ?
 			 "the kernel's cgroups have no cgroup.kill (Linux 5.14)" : strerror(err));
@@ -301,13 +267,14 @@ static int cgroup_make(struct child *c)
 		err = errno;
 		snprintf(c->cg_path, sizeof(c->cg_path), "cannot open its cgroup.procs: %s",
 			 strerror(err));
-	} else {
-		return procs;
 	}
-	close(c->cg_fd);
-	c->cg_fd = -1;
-	rmdir(c->cg_path);
-	return -1;
+	if (procs < 0 && c->cg_fd >= 0) {
+		close(c->cg_fd);
+		c->cg_fd = -1;
+		rmdir(c->cg_path);
+	}
+	close(pfd);	/* and the parent's lock: the cgroup is locked, or gone */
+	return procs;
 }
 
 /* path's directory, in a buffer of its own ("/a/b/c": "/a/b"); path holds a '/' */
@@ -346,19 +313,36 @@ static void count_in_group(long pid, void *arg)
 	char buf[1024];
 	const char *p = proc_stat(pid, buf, sizeof(buf));
 	long pgrp;
+	char state;
 
-	/* ") STATE PPID PGRP" */
-	if (p && sscanf(p + 1, " %*c %*d %ld", &pgrp) == 1 && pgrp == g->pgid)
+	/* ") STATE PPID PGRP"; a zombie (the command itself, not reaped yet) runs no more */
+	if (p && sscanf(p + 1, " %c %*d %ld", &state, &pgrp) == 2 && pgrp == g->pgid &&
+	    state != 'Z')
 		g->n++;
+}
+
+/* Each process of the system (a /proc scan): for a load without a cgroup of its own. */
+static void each_process(void (*fn)(long pid, void *arg), void *arg)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	long pid;
+
+	while (d && (e = readdir(d)))
+		if ((pid = strtol(e->d_name, NULL, 10)) > 0)
+			fn(pid, arg);
+	if (d)
+		closedir(d);
 }
 
 int child_group_running(const struct child *c)
 {
 	struct in_group g = { .pgid = c->pid };
 
-	if (c->cg_fd < 0)
-		return -1;
-	cgroup_each(c->cg_fd, 0, count_in_group, &g);
+	if (c->cg_fd >= 0)
+		cgroup_each(c->cg_fd, 0, count_in_group, &g);
+	else
+		each_process(count_in_group, &g);
 	return g.n;
 }
 

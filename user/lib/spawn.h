@@ -29,10 +29,11 @@ int child_start(char *const argv[], int out_fd, struct child *c, char *why, size
 /*
  * Before the first child_start: what the loads of earlier runs that were killed (SIGKILL, which
  * nothing can catch) left running in their cgroups beside ours is killed and said, and those
- * cgroups removed. Only those of runs in our pid namespace, whose process is gone.
+ * cgroups removed: those no live run holds locked (see spawn.c).
  */
 void child_sweep(void);
-/* How many processes of its process group still run, in its cgroup (-1: it has none). */
+/* How many processes of its process group still run, zombies aside: in its cgroup, or, without
+ * one, anywhere (a /proc scan). */
 int child_group_running(const struct child *c);
 /*
  * What runs in its cgroup (after it ended, or was stopped) killed at once and waited for, for
