@@ -205,10 +205,14 @@ void child_sweep(void)
 			continue;
 		}
 		if ((n = cgroup_each(fd, 0, NULL, NULL)) > 0 || cgroup_populated(fd)) {
+			char count[32] = "";
+
+			if (n > 0)	/* else cgroup.procs could not be read */
+				snprintf(count, sizeof(count), " (%d process%s)", n,
+					 n == 1 ? "" : "es");
 			if (cgroup_kill(fd))
 				warnf("killed what the load of an earlier run, itself killed, left "
-				      "running in %s/%s (%d process%s)", parent, e->d_name, n,
-				      n == 1 ? "" : "es");
+				      "running in %s/%s%s", parent, e->d_name, count);
 			else
 				warnf("%s/%s, the cgroup of an earlier run's load, still has processes "
 				      "%d s after they were killed", parent, e->d_name,
