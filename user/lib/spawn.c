@@ -281,29 +281,14 @@ static int cgroup_make(struct child *c)
 	return procs;
 }
 
-/* path's directory, in a buffer of its own ("/a/b/c": "/a/b"); path holds a '/' */
-static const char *dirname_of(const char *path)
-{
-	static char dir[PATH_MAX + 128];
-
-	snprintf(dir, sizeof(dir), "%.*s", (int)(strrchr(path, '/') - path), path);
-	return dir;
-}
-
 /* Its cgroup removed, with those the command made below it. */
 static void cgroup_remove(struct child *c)
 {
-	int pfd;
-
 	if (c->cg_fd < 0)
 		return;
 	close(c->cg_fd);
 	c->cg_fd = -1;
-	if ((pfd = openat(AT_FDCWD, dirname_of(c->cg_path), O_RDONLY | O_DIRECTORY |
-			  O_CLOEXEC)) >= 0) {
-		cgroup_rmdir(pfd, strrchr(c->cg_path, '/') + 1, 0);
-		close(pfd);
-	}
+	cgroup_rmdir(AT_FDCWD, c->cg_path, 0);	/* an absolute path: AT_FDCWD unused */
 }
 
 struct in_group {
