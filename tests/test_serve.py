@@ -857,26 +857,51 @@ def test_not_ptraceable_by_its_new_uid(servers, no_bpf_leak):
         knob.write_text(old + "\n")
 
 
-@pytest.mark.root
-def test_no_moment_to_attach_while_dropping():
-    """Nor while it drops to nobody: the uid change makes it dumpable (fs.suid_dumpable 1) a few
-    calls before it makes itself undumpable again, and a process of nobody's that attached in
-    between stayed attached (27 of 30 drops, and 92 of 100). It keeps its permitted capabilities
-    until then, which refuses the attach. 30 drops with drop_privileges() against a racer that
-    tries PTRACE_SEIZE without pause; the control drops by setresuid alone, undumpable 2 ms
-    later, and shows the racer finds such a window."""
+def privs_runs(*args):
+    """bin/test_privs ARGS... NOBODY [control], by drop_privileges() and by the control, with
+    fs.suid_dumpable 1 (restored after): the setting under which a uid change leaves a process
+    open to ptrace by the new uid."""
     knob = Path("/proc/sys/fs/suid_dumpable")
     old = knob.read_text().strip()
     knob.write_text("1\n")
     try:
-        runs = {mode: subprocess.run([str(ROOT / "bin" / "test_privs"), "race", "30",
-                                      str(NOBODY), *extra], capture_output=True, text=True)
+        runs = {mode: subprocess.run([str(ROOT / "bin" / "test_privs"), *args, str(NOBODY),
+                                      *extra], capture_output=True, text=True, timeout=120)
                 for mode, extra in (("control", ["control"]), ("drop", []))}
     finally:
         knob.write_text(old + "\n")
     for r in runs.values():
         print(r.stdout, r.stderr)
         assert r.returncode == 0, r.stdout + r.stderr
+    return runs
+
+
+@pytest.mark.root
+def test_no_state_of_the_drop_lets_a_racer_through():
+    """The drop, stopped at every system call's entry and exit: at no stop are the uids all
+    nobody's with the process dumpable. ptrace reads the target's credentials twice, for the
+    uid check and then for the capability check; a racer that read them in such a state (and
+    the flag as dumpable) and the capabilities after they were cleared got through. The first
+    version set all three uids and only then the flag: open at 2 stops (and the racer below
+    attached in 1 of 30 drops in CI). At each stop a probe of nobody's with every capability
+    permitted and none effective asks pidfd_getfd for a descriptor, which the kernel grants
+    exactly in that state; the control, by setresuid then PR_SET_DUMPABLE 0, shows it does."""
+    runs = privs_runs("window")
+    opened = {m: re.search(r"open to the probe in (\d+) of (\d+)", r.stdout).groups()
+              for m, r in runs.items()}
+    assert int(opened["control"][0]) > 0, runs["control"].stdout
+    assert int(opened["drop"][1]) > 20 and int(opened["drop"][0]) == 0, runs["drop"].stdout
+
+
+@pytest.mark.root
+def test_no_moment_to_attach_while_dropping():
+    """Nor while it drops to nobody, against a racer of nobody's that tries PTRACE_SEIZE without
+    pause, 30 times: the uid change makes the process dumpable (fs.suid_dumpable 1) a few calls
+    before it makes itself undumpable again, and a racer that attached in between stayed
+    attached (27 of 30 drops, and 92 of 100, before the permitted set was kept until then). The
+    control drops by setresuid alone, undumpable 2 ms later, and shows the racer finds such a
+    window. A racer that attaches says when and what the target was doing."""
+    runs = privs_runs("race", "30")
     attached = {m: int(r.stdout.split("attached in ")[1].split()[0]) for m, r in runs.items()}
     assert attached["control"] > 0, runs["control"].stdout
     assert attached["drop"] == 0, runs["drop"].stdout

@@ -3,9 +3,11 @@
  * Unit tests of serve's --user lookup (user/lib/privs.c), which reads passwd by hand (a static
  * binary has no NSS): empty fields are fields, a malformed uid or gid is refused rather than
  * read as 0 (root), and an over-long line's tail is not taken for an entry. No root needed.
- * Exits non-zero on any failed check; the last line is "N passed, N failed". As root, `race`
- * checks the uid change leaves no moment another process of the new uid can attach in.
+ * Exits non-zero on any failed check; the last line is "N passed, N failed". As root, `window`
+ * and `race` check the uid change leaves no moment another process of the new uid can attach in.
  */
+#include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -15,6 +17,7 @@
 #include <unistd.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include "log.h"
 #include "privs.h"
@@ -58,6 +61,111 @@ static const char *passwd_file(void)
 	return path;
 }
 
+/* The racer's account of an attach: when, and what the target was doing (its /proc stat). */
+static void say_attached(pid_t target, const struct timespec *t0)
+{
+	char path[64], stat[128] = "";
+	struct timespec t1;
+	FILE *f;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)target);
+	f = fopen(path, "r");
+	if (f) {
+		if (!fgets(stat, sizeof(stat), f))
+			stat[0] = '\0';
+		fclose(f);
+	}
+	stat[strcspn(stat, "\n")] = '\0';
+	fprintf(stderr, "attached %ld us after the go: %.60s\n",
+		((t1.tv_sec - t0->tv_sec) * 1000000000L + t1.tv_nsec - t0->tv_nsec) / 1000, stat);
+}
+
+/*
+ * test_privs window UID [control] (root, with fs.suid_dumpable 1): a child drops to UID with
+ * drop_privileges() (with "control": by setresuid alone, then PR_SET_DUMPABLE 0), stopped by
+ * this process at every system call's entry and exit (PTRACE_SYSCALL). At each stop a probe
+ * of UID that holds every capability in its permitted set, none effective, asks for one of the
+ * child's file descriptors (pidfd_getfd, PTRACE_MODE_ATTACH_REALCREDS). The kernel lets it
+ * through exactly when the child's uids are all UID and the child is dumpable (fs.suid_dumpable
+ * 1): the state in which a racer of UID, whose permitted set is empty, passes ptrace's uid check
+ * and reads the child dumpable, then, the child's capabilities cleared by the time it looks,
+ * passes the capability check too. Prints in how many of the stops the probe got through;
+ * any but 0 is such a moment. Stepping by system call sees every state: the uids and the
+ * dumpable flag change only inside them.
+ */
+static int window(uid_t uid, bool control)
+{
+	int ask[2], ans[2], st, stops = 0, open = 0, bad = 0;
+	pid_t target, probe;
+	char c;
+
+	if (pipe(ask) || pipe(ans))
+		return 2;
+	probe = fork();
+	if (!probe) {
+		pid_t pid;
+		int pidfd, fd;
+
+		close(ask[1]);
+		close(ans[0]);
+		if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) || setresgid(uid, uid, uid) ||
+		    setresuid(uid, uid, uid))
+			_exit(4);
+		while (read(ask[0], &pid, sizeof(pid)) == sizeof(pid)) {
+			pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+			fd = pidfd < 0 ? -1 : (int)syscall(SYS_pidfd_getfd, pidfd, 1, 0);
+			c = pidfd < 0 ? 'e' : fd >= 0 || errno == EBADF ? 'y' : errno == EPERM ?
+			    'n' : 'e';
+			if (fd >= 0)
+				close(fd);
+			if (pidfd >= 0)
+				close(pidfd);
+			if (write(ans[1], &c, 1) != 1)
+				_exit(4);
+		}
+		_exit(0);
+	}
+	target = fork();
+	if (!target) {
+		if (ptrace(PTRACE_TRACEME, 0, 0, 0) || raise(SIGSTOP))
+			_exit(3);
+		if (control) {
+			if (setresgid(uid, uid, uid) || setresuid(uid, uid, uid) ||
+			    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0))
+				_exit(3);
+		} else if (drop_privileges(uid, uid)) {
+			_exit(3);
+		}
+		_exit(0);
+	}
+	if (waitpid(target, &st, 0) != target || !WIFSTOPPED(st) ||
+	    ptrace(PTRACE_SETOPTIONS, target, 0, PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL))
+		return 2;
+	for (;;) {
+		if (ptrace(PTRACE_SYSCALL, target, 0, 0) || waitpid(target, &st, 0) != target)
+			return 2;
+		if (WIFEXITED(st) || WIFSIGNALED(st)) {
+			bad += !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+			break;
+		}
+		if (WSTOPSIG(st) != (SIGTRAP | 0x80))
+			continue;
+		stops++;
+		if (write(ask[1], &target, sizeof(target)) != sizeof(target) ||
+		    read(ans[0], &c, 1) != 1)
+			return 2;
+		open += c == 'y';
+		bad += c == 'e';
+	}
+	close(ask[1]);
+	waitpid(probe, &st, 0);
+	bad += !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+	printf("%s: open to the probe in %d of %d system call stops (%d probes failed)\n",
+	       control ? "control" : "drop_privileges", open, stops, bad);
+	return bad ? 2 : 0;
+}
+
 /*
  * test_privs race N UID (root, with fs.suid_dumpable 1, which the caller sets and restores): N
  * times, a process drops to UID with drop_privileges() while another, already UID, tries
@@ -98,8 +206,10 @@ static int race(int n, uid_t uid, bool control)
 				_exit(4);
 			clock_gettime(CLOCK_MONOTONIC, &t0);
 			for (;;) {
-				if (!ptrace(PTRACE_SEIZE, target, 0, 0))
+				if (!ptrace(PTRACE_SEIZE, target, 0, 0)) {
+					say_attached(target, &t0);
 					_exit(0);
+				}
 				clock_gettime(CLOCK_MONOTONIC, &t1);
 				if ((t1.tv_sec - t0.tv_sec) * 1000000000L + t1.tv_nsec - t0.tv_nsec >
 				    100 * 1000000L)
@@ -126,6 +236,8 @@ int main(int argc, char **argv)
 	gid_t gid = 99;
 	int r;
 
+	if (argc >= 3 && !strcmp(argv[1], "window"))
+		return window((uid_t)atoi(argv[2]), argc > 3 && !strcmp(argv[3], "control"));
 	if (argc >= 4 && !strcmp(argv[1], "race"))
 		return race(atoi(argv[2]), (uid_t)atoi(argv[3]), argc > 4 &&
 			    !strcmp(argv[4], "control"));

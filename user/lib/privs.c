@@ -97,6 +97,7 @@ int drop_privileges_keeping(uid_t uid, gid_t gid, int keep)
 	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	struct __user_cap_data_struct d[2] = { 0 }, want[2] = { 0 };
 	int cap, last = last_cap();
+	uid_t r, e, s;
 
 	if (keep > last)
 		keep = -1;
@@ -125,15 +126,29 @@ int drop_privileges_keeping(uid_t uid, gid_t gid, int keep)
 		errorf("cannot clear the ambient capabilities: %s", strerror(errno));
 		return -1;
 	}
-	if (setgroups(0, NULL) || setresgid(gid, gid, gid) || setresuid(uid, uid, uid)) {
+	/*
+	 * The change of euid makes the process dumpable as fs.suid_dumpable says: at 1, open to
+	 * ptrace by a process of the new uid once the process's real, effective and saved uids
+	 * are all that uid. Such a process could take its BPF fds (pidfd_getfd). So the saved uid
+	 * stays what it was until the process is undumpable, and only then follows: no moment has
+	 * the three uids the new one with the process dumpable. A moment that had, however short,
+	 * let a racer that read the flag in it pass the capability check a few instructions later,
+	 * once the permitted set below was cleared: ptrace reads the credentials twice (the likely
+	 * way a racer attached in 1 of 30 drops in CI). The last step changes neither euid nor
+	 * capabilities, so leaves the flag alone.
+	 */
+	if (getresuid(&r, &e, &s) || setgroups(0, NULL) || setresgid(gid, gid, gid) ||
+	    setresuid(uid, uid, s != uid ? s : e != uid ? e : r)) {
 		errorf("cannot become uid %u gid %u: %s", (unsigned)uid, (unsigned)gid,
 		       strerror(errno));
 		return -1;
 	}
-	/* The uid change left the process dumpable as fs.suid_dumpable says: at 1, any process
-	 * of the same uid could ptrace it and take its BPF fds (pidfd_getfd). Never so. */
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)) {
 		errorf("cannot make the process undumpable: %s", strerror(errno));
+		return -1;
+	}
+	if (setresuid(uid, uid, uid)) {
+		errorf("cannot become uid %u: %s", (unsigned)uid, strerror(errno));
 		return -1;
 	}
 	/* then permitted down to keep, effective and inheritable cleared */
