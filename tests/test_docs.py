@@ -445,6 +445,24 @@ def man_examples(name):
 EXAMPLES = readme_examples() + man_examples("iostrata") + man_examples("iostrata-load")
 
 
+def example_key(cmd):
+    """What an example runs: without its comment, its spacing and the README's bin/."""
+    return re.sub(r"^bin/", "", " ".join(re.sub(r"\s+#.*$", "", cmd).split()))
+
+
+def distinct_examples(examples):
+    """[(places, cmd)]: an example that README.md and a man page both give is run once, and a
+    failure names every place it is in."""
+    runs = {}
+    for source, lineno, cmd in examples:
+        places, _ = runs.setdefault(example_key(cmd), ([], cmd))
+        places.append(f"{source}:{lineno}")
+    return [(", ".join(places), cmd) for places, cmd in runs.values()]
+
+
+DISTINCT = distinct_examples(EXAMPLES)
+
+
 def first_disk():
     """The first whole disk of this machine that is not a loop, ram or zram device."""
     for d in sorted(os.listdir("/sys/block")):
@@ -621,15 +639,14 @@ def takes_argument():
 
 
 @pytest.mark.root
-@pytest.mark.parametrize("source,lineno,cmd", EXAMPLES,
-                         ids=[f"{s}:{n}: " + " ".join(re.sub(r"\s+#.*$", "", c).split())
-                              for s, n, c in EXAMPLES])
-def test_example_runs(source, lineno, cmd, takes_argument, request):
+@pytest.mark.parametrize("where,cmd", DISTINCT,
+                         ids=[f"{w}: {example_key(c)}" for w, c in DISTINCT])
+def test_example_runs(where, cmd, takes_argument, request):
     assert our_bpf_programs() == [], "iostrata programs loaded before the test started"
     pid = os.getpid()
     argv = command_line(cmd, pid)
     prog = PROGRAMS.get(argv[0])
-    assert prog, f"{source}:{lineno}: {cmd!r}: unknown program {argv[0]!r}"
+    assert prog, f"{where}: {cmd!r}: unknown program {argv[0]!r}"
     with tempfile.TemporaryDirectory(prefix="iostrata-docs.", dir="/var/tmp") as tmp:
         if prog == IOSTRATA and argv[1:2] == ["sched-ab"]:
             args = rewrite_sched_ab(argv[2:], takes_argument["iostrata"], tmp,
@@ -647,17 +664,17 @@ def test_example_runs(source, lineno, cmd, takes_argument, request):
             r = subprocess.run(run, capture_output=True, text=True, timeout=120,
                                stdin=subprocess.DEVNULL, cwd=ROOT)
         except subprocess.TimeoutExpired:
-            pytest.fail(f"{source}:{lineno}: {cmd!r}, run as `{shown}`, did not end within "
+            pytest.fail(f"{where}: {cmd!r}, run as `{shown}`, did not end within "
                         f"120 s: teach tests/test_docs.py how to shorten it")
         # compare runs on the sample recording, against itself: too few intervals to judge any
         # quantile, so a gate on it is not decided (exit 4), and says why
         undecided = (argv[1:2] == ["compare"] and r.returncode == 4
                      and "not decided (not enough data)" in r.stdout)
-        assert r.returncode == 0 or undecided, (f"{source}:{lineno}: {cmd!r}, run as `{shown}`, "
+        assert r.returncode == 0 or undecided, (f"{where}: {cmd!r}, run as `{shown}`, "
                                                 f"exited {r.returncode}:\n{r.stderr[-2000:]}")
-        assert r.stdout.strip(), f"{source}:{lineno}: `{shown}` printed nothing"
+        assert r.stdout.strip(), f"{where}: `{shown}` printed nothing"
     left = wait_no_bpf_programs()
-    assert left == [], f"{source}:{lineno}: `{shown}` left BPF programs loaded: {left}"
+    assert left == [], f"{where}: `{shown}` left BPF programs loaded: {left}"
 
 
 def test_examples_found():
@@ -666,6 +683,9 @@ def test_examples_found():
     sources = {s for s, _, _ in EXAMPLES}
     assert sources == {"README.md", "docs/iostrata.8", "docs/iostrata-load.1"}, sources
     assert len(EXAMPLES) >= 10, EXAMPLES
+    assert distinct_examples([("a", 1, "bin/iostrata -D  5 # per disk"), ("b", 7, "iostrata -D 5"),
+                              ("b", 9, "iostrata -F")]) == \
+        [("a:1, b:7", "bin/iostrata -D  5 # per disk"), ("b:9", "iostrata -F")]
 
 
 def test_example_rewriting():

@@ -1089,7 +1089,7 @@ def test_series_dropped_counts_label_sets(servers, no_bpf_leak):
     """Over the cap, a label set is counted once for each interval it has data in, however many
     processes (records) it comes from: 5 processes named fb, each reading, in one interval (or
     two, if it ends meanwhile) add 1 (or 2), not 5 (as they once did)."""
-    srv = servers("-l", "syscall", "-P", "--comm", "fb", "--max-series", "1", "--interval", "5")
+    srv = servers("-l", "syscall", "-P", "--comm", "fb", "--max-series", "1", "--interval", "2")
     named_preads(b"fb", 3)          # pread64 by fb: the one series under the cap
     before, _ = srv.settled("iostrata_series_dropped_total")
     start = total(srv.samples(), "iostrata_intervals_total")
