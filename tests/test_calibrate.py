@@ -122,6 +122,13 @@ def test_a_load_that_cannot_run_fails(small_tmpfs, no_bpf_leak):
 
 @pytest.mark.parametrize("args,needle", [
     (["--skew", "x"], "bad --skew"),
+    # as written, as --threshold: strtod took these (0x10 as 16 %)
+    (["--skew", "0x10"], "bad --skew '0x10'"),
+    (["--skew", "1e1"], "bad --skew '1e1'"),
+    (["--skew", " 5"], "bad --skew ' 5'"),
+    (["--skew", "99999999999999999999"], "bad --skew"),
+    (["--dir", ""], "bad --dir ''"),
+    (["--dir", "/tmp", "--dir", "/var/tmp"], "--dir given twice ('/tmp', '/var/tmp')"),
     (["--dir", "/nonexistent"], "not a writable directory"),
     (["--bogus"], "--bogus"),
     (["extra"], "no argument"),

@@ -126,6 +126,20 @@ def exited_pid():
      ["-d given twice ('loop0', 'loop1')", "the last alone would be tested"]),
     (["sched-ab", "-d", "loop0", "-o", "/n/1", "-o", "/n/2", "none", "kyber"],
      ["-o given twice ('/n/1', '/n/2')"]),
+    (["serve", "--listen", "127.0.0.1:1", "--listen", "127.0.0.1:2"],
+     ["--listen given twice ('127.0.0.1:1', '127.0.0.1:2')"]),
+    (["serve", "--user", "nobody", "--user", "root"], ["--user given twice ('nobody', 'root')"]),
+    # an empty name names nothing: found out only after the work, as "cannot create :" (exit 1)
+    (["record", "-o", "", "--duration", "1"], ["bad -o '': expected a path"]),
+    (["report", "x", "-o", ""], ["bad -o ''"]),
+    (["report", "x", "-o", "y", "--svg", ""], ["bad --svg ''"]),
+    (["compare", "a", "b", "--html", ""], ["bad --html ''"]),
+    (["sched-ab", "-d", "loop0", "-o", "", "none", "kyber"], ["bad -o ''"]),
+    # a stage of a layer -l leaves out was dropped, silently (and kept in the meta record)
+    (["-l", "block", "--stages", "block.device,uring.total"],
+     ["--stages uring.total: a stage of uring, which -l leaves out"]),
+    (["record", "-o", "/n/x", "-l", "uring", "--stages", "device,block.wait"],
+     ["--stages block.wait: a stage of block"]),
 ])
 def test_bad_input(args, needles):
     assert_one_line_error(run(*args), *needles)

@@ -771,6 +771,7 @@ int cmd_calibrate(int argc, char **argv)
 	int verbose = 0;
 	bool exiting;
 	char msg[256], *end;
+	const char *dir_arg = NULL;
 	struct stat st;
 	char disk[64];
 	const char *result;
@@ -781,12 +782,17 @@ int cmd_calibrate(int argc, char **argv)
 	optind = 1;
 	while ((o = getopt_long(argc, argv, ":jvh", lo, NULL)) != -1) {
 		switch (o) {
-		case 'd': c.dir = optarg; break;
-		case 's':
-			errno = 0;
-			c.skew = strtod(optarg, &end) / 100;
-			if (errno || end == optarg || *end || !isfinite(c.skew) || c.skew <= -1) {
-				errorf("bad --skew '%s': expected a percentage above -100", optarg);
+		case 'd':
+			if (opt_path("--dir", dir_arg, optarg, "used"))
+				return 2;
+			c.dir = dir_arg = optarg;
+			break;
+		case 's':	/* as written: not 0x10 (16), 1e1 or ' 5' */
+			c.skew = cli_decimal(optarg + (*optarg == '-')) ?
+				 strtod(optarg, &end) / 100 : NAN;
+			if (!(c.skew > -1 && c.skew <= 100)) {
+				errorf("bad --skew '%s': expected a percentage above -100, at most "
+				       "10000", optarg);
 				return 2;
 			}
 			break;

@@ -35,6 +35,8 @@ const char *output_cut_short(void);
  * would be dropped, silently. 0, or -1 said: "the last alone would be LAST".
  */
 int opt_once(const char *opt, const char *was, const char *arg, const char *last);
+/* opt_once, for an option naming a file or directory: and not "", which names none. */
+int opt_path(const char *opt, const char *was, const char *arg, const char *last);
 
 /* Root, or the capabilities loading and attaching tracing programs takes. */
 bool privileged(void);

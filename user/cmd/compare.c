@@ -113,7 +113,7 @@ static int parse(int argc, char **argv, struct compare_args *a)
 			a->aa = (int)v;
 			break;
 		case OPT_HTML:
-			if (opt_once("--html", a->html, optarg, "written"))
+			if (opt_path("--html", a->html, optarg, "written"))
 				return -1;
 			a->html = optarg;
 			break;

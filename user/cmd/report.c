@@ -62,12 +62,12 @@ static int parse(int argc, char **argv, struct report_opts *o, int *verbose)
 	while ((c = getopt_long(argc, argv, ":o:vh", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
-			if (opt_once("-o", o->html, optarg, "written"))
+			if (opt_path("-o", o->html, optarg, "written"))
 				return -1;
 			o->html = optarg;
 			break;
 		case OPT_SVG:
-			if (opt_once("--svg", o->svg_dir, optarg, "written"))
+			if (opt_path("--svg", o->svg_dir, optarg, "written"))
 				return -1;
 			o->svg_dir = optarg;
 			break;

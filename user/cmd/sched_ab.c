@@ -200,7 +200,7 @@ static int parse_args(int argc, char **argv, struct sab *a)
 			a->disk_arg = optarg;
 			break;
 		case 'o':
-			if (opt_once("-o", a->dir_arg, optarg, "written"))
+			if (opt_path("-o", a->dir_arg, optarg, "written"))
 				return -1;
 			a->dir_arg = optarg;
 			break;

@@ -32,6 +32,7 @@
 struct serve_args {
 	struct trace_opts t;
 	const char *listen, *user;
+	const char *listen_arg, *user_arg;	/* as given, once each */
 	struct prom_opts prom;
 	bool bpf_refused;	/* testing: act as if bpf() needed CAP_BPF on held fds */
 };
@@ -126,16 +127,19 @@ static int parse_args(int argc, char **argv, struct serve_args *a)
 		switch (o) {
 		case -2: return -1;
 		case OPT_LISTEN:
-			if (http_addr_check(optarg))
+			if (opt_once("--listen", a->listen_arg, optarg, "used") ||
+			    http_addr_check(optarg))
 				return -1;
-			a->listen = optarg;
+			a->listen = a->listen_arg = optarg;
 			break;
 		case OPT_USER:
+			if (opt_once("--user", a->user_arg, optarg, "used"))
+				return -1;
 			if (!*optarg) {
 				errorf("bad --user '': expected a user name or uid");
 				return -1;
 			}
-			a->user = optarg;
+			a->user = a->user_arg = optarg;
 			break;
 		case OPT_BPO:
 			if (parse_long("--buckets-per-octave", optarg, 1, 8, &v))

@@ -131,7 +131,7 @@ int trace_args_parse(int argc, char **argv, struct trace_args *a, bool record)
 		switch (o) {
 		case -2: return -1;
 		case 'o':
-			if (opt_once("-o", a->output, optarg, "written"))
+			if (opt_path("-o", a->output, optarg, "written"))
 				return -1;
 			a->output = optarg;
 			break;

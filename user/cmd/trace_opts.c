@@ -219,11 +219,13 @@ static int resolve_pid(const char *s, pid_t *tgid_out)
  * --stages: each name is a stage of every layer that has it (device) or of one (block.device).
  * The layers traced are then those with a stage asked, unless -l names them (each must have one).
  */
-static int parse_stages(const char *list, struct trace_config *c)
+static int parse_stages(const char *list, struct trace_opts *t)
 {
+	struct trace_config *c = &t->cfg;
 	char buf[1024], *tok, *save = NULL, *dot;
 	bool any = false;
-	int i, s, found;
+	unsigned int found;
+	int i, s;
 
 	if ((size_t)snprintf(buf, sizeof(buf), "%s", list) >= sizeof(buf)) {
 		errorf("bad --stages: a list of %zu characters; every stage's name fits in fewer "
@@ -242,7 +244,7 @@ static int parse_stages(const char *list, struct trace_config *c)
 
 				if (n && !strcmp(n, dot ? dot + 1 : tok)) {
 					c->stages[i] |= 1u << s;
-					found = 1;
+					found |= 1u << i;
 				}
 			}
 		}
@@ -250,6 +252,10 @@ static int parse_stages(const char *list, struct trace_config *c)
 			errorf("unknown stage '%s' in --stages (the stages are in --help)", tok);
 			return -1;
 		}
+		if (!(t->stage_sets & (1u << found)))
+			snprintf(t->stage_set_name[found], sizeof(t->stage_set_name[found]), "%s",
+				 tok);
+		t->stage_sets |= 1u << found;
 		any = true;
 	}
 	if (!any) {	/* --stages '' or ',': no stage at all is not every stage */
@@ -259,10 +265,14 @@ static int parse_stages(const char *list, struct trace_config *c)
 	return 0;
 }
 
-/* -l and --stages together: every layer traced has a stage asked; --stages alone picks them. */
-static int stages_layers(struct trace_config *c)
+/*
+ * -l and --stages together: every layer traced has a stage asked, and every stage asked is of a
+ * layer traced (a stage left out was dropped silently); --stages alone picks the layers.
+ */
+static int stages_layers(struct trace_opts *t)
 {
-	unsigned int with = 0;
+	struct trace_config *c = &t->cfg;
+	unsigned int with = 0, m;
 	int i;
 
 	for (i = 0; i < NLAYERS; i++)
@@ -280,6 +290,19 @@ static int stages_layers(struct trace_config *c)
 			return -1;
 		}
 	}
+	for (m = 1; m < 1u << NLAYERS; m++) {
+		char names[64] = "";
+
+		if (!(t->stage_sets & (1u << m)) || (m & c->layers))
+			continue;
+		for (i = 0; i < NLAYERS; i++)
+			if (m & (1u << i))
+				snprintf(names + strlen(names), sizeof(names) - strlen(names),
+					 "%s%s", *names ? " or " : "", layers[i]->name);
+		errorf("--stages %s: a stage of %s, which -l leaves out", t->stage_set_name[m],
+		       names);
+		return -1;
+	}
 	return 0;
 }
 
@@ -290,6 +313,17 @@ int opt_once(const char *opt, const char *was, const char *arg, const char *last
 	errorf("%s given twice ('%s', '%s'): it takes one (the last alone would be %s)", opt, was,
 	       arg, last);
 	return -1;
+}
+
+int opt_path(const char *opt, const char *was, const char *arg, const char *last)
+{
+	if (opt_once(opt, was, arg, last))
+		return -1;
+	if (!*arg) {	/* found out only once the work was done ("cannot create :") */
+		errorf("bad %s '': expected a path", opt);
+		return -1;
+	}
+	return 0;
 }
 
 /*
@@ -330,7 +364,7 @@ static int trace_opt(struct trace_opts *t, int o, const char *arg)
 	case 'l':
 		return parse_layers(arg, &c->layers) ? -1 : 1;
 	case TOPT_STAGES:
-		return parse_stages(arg, c) ? -1 : 1;
+		return parse_stages(arg, t) ? -1 : 1;
 	case TOPT_COMM:
 		if (filter_once("--comm", c->comm, arg))
 			return -1;
@@ -421,7 +455,7 @@ int trace_opts_finish(struct trace_opts *t)
 	struct stat st;
 	unsigned int eff;
 
-	if (stages_layers(c))
+	if (stages_layers(t))
 		return -1;
 	/*
 	 * A filter or a breakdown no layer that runs applies would be silently ignored. Without

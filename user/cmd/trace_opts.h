@@ -51,6 +51,10 @@ struct trace_opts {
 	int verbose;
 	const char *disk, *pid;		/* resolved by trace_opts_finish() */
 	bool started;			/* trace_getopt() began the command line */
+	/* --stages: the sets of layers its names are stages of (bit m: some name is a stage of
+	 * the layers in m), and the first such name, for -l to be checked against */
+	unsigned int stage_sets;
+	char stage_set_name[1u << NLAYERS][32];
 	const struct option *lo;	/* the command's long options, for trace_opt_rest() */
 };
 
