@@ -259,6 +259,24 @@ def test_a_failed_page_replaces_no_svg(tmp_path):
     assert {f.name: f.read_bytes() for f in (tmp_path / "svg").iterdir()} == before
 
 
+def test_the_page_is_none_of_the_svgs(tmp_path):
+    """-o naming one of the files --svg writes, or by another spelling of its directory: the
+    page and the panel were the same file. With --force the run exited 0 with the page where
+    the panel should be; without, it said what it had written, then failed. Refused before any
+    file is written."""
+    rec = small_rec(tmp_path / "a.ndjson", [([{}], {})] * 4)
+    report(rec, "-o", tmp_path / "r.html", "--svg", tmp_path / "svg", check=True)
+    (name,) = [f.name for f in (tmp_path / "svg").iterdir()]
+    before = (tmp_path / "svg" / name).read_bytes()
+    for args in (["--svg", tmp_path / "svg", "-o", tmp_path / "svg" / name, "--force"],
+                 ["--svg", f"{tmp_path}/./svg/", "-o", f"{tmp_path}/svg//{name}", "--force"]):
+        r = report(rec, *args)
+        assert_one_line_error(r, "is also a file --svg writes", f"/{name})")
+        assert r.returncode == 1 and not r.stdout, r.stdout
+    assert [f.name for f in (tmp_path / "svg").iterdir()] == [name]
+    assert (tmp_path / "svg" / name).read_bytes() == before
+
+
 @pytest.mark.parametrize("nivs", [121, 180, 241])
 def test_a_steady_load_has_no_stripes(tmp_path, nivs):
     """180 intervals in 120 columns put 1 and 2 intervals in turn in a column, and a cell's

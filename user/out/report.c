@@ -826,6 +826,21 @@ static void svg_undo(const struct report *r, const struct panel *p, struct svg_u
 	memset(u, 0, sizeof(*u));
 }
 
+/* Does path name a file in the directory dir_st, called name? (by the directory's identity:
+ * "-o panels/x.svg" and "--svg ./panels" meet) */
+static bool file_in(const char *path, const struct stat *dir_st, const char *name)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX];
+	struct stat st;
+
+	if (strcmp(slash ? slash + 1 : path, name))
+		return false;
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash == path ? 1 : slash - path) : 1,
+		 slash ? path : ".");
+	return !stat(dir, &st) && st.st_dev == dir_st->st_dev && st.st_ino == dir_st->st_ino;
+}
+
 /*
  * The SVGs, before the page: every name checked before any is written (one that exists needs
  * --force); on a failure here or at the page, svg_undo removes what this run created.
@@ -853,7 +868,16 @@ static int write_svgs(const struct report *r, struct panel *p, int n, struct svg
 		return -1;
 	}
 	for (i = 0; i < n; i++) {
+		char name[PATH_MAX];
+
 		svg_path(r, &p[i], path, sizeof(path));
+		snprintf(name, sizeof(name), "%s.svg", p[i].id);
+		/* the page would replace the panel (--force), or the panel the page just made */
+		if (file_in(r->o.html, &st, name)) {
+			errorf("-o %s is also a file --svg writes (%s): choose another name",
+			       r->o.html, path);
+			return -1;
+		}
 		if ((a = outfile_allowed(path, r->o.force, NULL, 0)) < 0)
 			return -1;
 		u->fresh[i] = a == 1;
