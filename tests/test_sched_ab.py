@@ -780,14 +780,15 @@ def test_disk_replaced_in_a_round(tmp_path):
     ("none:x=1", "bfq", "none has no tunables", 2),
     # a scheduler the disk does not offer is bad input, as a LOAD that cannot run is
     ("fifo", "none", "offers no scheduler 'fifo' (it offers: ", 2),
-    ("bfq:no_such=1", "none", "bfq has no tunable 'no_such' (its tunables: ", 1),
-    ("none", "kyber:read_lat_nsec=abc", "kyber's read_lat_nsec does not take 'abc'", 1),
+    # and so is a spec the disk's scheduler refuses (exit 1 once: found by trying the disk)
+    ("bfq:no_such=1", "none", "bfq has no tunable 'no_such' (its tunables: ", 2),
+    ("none", "kyber:read_lat_nsec=abc", "kyber's read_lat_nsec does not take 'abc'", 2),
     # taken without an error, yet not what the spec says: a value clamped, one tunable
     # resetting another (strict_guarantees=1 puts slice_idle back to 8 ms)
     ("none", "mq-deadline:front_merges=2",
-     "mq-deadline's front_merges reads '1' after '2' was written", 1),
+     "mq-deadline's front_merges reads '1' after '2' was written", 2),
     ("bfq:slice_idle=2,strict_guarantees=1", "none",
-     "bfq's slice_idle reads '8' after '2' was written", 1),
+     "bfq's slice_idle reads '8' after '2' was written", 2),
 ])
 def test_bad_spec_is_one_line_and_restores(disk, tmp_path, a, b, needle, rc):
     """Refused before anything runs: no directory made, the disk as it was (a bad tunable is
@@ -868,6 +869,7 @@ def test_bio_based_disk_is_refused(tmp_path):
         pytest.skip("no zram device here (bio-based, without a scheduler)")
     r = sched_ab(zram[0].name, "mq-deadline", "none", tmp_path / "out", load=["--", "true"])
     assert_one_line_error(r, f"{zram[0].name} is not a blk-mq disk")
+    assert r.returncode == 2, r.returncode      # bad input, as -d zram0 is to tracing
 
 
 def test_gate_on_unreliable_verdicts_is_not_decided(disk, tmp_path):

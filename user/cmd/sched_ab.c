@@ -427,10 +427,11 @@ static int check_disk(struct sab *a)
 	dev = a->cfg.dev;
 	disk_name(dev, a->disk, sizeof(a->disk));
 	disk_ident(a->disk, a->ident, sizeof(a->ident));
-	if (iosched_offered(a->disk, list, sizeof(list), active, sizeof(active), why,
-			    sizeof(why))) {
+	i = iosched_offered(a->disk, list, sizeof(list), active, sizeof(active), why,
+			    sizeof(why));
+	if (i) {
 		errorf("%s", why);
-		return -1;
+		return i;
 	}
 	for (i = 0; i < 2; i++)
 		if (!iosched_in_list(list, a->spec[i].name)) {
@@ -1146,7 +1147,7 @@ int cmd_sched_ab(int argc, char **argv)
 	struct verdicts v = { 0 };
 	char why[1200];
 	bool cut = false;
-	int r, i;
+	int r, i, bad;
 
 	log_init("iostrata", log_json(), 0);
 	r = parse_args(argc, argv, &a);
@@ -1188,11 +1189,10 @@ int cmd_sched_ab(int argc, char **argv)
 	}
 	iosched_describe(a.orig, a.orig_text, sizeof(a.orig_text));
 	/* both specs tried first: a bad tunable is said before anything is created or run */
-	for (i = 0; i < 2; i++)
-		if (iosched_apply(a.disk, &a.spec[i], why, sizeof(why)))
-			break;
-	if (i < 2 || make_dirs(&a)) {
-		if (i < 2)
+	for (i = 0, bad = 0; i < 2 && !bad; i++)
+		bad = iosched_apply(a.disk, &a.spec[i], why, sizeof(why));
+	if (bad || make_dirs(&a)) {
+		if (bad)
 			errorf("%s", why);
 		unmake_dirs(&a);
 		r = iosched_restore(a.orig, why, sizeof(why));
@@ -1200,7 +1200,7 @@ int cmd_sched_ab(int argc, char **argv)
 			errorf("%s; it was %s", why, a.orig_text);
 		free(a.orig);
 		free(a.now);
-		return 1;
+		return bad == -2 ? 2 : 1;	/* 2: the spec is what is wrong */
 	}
 	if (!a.json) {
 		printf("sched-ab on %s: A = %s, B = %s; %ld rounds of each, %.1f s, in ABBA order\n",

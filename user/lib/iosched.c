@@ -28,7 +28,7 @@ int iosched_offered(const char *disk, char *list, size_t llen, char *active, siz
 	if (err == -ENOENT) {
 		snprintf(why, wlen, "%s is not a blk-mq disk (no queue/scheduler: a bio-based "
 			 "device such as zram has no I/O scheduler to compare)", disk);
-		return -1;
+		return -2;
 	}
 	if (err) {
 		snprintf(why, wlen, "%s: %s", path, strerror(-err));
@@ -48,7 +48,7 @@ int iosched_offered(const char *disk, char *list, size_t llen, char *active, siz
 	if (!active[0]) {	/* "none" alone, without brackets: no choice at all */
 		snprintf(why, wlen, "%s offers no choice of I/O scheduler (queue/scheduler: %s)",
 			 disk, list);
-		return -1;
+		return -2;
 	}
 	return 0;
 }
@@ -283,13 +283,14 @@ int iosched_apply(const char *disk, const struct sched_spec *sp, char *why, size
 			names(tun, n, list, sizeof(list));
 			snprintf(why, len, "%s has no tunable '%s' (its tunables: %s)", sp->name,
 				 sp->kv[i].name, n ? list : "none");
+			err = -2;
 			goto out;
 		}
 		snprintf(rel, sizeof(rel), "iosched/%s", sp->kv[i].name);
 		if ((err = queue_write(disk, rel, sp->kv[i].val))) {
 			snprintf(why, len, "%s: %s's %s does not take '%s': %s", disk, sp->name,
 				 sp->kv[i].name, sp->kv[i].val, strerror(-err));
-			err = -1;
+			err = err == -EINVAL || err == -ERANGE ? -2 : -1;
 			goto out;
 		}
 	}
@@ -315,6 +316,7 @@ int iosched_apply(const char *disk, const struct sched_spec *sp, char *why, size
 				 "clamped or rounded it, or another tunable of the spec reset it): the "
 				 "rounds would not run under '%s'", disk, sp->name, sp->kv[i].name,
 				 now ? now->val : "(gone)", sp->kv[i].val, sp->text);
+			err = now ? -2 : -1;
 			goto out;
 		}
 	}

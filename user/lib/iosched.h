@@ -40,8 +40,9 @@ struct sched_spec {
 
 /*
  * The schedulers disk offers, space-separated ("none mq-deadline kyber bfq"), and the active
- * one. 0, or -1 with why: a disk without queue/scheduler is bio-based (zram, some dm and md
- * devices), no request ever waits in a scheduler there.
+ * one. 0, or -1 with why; -2 for a disk with no scheduler to choose: one without
+ * queue/scheduler is bio-based (zram, some dm and md devices), no request ever waits in a
+ * scheduler there.
  */
 int iosched_offered(const char *disk, char *list, size_t llen, char *active, size_t alen,
 		    char *why, size_t wlen);
@@ -56,7 +57,8 @@ int sched_spec_parse(const char *text, struct sched_spec *sp, char *why, size_t 
 /* Every setting a switch may change, as it is now. 0, or -1 with why. */
 int iosched_save(const char *disk, struct iosched_state *st, char *why, size_t len);
 /* Switch to sp's scheduler (fresh: its tunables at their defaults), then set sp's tunables;
- * each must exist and take its value. 0, or -1 with why (the disk is left as it is then). */
+ * each must exist and take its value. 0, or -1 with why (the disk is left as it is then); -2
+ * when the spec is what is wrong: a tunable the scheduler lacks, a value refused or changed. */
 int iosched_apply(const char *disk, const struct sched_spec *sp, char *why, size_t len);
 /* Back to st: its scheduler, then every tunable and queue attribute that differs, then a check
  * that all read as saved. 0, or -1 with why (the first that could not be put back). */
