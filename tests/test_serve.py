@@ -857,17 +857,17 @@ def test_not_ptraceable_by_its_new_uid(servers, no_bpf_leak):
         knob.write_text(old + "\n")
 
 
-def privs_runs(*args):
-    """bin/test_privs ARGS... NOBODY [control], by drop_privileges() and by the control, with
-    fs.suid_dumpable 1 (restored after): the setting under which a uid change leaves a process
-    open to ptrace by the new uid."""
+def privs_runs(*args, modes=("control", "drop")):
+    """{mode: bin/test_privs ARGS... NOBODY MODE}, with fs.suid_dumpable 1 (restored after):
+    the setting under which a change of ids leaves a process open to ptrace by its new user."""
     knob = Path("/proc/sys/fs/suid_dumpable")
     old = knob.read_text().strip()
     knob.write_text("1\n")
     try:
         runs = {mode: subprocess.run([str(ROOT / "bin" / "test_privs"), *args, str(NOBODY),
-                                      *extra], capture_output=True, text=True, timeout=120)
-                for mode, extra in (("control", ["control"]), ("drop", []))}
+                                      *([] if mode == "drop" else [mode])],
+                                     capture_output=True, text=True, timeout=120)
+                for mode in modes}
     finally:
         knob.write_text(old + "\n")
     for r in runs.values():
@@ -878,19 +878,25 @@ def privs_runs(*args):
 
 @pytest.mark.root
 def test_no_state_of_the_drop_lets_a_racer_through():
-    """The drop, stopped at every system call's entry and exit: at no stop are the uids all
-    nobody's with the process dumpable. ptrace reads the target's credentials twice, for the
-    uid check and then for the capability check; a racer that read them in such a state (and
-    the flag as dumpable) and the capabilities after they were cleared got through. The first
-    version set all three uids and only then the flag: open at 2 stops (and the racer below
-    attached in 1 of 30 drops in CI). At each stop a probe of nobody's with every capability
-    permitted and none effective asks pidfd_getfd for a descriptor, which the kernel grants
-    exactly in that state; the control, by setresuid then PR_SET_DUMPABLE 0, shows it does."""
-    runs = privs_runs("window")
-    opened = {m: re.search(r"open to the probe in (\d+) of (\d+)", r.stdout).groups()
+    """The drop, stopped at every system call's entry and exit: at no stop are the uids and
+    gids all nobody's with the process dumpable. ptrace reads the target's credentials twice,
+    for the uid check and then for the capability check; a racer that read them in such a state
+    (and the flag as dumpable) and the capabilities after they were cleared got through. The
+    first version set all three uids and only then the flag: open at 2 stops (and the racer
+    below attached in 1 of 30 drops in CI). From a start as nobody with capabilities (ambient,
+    as a unit's User= may give them) it was open at 4 stops with gid 0 (the gid change made
+    it dumpable), at 109 of 127 with nobody's gid (an exec leaves it dumpable); now at the
+    entry of its first system call alone, which makes it undumpable. At each stop a probe of
+    nobody's with every capability permitted and none effective asks pidfd_getfd for a
+    descriptor, which the kernel grants exactly in that state; the control, by setresuid then
+    PR_SET_DUMPABLE 0, shows it does."""
+    runs = privs_runs("window", modes=("control", "drop", "as-user", "as-user-and-group"))
+    opened = {m: tuple(map(int, re.search(r"open to the probe in (\d+) of (\d+)",
+                                          r.stdout).groups()))
               for m, r in runs.items()}
-    assert int(opened["control"][0]) > 0, runs["control"].stdout
-    assert int(opened["drop"][1]) > 20 and int(opened["drop"][0]) == 0, runs["drop"].stdout
+    assert opened["control"][0] > 0, runs["control"].stdout
+    for mode, want in (("drop", 0), ("as-user", 0), ("as-user-and-group", 1)):
+        assert opened[mode][1] > 20 and opened[mode][0] == want, runs[mode].stdout
 
 
 @pytest.mark.root

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/capability.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
@@ -82,26 +83,36 @@ static void say_attached(pid_t target, const struct timespec *t0)
 }
 
 /*
- * test_privs window UID [control] (root, with fs.suid_dumpable 1): a child drops to UID with
- * drop_privileges() (with "control": by setresuid alone, then PR_SET_DUMPABLE 0), stopped by
+ * test_privs window UID [control|as-user|as-user-and-group] (root, with fs.suid_dumpable 1): a
+ * child drops to UID with drop_privileges() (with "control": by setresuid alone, then
+ * PR_SET_DUMPABLE 0; with "as-user": from a start as UID already, with gid 0 and every
+ * capability, dumpable as an exec with ambient capabilities leaves it; "as-user-and-group":
+ * so, with UID's gid too, open to the probe from the start), stopped by
  * this process at every system call's entry and exit (PTRACE_SYSCALL). At each stop a probe
  * of UID that holds every capability in its permitted set, none effective, asks for one of the
  * child's file descriptors (pidfd_getfd, PTRACE_MODE_ATTACH_REALCREDS). The kernel lets it
- * through exactly when the child's uids are all UID and the child is dumpable (fs.suid_dumpable
- * 1): the state in which a racer of UID, whose permitted set is empty, passes ptrace's uid check
+ * through exactly when the child's uids and gids are all UID's and the child is dumpable: the
+ * state in which a racer of UID, whose permitted set is empty, passes ptrace's uid check
  * and reads the child dumpable, then, the child's capabilities cleared by the time it looks,
- * passes the capability check too. Prints in how many of the stops the probe got through;
- * any but 0 is such a moment. Stepping by system call sees every state: the uids and the
- * dumpable flag change only inside them.
+ * passes the capability check too. Prints in how many of the stops from the drop's first
+ * system call on (the child marks its start with getppid) the probe got through: any but 0 is
+ * such a moment, but for the entry of the drop's first system call when the child starts open.
+ * Stepping by system call sees every state: the ids and the dumpable flag change only inside
+ * them.
  */
-static int window(uid_t uid, bool control)
+static int window(uid_t uid, const char *mode)
 {
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct all[2];
+	bool control = !strcmp(mode, "control"), counting = false, marked = false;
+	struct __ptrace_syscall_info info;
 	int ask[2], ans[2], st, stops = 0, open = 0, bad = 0;
 	pid_t target, probe;
 	char c;
 
 	if (pipe(ask) || pipe(ans))
 		return 2;
+	signal(SIGPIPE, SIG_IGN);	/* a probe gone: write() fails, read() ends, said below */
 	probe = fork();
 	if (!probe) {
 		pid_t pid;
@@ -126,10 +137,23 @@ static int window(uid_t uid, bool control)
 		}
 		_exit(0);
 	}
+	close(ask[0]);
+	close(ans[1]);
 	target = fork();
 	if (!target) {
+		close(ask[1]);
+		close(ans[0]);
+		gid_t g = strcmp(mode, "as-user-and-group") ? 0 : (gid_t)uid;
+
+		if (!strncmp(mode, "as-user", 7) &&
+		    (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) || setresgid(g, g, g) ||
+		     setresuid(uid, uid, uid) || syscall(SYS_capget, &h, all) ||
+		     (all[0].effective = all[0].permitted, all[1].effective = all[1].permitted,
+		      syscall(SYS_capset, &h, all)) || prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)))
+			_exit(3);
 		if (ptrace(PTRACE_TRACEME, 0, 0, 0) || raise(SIGSTOP))
 			_exit(3);
+		(void)getppid();	/* the drop starts after this */
 		if (control) {
 			if (setresgid(uid, uid, uid) || setresuid(uid, uid, uid) ||
 			    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0))
@@ -151,6 +175,15 @@ static int window(uid_t uid, bool control)
 		}
 		if (WSTOPSIG(st) != (SIGTRAP | 0x80))
 			continue;
+		if (!counting) {
+			if (ptrace(PTRACE_GET_SYSCALL_INFO, target, sizeof(info), &info) <= 0)
+				return 2;
+			if (info.op == PTRACE_SYSCALL_INFO_ENTRY)
+				marked = info.entry.nr == SYS_getppid;
+			else
+				counting = marked;
+			continue;
+		}
 		stops++;
 		if (write(ask[1], &target, sizeof(target)) != sizeof(target) ||
 		    read(ans[0], &c, 1) != 1)
@@ -162,7 +195,9 @@ static int window(uid_t uid, bool control)
 	waitpid(probe, &st, 0);
 	bad += !WIFEXITED(st) || WEXITSTATUS(st) != 0;
 	printf("%s: open to the probe in %d of %d system call stops (%d probes failed)\n",
-	       control ? "control" : "drop_privileges", open, stops, bad);
+	       control ? "control" : !strcmp(mode, "as-user") ? "drop_privileges as the user" :
+	       !strcmp(mode, "as-user-and-group") ? "drop_privileges as the user and group" :
+	       "drop_privileges", open, stops, bad);
 	return bad ? 2 : 0;
 }
 
@@ -237,7 +272,7 @@ int main(int argc, char **argv)
 	int r;
 
 	if (argc >= 3 && !strcmp(argv[1], "window"))
-		return window((uid_t)atoi(argv[2]), argc > 3 && !strcmp(argv[3], "control"));
+		return window((uid_t)atoi(argv[2]), argc > 3 ? argv[3] : "drop");
 	if (argc >= 4 && !strcmp(argv[1], "race"))
 		return race(atoi(argv[2]), (uid_t)atoi(argv[3]), argc > 4 &&
 			    !strcmp(argv[4], "control"));

@@ -96,9 +96,15 @@ int drop_privileges_keeping(uid_t uid, gid_t gid, int keep)
 {
 	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	struct __user_cap_data_struct d[2] = { 0 }, want[2] = { 0 };
-	int cap, last = last_cap();
+	int cap, last;
 	uid_t r, e, s;
+	gid_t rg, eg, sg;
 
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)) {	/* why: below, at the ids' change */
+		errorf("cannot make the process undumpable: %s", strerror(errno));
+		return -1;
+	}
+	last = last_cap();
 	if (keep > last)
 		keep = -1;
 	if (keep >= 0)
@@ -127,28 +133,25 @@ int drop_privileges_keeping(uid_t uid, gid_t gid, int keep)
 		return -1;
 	}
 	/*
-	 * The change of euid makes the process dumpable as fs.suid_dumpable says: at 1, open to
-	 * ptrace by a process of the new uid once the process's real, effective and saved uids
-	 * are all that uid. Such a process could take its BPF fds (pidfd_getfd). So the saved uid
-	 * stays what it was until the process is undumpable, and only then follows: no moment has
-	 * the three uids the new one with the process dumpable. A moment that had, however short,
-	 * let a racer that read the flag in it pass the capability check a few instructions later,
-	 * once the permitted set below was cleared: ptrace reads the credentials twice (the likely
-	 * way a racer attached in 1 of 30 drops in CI). The last step changes neither euid nor
-	 * capabilities, so leaves the flag alone.
+	 * A process whose real, effective and saved uids and gids are all a user's is open to
+	 * ptrace by that user's processes while it is dumpable, and such a process could take its
+	 * BPF fds (pidfd_getfd). No moment here is both. A change of euid or egid makes the
+	 * process dumpable as fs.suid_dumpable says (1: to its new user), so the saved uid and gid
+	 * keep what they were (not the new ones) until the process is undumpable again, and only
+	 * then follow: that changes neither euid, egid nor capabilities, so leaves the flag alone.
+	 * (A start as the user itself, with ambient capabilities, was dumpable already: made
+	 * undumpable first of all, above.) A moment that had both, however short, let a racer
+	 * that read the flag in it pass the capability check a few instructions later, once the
+	 * permitted set below was cleared: ptrace reads the credentials twice (the likely way a
+	 * racer attached in 1 of 30 drops in CI).
 	 */
-	if (getresuid(&r, &e, &s) || setgroups(0, NULL) || setresgid(gid, gid, gid) ||
-	    setresuid(uid, uid, s != uid ? s : e != uid ? e : r)) {
+	if (getresuid(&r, &e, &s) || getresgid(&rg, &eg, &sg) || setgroups(0, NULL) ||
+	    setresgid(gid, gid, sg != gid ? sg : eg != gid ? eg : rg) ||
+	    setresuid(uid, uid, s != uid ? s : e != uid ? e : r) ||
+	    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) || setresgid(gid, gid, gid) ||
+	    setresuid(uid, uid, uid)) {
 		errorf("cannot become uid %u gid %u: %s", (unsigned)uid, (unsigned)gid,
 		       strerror(errno));
-		return -1;
-	}
-	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)) {
-		errorf("cannot make the process undumpable: %s", strerror(errno));
-		return -1;
-	}
-	if (setresuid(uid, uid, uid)) {
-		errorf("cannot become uid %u: %s", (unsigned)uid, strerror(errno));
 		return -1;
 	}
 	/* then permitted down to keep, effective and inheritable cleared */
@@ -160,7 +163,8 @@ int drop_privileges_keeping(uid_t uid, gid_t gid, int keep)
 	if (syscall(SYS_capget, &h, d) || d[0].effective != want[0].effective ||
 	    d[0].permitted != want[0].permitted || d[1].effective != want[1].effective ||
 	    d[1].permitted != want[1].permitted || d[0].inheritable || d[1].inheritable ||
-	    getuid() != uid || geteuid() != uid || getegid() != gid) {
+	    getresuid(&r, &e, &s) || r != uid || e != uid || s != uid ||
+	    getresgid(&rg, &eg, &sg) || rg != gid || eg != gid || sg != gid) {
 		errorf("privileges still held after dropping them");
 		return -1;
 	}
