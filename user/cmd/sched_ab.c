@@ -1200,7 +1200,7 @@ int cmd_sched_ab(int argc, char **argv)
 			errorf("%s; it was %s", why, a.orig_text);
 		free(a.orig);
 		free(a.now);
-		return bad == -2 ? 2 : 1;	/* 2: the spec is what is wrong */
+		return bad == -2 && !r ? 2 : 1;	/* 2: the spec is what is wrong */
 	}
 	if (!a.json) {
 		printf("sched-ab on %s: A = %s, B = %s; %ld rounds of each, %.1f s, in ABBA order\n",

@@ -303,6 +303,10 @@ static int stages_layers(struct trace_opts *t)
 		       names);
 		return -1;
 	}
+	/* -l block --stages device: block's device, not also uring's and aio's (in the meta) */
+	for (i = 0; i < NLAYERS; i++)
+		if (!(c->layers & (1u << i)))
+			c->stages[i] = 0;
 	return 0;
 }
 
