@@ -216,14 +216,16 @@ def test_an_fsyncs_write_ended_unseen_with_its_flush_is_counted(loopdev, no_bpf_
     assert sum(ours.values()) + missed == sum(kernel.values()), (ours, missed, kernel)
 
 
-ROW = re.compile(r"^(\S.*?)\s+(\d+)\s+(\d+)\s+(-?\d+)(?:\s.*)?$")
+ROW = re.compile(r"^(\S.*?)\s+(\d+)\s+(\d+)\s+(-?\d+)(?:\s+(.*))?$")
 
 
 def test_check_unseen_names_where_completions_reach_no_program(loopdev):
     """make check-unseen on a loop device: tracefs and a tp_btf program count the same
     completions by the task each ran on top of. tracefs must hold every completion the kernel
-    counted, and each task is seen either wholly or not at all: what this host's kernel does
-    (docs/trust.md, "complete_unseen"), and what a program that miscounted would not show."""
+    counted, and BPF every one but those on top of a thread of the VM's agent (PID 1): where
+    this host's kernel runs no program, or not always (docs/trust.md, "complete_unseen"); a
+    program that miscounted would miss others. This test first asked each thread to be seen
+    wholly or not at all, which a CI run proved wrong: spawner, a thread of PID 1, 1 of 2."""
     disk = Path(loopdev).name
     tracefs_before = Path("/proc/self/mounts").read_text().count(" tracefs ")
     r = subprocess.run(["python3", str(ROOT / "bench" / "unseen.py"), "--dev", loopdev,
@@ -232,12 +234,13 @@ def test_check_unseen_names_where_completions_reach_no_program(loopdev):
     assert r.returncode in (0, 1), (r.returncode, r.stderr)
     rows = {m[1]: (int(m[2]), int(m[3]), int(m[4])) for m in
             (ROW.match(line) for line in r.stdout.splitlines()) if m}
+    whose = {m[1]: m[5] or "" for m in (ROW.match(line) for line in r.stdout.splitlines()) if m}
     traced, seen, missed = rows.pop("all")
     kernel = int(re.search(rf"/sys/block/{disk}/stat: (\d+) completed", r.stdout)[1])
     assert traced == kernel >= 6000, (traced, kernel)        # the load's 2000 x 3 s, at least
     assert seen + missed == traced and sum(t for t, _, _ in rows.values()) == traced, rows
     for task, (t, b, m) in rows.items():
-        assert m == t - b and b in (t, 0), (task, rows)       # a task wholly seen, or not at all
+        assert m == t - b and (m == 0 or "process 1 (" in whose[task]), (task, rows, whose)
     assert sum(b for _, b, _ in rows.values()) > 0, rows
     assert (r.returncode == 0) == (missed == 0), r.stdout
     if missed:
