@@ -18,15 +18,22 @@
  * read, so that compare's page, written after its answer is out, is not found impossible
  * only then. false with one line said.
  */
-static bool dir_writable(const char *path)
+const char *outfile_dir(const char *path, char *dir, size_t len)
 {
-	char dir[PATH_MAX];
 	const char *slash = strrchr(path, '/');
 
 	if (!slash)
-		snprintf(dir, sizeof(dir), ".");
+		snprintf(dir, len, ".");
 	else
-		snprintf(dir, sizeof(dir), "%.*s", (int)(slash == path ? 1 : slash - path), path);
+		snprintf(dir, len, "%.*s", (int)(slash == path ? 1 : slash - path), path);
+	return slash ? slash + 1 : path;
+}
+
+static bool dir_writable(const char *path)
+{
+	char dir[PATH_MAX];
+
+	outfile_dir(path, dir, sizeof(dir));
 	if (access(dir, W_OK | X_OK)) {
 		errorf("cannot create %s: %s", path, strerror(errno));
 		return false;

@@ -14,6 +14,8 @@
 /* May path be written? Absent, or (force) a regular file that is none of the n inputs.
  * 1 absent, 0 present and allowed, -1 refused with one line said. */
 int outfile_allowed(const char *path, bool force, char *const *inputs, int n);
+/* The directory path's file is in ("." for a bare name, "/" at the root) into dir; its name. */
+const char *outfile_dir(const char *path, char *dir, size_t len);
 /* Write len bytes of buf to path whole: a fresh file beside it (O_EXCL), then put in its place,
  * over an existing file only with force. 0, or -1 with one line said and nothing left behind. */
 int outfile_write(const char *path, bool force, const void *buf, size_t len);

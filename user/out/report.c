@@ -830,14 +830,11 @@ static void svg_undo(const struct report *r, const struct panel *p, struct svg_u
  * "-o panels/x.svg" and "--svg ./panels" meet) */
 static bool file_in(const char *path, const struct stat *dir_st, const char *name)
 {
-	const char *slash = strrchr(path, '/');
 	char dir[PATH_MAX];
 	struct stat st;
 
-	if (strcmp(slash ? slash + 1 : path, name))
+	if (strcmp(outfile_dir(path, dir, sizeof(dir)), name))
 		return false;
-	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash == path ? 1 : slash - path) : 1,
-		 slash ? path : ".");
 	return !stat(dir, &st) && st.st_dev == dir_st->st_dev && st.st_ino == dir_st->st_ino;
 }
 
