@@ -547,6 +547,45 @@ def test_device_with_a_filesystem_is_refused_and_a_blank_one_works(loopdev):
 
 
 @pytest.mark.root
+def test_check_exits_as_a_run_would_and_makes_nothing(loopdev, tmp_path):
+    """--check (sched-ab's, before it switches a disk): each refusal a run says before making
+    or writing anything, with the run's exit status and line; nothing made or written."""
+    work = tmp_path / "work"        # beside the loop device's image
+    work.mkdir()
+    env = dict(os.environ, TMPDIR=str(work))
+    dev = ["--device", loopdev]
+    # each: what a run says, the same from --check (a good one: 0 and nothing said)
+    cases = [[], ["--file", work / "f"], ["--bogus"], ["--qd", "0", "--json"],
+             dev + ["--rw", "randread"], dev + ["--force", "--rw", "randread"],
+             dev + ["--force", "--size", "1g"], dev + ["--force", "--bs", "100"],
+             ["--device", work / "f", "--force"], ["--device", "/dev/null", "--force"]]
+    mounted = mounted_block_device()
+    if mounted:
+        cases.append(["--device", mounted, "--force", "--rw", "randread"])
+    seen = set()
+    for args in cases:
+        c = load("--check", *args, check=False, env=env)
+        assert c.stdout == "" and list(work.iterdir()) == [], args
+        r = load(*args, "--ios", 1, check=False, env=env)
+        assert c.returncode == r.returncode, (args, c, r)
+        if c.returncode:    # errors are text, even with --json: sched-ab reads the line
+            line = assert_one_line_error(c, "iostrata-load: error: ")
+            said = json.loads(r.stderr)["message"] if "--json" in args else \
+                r.stderr.removeprefix("iostrata-load: error: ").rstrip("\n")
+            assert line == "iostrata-load: error: " + said, args
+        else:
+            assert c.stderr == "", args
+        seen.add(c.returncode)
+    assert seen == {0, 1, 2}
+    # what the device holds is read: a filesystem's signature is refused by both
+    subprocess.run(["mkfs.ext4", "-q", "-F", loopdev], check=True, capture_output=True)
+    before = digest(loopdev)
+    c = load("--check", *dev, "--force", "--rw", "randwrite", check=False)
+    assert digest(loopdev) == before, "--check wrote to the device"
+    assert c.returncode == 1 and "ext2/3/4 signature" in c.stderr
+
+
+@pytest.mark.root
 def test_the_file_under_a_mounted_loop_device_is_refused(loopdev, tmp_path):
     """--file over the image a mounted loop device reads from wrote under the filesystem, even
     its superblock, with --force (a helper's fuzzing found it). Refused while mounted, whatever

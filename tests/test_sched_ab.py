@@ -262,10 +262,18 @@ def test_json_and_gate(disk, tmp_path):
     (["--", "no-such-command-iostrata"], "cannot run 'no-such-command-iostrata'", 2),
     # a directory passes access(X_OK): it used to switch the disk and make DIR first
     (["--", "/tmp"], "cannot run '/tmp'", 2),
-    (["--", "--device", "/dev/no-such-disk", "--force"], "the load exited with status", 1),
+    # iostrata-load's options and its --device's refusals (its --check): before anything too
+    (["--", "--device", "/dev/no-such-disk", "--force"],
+     "LOAD: /dev/no-such-disk is not a block device", 2),
+    (["--", "--bogus"], "LOAD: unknown option '--bogus' (see iostrata-load --help)", 2),
+    (["--", "--json", "--qd", "0"], "LOAD: bad --qd '0': expected an integer", 2),
+    (["--", "--device", "DEV", "--rw", "randwrite"],
+     "LOAD: refusing to use block device DEV without --force", 2),
+    (["--", "--device", "DEV", "--force", "--size", "1t"], "less than --size", 2),
 ])
 def test_load_failing_restores(disk, tmp_path, load, needle, status):
     dev, before = disk
+    load, needle = [dev if a == "DEV" else a for a in load], needle.replace("DEV", dev)
     r = sched_ab(dev, "mq-deadline", "none", tmp_path / "out", load=load)
     assert queue_state(dev) == before
     line = assert_one_line_error(r, needle, quiet_stdout=status == 2)

@@ -41,6 +41,7 @@ struct lopts {
 	const char *device;
 	uint64_t seed;
 	bool json;
+	bool check;	/* --check: the options checked, nothing run */
 	bool force;
 	bool keep;
 	int cpus[256];
@@ -152,6 +153,7 @@ int run_threadpool(struct job *j);
 int std_fds_hold(bool *out_closed);
 /* opens (and lays out) the target: 0; -1 (it cannot be), -2 (a bad option for it: exit 2),
  * with a one-line error */
+int target_check(void);
 int target_open(void);
 int target_fd_for_job(void);	/* a descriptor for one job */
 void target_cleanup(void);	/* removes what we created; safe from a signal path */

@@ -54,6 +54,7 @@ static const char *const op_names[] = { "rw", "nop", "timeout", "poll" };
 static struct job *jobs;
 static const char *rw_arg = "randread";
 static bool qd_set, size_set, runtime_set;
+static bool errors_as_text;	/* --check: sched-ab reads its error line */
 
 /* ---- diagnostics ---- */
 
@@ -65,7 +66,7 @@ void lerr(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	cli_error_line(stderr, "iostrata-load", lo.json, msg);
+	cli_error_line(stderr, "iostrata-load", lo.json && !errors_as_text, msg);
 }
 
 uint64_t now_ns(void)
@@ -324,6 +325,9 @@ static const char usage[] =
 "  --seed=N             offsets and read/write mix (default fixed)\n"
 "  --cpus=LIST          pin job i to the i-th CPU of LIST (e.g. 0,2-3)\n"
 "  --json               one JSON document (fio's field names) on stdout\n"
+"  --check              check the options, and --device's refusals, then exit:\n"
+"                       0 if a run would start; nothing made, written or run;\n"
+"                       an error as a line of text, even with --json\n"
 "io_uring:\n"
 "  --sqpoll [--sqpoll-cpu=N]  a kernel thread polls the submission queue\n"
 "  --iopoll             the ring polls for completions (devices with poll queues)\n"
@@ -350,7 +354,7 @@ enum {
 	O_ENGINE = 256, O_RW, O_BS, O_QD, O_JOBS, O_SIZE, O_RUNTIME, O_IOS, O_RATE, O_DIRECT,
 	O_BUFFERED, O_FSYNC, O_FILE, O_DEVICE, O_FORCE, O_KEEP, O_SEED, O_CPUS, O_JSON, O_SQPOLL,
 	O_SQPOLL_CPU, O_FIXED_BUFS, O_FIXED_FILES, O_ASYNC, O_SUBMIT_BATCH, O_COMPLETE_BATCH, O_WORKERS,
-	O_OP, O_LATENCY, O_SPIN, O_NO_SPIN, O_IOPOLL, O_POLL_TIME, O_HOLD_SUBMITS,
+	O_OP, O_LATENCY, O_SPIN, O_NO_SPIN, O_IOPOLL, O_POLL_TIME, O_HOLD_SUBMITS, O_CHECK,
 };
 
 static const struct option long_opts[] = {
@@ -373,6 +377,7 @@ static const struct option long_opts[] = {
 	{ "seed", required_argument, NULL, O_SEED },
 	{ "cpus", required_argument, NULL, O_CPUS },
 	{ "json", no_argument, NULL, O_JSON },
+	{ "check", no_argument, NULL, O_CHECK },
 	{ "sqpoll", no_argument, NULL, O_SQPOLL },
 	{ "iopoll", no_argument, NULL, O_IOPOLL },
 	{ "sqpoll-cpu", required_argument, NULL, O_SQPOLL_CPU },
@@ -626,6 +631,7 @@ static int parse_args(int argc, char **argv)
 			break;
 		case O_CPUS: if (parse_cpus(optarg)) return -1; break;
 		case O_JSON: lo.json = true; break;
+		case O_CHECK: lo.check = true; break;
 		case O_SQPOLL: lo.sqpoll = eng_uring_opts = true; break;
 		case O_IOPOLL: lo.iopoll = eng_uring_opts = true; break;
 		case O_SQPOLL_CPU:
@@ -1055,9 +1061,13 @@ int main(int argc, char **argv)
 	/* the help or report whole in the buffer: its write error is the final flush's */
 	if (!isatty(STDOUT_FILENO))
 		setvbuf(stdout, out_buf, _IOFBF, sizeof(out_buf));
+	/* --check says its error as a line of text, whatever else is given (sched-ab reads it) */
 	for (i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--json"))
 			lo.json = true;
+	for (i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--check"))
+			errors_as_text = true;
 	r = parse_args(argc, argv);
 	if (r > 0 && (fflush(stdout) || out_closed)) {	/* --help, --version: all, or an error */
 		lerr("writing the output: %s", strerror(out_closed ? EBADF : errno));
@@ -1071,17 +1081,22 @@ int main(int argc, char **argv)
 	 * left behind); but one the load was started ignoring stays ignored (nohup; a shell's
 	 * background job ignores SIGQUIT), SIGINT and SIGTERM apart.
 	 */
-	stop_signals_catch(&sa);
-	signal(SIGPIPE, SIG_IGN);
-
-	r = target_open();
+	if (!lo.check) {
+		stop_signals_catch(&sa);
+		signal(SIGPIPE, SIG_IGN);
+	}
+	/* --check: its exit as a run's would be, up to the point a run makes or writes anything */
+	r = lo.check ? target_check() : target_open();
 	if (r)
 		return r == -2 ? 2 : 1;
-	if (lo.op == OP_RW && lo.size < lo.bs) {
+	/* a file's size is known once it is opened; --check knows a device's */
+	if (lo.op == OP_RW && lo.size < lo.bs && (!lo.check || lo.device)) {
 		lerr("the target (%llu bytes) is smaller than --bs", (unsigned long long)lo.size);
 		target_cleanup();
 		return 1;
 	}
+	if (lo.check)
+		return 0;
 
 	jobs = calloc((size_t)lo.jobs, sizeof(*jobs));
 	if (!jobs) {

@@ -284,41 +284,76 @@ static const char *signature(int fd, uint64_t bytes)
 	return NULL;
 }
 
-static int open_device(void)
+/*
+ * --device's refusals that need no opening of it: not a block device, no --force, unknown to
+ * sysfs, mounted or held, or partitioned. *pfd: the device looked up once (O_PATH: what is
+ * checked is what is opened, and what jobs reopen; O_PATH opens no device, so a path that is
+ * not one costs nothing), -1 when refused. 0, or -1 said.
+ */
+static int device_check(int *pfd)
 {
 	const char *name;
 	char why[1200], kname[64];
 	struct stat st;
-	uint64_t bytes = 0;
-	const char *sig;
-	int fd, pfd;
+	int fd;
 
-	/* looked up once: what is checked is what is opened, and what jobs reopen (O_PATH opens
-	 * no device, so a path that is not one costs nothing) */
-	pfd = open(lo.device, O_PATH | O_CLOEXEC);
-	if (pfd < 0 || fstat(pfd, &st) || !S_ISBLK(st.st_mode)) {
-		if (pfd >= 0)
-			close(pfd);
+	*pfd = -1;
+	fd = open(lo.device, O_PATH | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) || !S_ISBLK(st.st_mode)) {
+		if (fd >= 0)
+			close(fd);
 		lerr("%s is not a block device", lo.device);
 		return -1;
 	}
 	if (!lo.force) {
-		close(pfd);
+		close(fd);
 		lerr("refusing to use block device %s without --force (its data may be "
 		     "overwritten)", lo.device);
 		return -1;
 	}
 	/* by its kernel name: the path may be a link (/dev/disk/by-id/...) */
 	if (!(name = blkdev_name(st.st_rdev, kname, sizeof(kname)))) {
-		close(pfd);
+		close(fd);
 		lerr("%s: not known to sysfs (/sys/dev/block)", lo.device);
 		return -1;
 	}
 	if (blkdev_in_use(name, why, sizeof(why)) || blkdev_has_partitions(name, why, sizeof(why))) {
-		close(pfd);
+		close(fd);
 		lerr("refusing %s: %s", lo.device, why);
 		return -1;
 	}
+	*pfd = fd;
+	return 0;
+}
+
+/* What the open device holds: no filesystem's or volume's signature, --size bytes at least. */
+static int device_contents_check(int fd, uint64_t *bytes)
+{
+	const char *sig;
+
+	if (ioctl(fd, BLKGETSIZE64, bytes))
+		*bytes = 0;
+	sig = signature(fd, *bytes);
+	if (sig) {
+		lerr("refusing %s: it holds a %s signature (wipe it first if it is really unused)",
+		     lo.device, sig);
+		return -1;
+	}
+	if (lo.size > *bytes) {	/* as for a file: the region asked for is not there */
+		lerr("%s holds %llu bytes, less than --size %llu", lo.device,
+		     (unsigned long long)*bytes, (unsigned long long)lo.size);
+		return -1;
+	}
+	return 0;
+}
+
+static int open_device(void)
+{
+	uint64_t bytes = 0;
+	int fd, pfd;
+
+	if (device_check(&pfd))
+		return -1;
 	/*
 	 * A load that writes holds the device exclusively (O_EXCL) until it exits: no filesystem
 	 * can be mounted from it, nor md or LVM take it, between the checks above and the last
@@ -339,19 +374,8 @@ static int open_device(void)
 		close(fd);
 		return -2;
 	}
-	if (ioctl(fd, BLKGETSIZE64, &bytes))
-		bytes = 0;
-	sig = signature(fd, bytes);
-	if (sig) {
+	if (device_contents_check(fd, &bytes)) {
 		close(fd);
-		lerr("refusing %s: it holds a %s signature (wipe it first if it is really unused)",
-		     lo.device, sig);
-		return -1;
-	}
-	if (lo.size > bytes) {	/* as for a file: the region asked for is not there */
-		close(fd);
-		lerr("%s holds %llu bytes, less than --size %llu", lo.device,
-		     (unsigned long long)bytes, (unsigned long long)lo.size);
 		return -1;
 	}
 	if (!lo.size)
@@ -511,6 +535,36 @@ static int existing_file_check(int pfd, const struct stat *st)
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * --check: what can be known of the target without making anything or writing: --device's
+ * refusals, and what it holds (read), and its size if --size is not given. A file is made or
+ * opened only by a run. 0, -1 said, or -2 said (--bs does not suit it).
+ */
+int target_check(void)
+{
+	uint64_t bytes = 0;
+	int pfd, fd, r;
+
+	if (lo.op != OP_RW || !lo.device)
+		return 0;
+	if (device_check(&pfd))
+		return -1;
+	/* read, not held: a run opens it O_EXCL to write, and checks again */
+	fd = reopen(pfd, O_RDONLY | O_CLOEXEC);
+	close(pfd);
+	if (fd < 0) {
+		lerr("cannot open %s: %s", lo.device, strerror(errno));
+		return -1;
+	}
+	r = dio_align_check(fd, lo.device);
+	if (!r && device_contents_check(fd, &bytes))
+		r = -1;
+	close(fd);
+	if (!r && !lo.size)
+		lo.size = bytes;
+	return r;
 }
 
 int target_open(void)

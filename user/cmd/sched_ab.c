@@ -269,6 +269,49 @@ static int parse_args(int argc, char **argv, struct sab *a)
 }
 
 /*
+ * iostrata-load's options in LOAD, and a --device's refusals, checked (its --check) before the
+ * disk or a directory is touched: not found in round 1, once the scheduler was switched. 0; -2
+ * (said) when it refuses them, a usage error; -1 (said) when it could not say.
+ */
+static int load_check(const struct sab *a)
+{
+	static const char prefix[] = "iostrata-load: error: ";
+	char line[1024], **v;
+	int n, st;
+
+	for (n = 0; a->load[n]; n++)
+		;
+	v = calloc((size_t)n + 2, sizeof(*v));
+	if (!v) {
+		errorf("out of memory");
+		return -1;
+	}
+	v[0] = a->load[0];
+	v[1] = (char *)"--check";
+	memcpy(v + 2, a->load + 1, (size_t)(n - 1) * sizeof(*v));
+	st = run_for_status(v, line, sizeof(line));
+	free(v);
+	if (!st)
+		return 0;
+	if (st == 1 || st == 2) {
+		char *help = strstr(line, "(see --help)");
+
+		if (help && !help[strlen("(see --help)")])	/* whose --help: iostrata-load's */
+			snprintf(help, sizeof(line) - (size_t)(help - line),
+				 "(see iostrata-load --help)");
+		errorf("LOAD: %s", strncmp(line, prefix, sizeof(prefix) - 1) ? line :
+		       line + sizeof(prefix) - 1);
+		return -2;
+	}
+	if (st > 0)
+		errorf("checking LOAD: %s --check ended with status %d%s%s", a->load[0], st,
+		       line[0] ? ": " : "", line);
+	else
+		errorf("checking LOAD: %s", line);
+	return -1;
+}
+
+/*
  * LOAD's argv: as given, or iostrata-load with them when they start with '-'; then it runs
  * past the round (the round stops it), not iostrata-load's default 10 s: a --runtime of ours
  * goes first, so that one of the user's, however abbreviated (--run=5s), comes later and wins,
@@ -311,7 +354,7 @@ static int load_argv(struct sab *a)
 	v[1] = runtime;
 	memcpy(v + 2, a->load, (size_t)n * sizeof(*v));
 	a->load = v;
-	return 0;
+	return load_check(a);
 }
 
 /* Round i (from 0) of A B B A A B B A ...: 0 for A, 1 for B. */

@@ -517,6 +517,61 @@ const char *child_status(const struct child *c, char *buf, size_t len)
 	return buf;
 }
 
+int run_for_status(char *const argv[], char *line, size_t len)
+{
+	size_t used = 0;
+	char buf[512];
+	int pfd[2], st, fd;
+	ssize_t n;
+	pid_t pid;
+
+	line[0] = '\0';
+	if (pipe2(pfd, O_CLOEXEC) || (pid = fork()) < 0) {
+		snprintf(line, len, "cannot run %s: %s", argv[0], strerror(errno));
+		return -1;
+	}
+	if (!pid) {
+		sigset_t none;
+
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		fd = open("/dev/null", O_RDWR);
+		if (fd < 0 || dup2(fd, STDIN_FILENO) < 0 || dup2(fd, STDOUT_FILENO) < 0 ||
+		    dup2(pfd[1], STDERR_FILENO) < 0)
+			_exit(127);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(pfd[1]);
+	/* read to the end (a child blocked on a full pipe would never exit), keep the start */
+	while ((n = read(pfd[0], buf, sizeof(buf))) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (used + 1 < len) {
+			size_t k = (size_t)n < len - 1 - used ? (size_t)n : len - 1 - used;
+
+			memcpy(line + used, buf, k);
+			used += k;
+			line[used] = '\0';
+		}
+	}
+	close(pfd[0]);
+	line[strcspn(line, "\n")] = '\0';
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR) {
+			snprintf(line, len, "waiting for %s: %s", argv[0], strerror(errno));
+			return -1;
+		}
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 127 && !line[0]) {
+		snprintf(line, len, "cannot run %s", argv[0]);
+		return -1;
+	}
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
 /* A file that can be run: executable and not a directory (access(X_OK) is true for one). */
 static bool runnable(const char *path)
 {

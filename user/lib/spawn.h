@@ -51,6 +51,12 @@ bool child_ok(const struct child *c);
 /* "exited with status 1", "killed by SIGSEGV" */
 const char *child_status(const struct child *c, char *buf, size_t len);
 
+/*
+ * Run argv (argv[0] a path) to its end, stdin and stdout /dev/null, and keep the first line of
+ * its stderr in line ("" if none): its exit status, 128 + N if signal N ended it, or -1 (line
+ * says why) if it could not be run.
+ */
+int run_for_status(char *const argv[], char *line, size_t len);
 /* name as execvp finds it (a path, or a file in PATH), executable by us; its path in out. */
 bool path_lookup(const char *name, char *out, size_t len);
 /* iostrata-load beside this binary (/proc/self/exe), else in PATH; NULL if neither. */
