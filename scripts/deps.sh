@@ -7,7 +7,7 @@ PKGS="make gcc libc6-dev clang-19 llvm-19 libbpf-dev bpftool libelf-dev zlib1g-d
       python3 python3-pytest python3-jsonschema util-linux fio libfuse3-dev fuse3 pkg-config
       liburing-dev libaio-dev libjsmn-dev prometheus python3-yaml
       chromium-headless-shell librsvg2-bin libxml2-utils
-      qemu-system-x86 busybox-static cpio e2fsprogs
+      qemu-system-x86 busybox-static cpio e2fsprogs strace
       $*"	# extra packages a target needs (make bench-overhead: bpftrace libbpf-tools)
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

@@ -316,6 +316,29 @@ def test_capabilities_without_setuid_are_refused_before_attaching(no_bpf_leak):
 
 
 @pytest.mark.root
+@pytest.mark.skipif(not shutil.which("strace"), reason="needs strace")
+def test_undumpable_from_its_first_system_call(no_bpf_leak):
+    """Started as nobody with capabilities (ambient: a unit's User=), serve was dumpable from
+    its exec to the drop: only its capability sets kept nobody's other processes from ptrace
+    meanwhile. It is undumpable from its first system call now, as the drop leaves it."""
+    caps = "+bpf,+perfmon,+setpcap,+setgid"
+    r = subprocess.run(["strace", "-f", "-qq", "-e", "trace=!read,write", "--",
+                        "setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+                        f"--inh-caps={caps}", f"--ambient-caps={caps}",
+                        str(IOSTRATA), "serve", "-l", "uring", "--listen",
+                        f"127.0.0.1:{free_port()}", "--duration", "1"],
+                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr[-2000:]
+    calls = r.stderr.split(f'execve("{IOSTRATA}"', 1)[1].splitlines()[1:]
+    # libc's start and main's set-up (standard fds, SIGPIPE, stdout) come first: nothing read
+    first = next(i for i, c in enumerate(calls) if re.match(r"(\d+ +)?(openat|socket|bpf|"
+                                                            r"capget|readlinkat)\(", c))
+    assert "prctl(PR_SET_DUMPABLE, SUID_DUMP_DISABLE) = 0" in "".join(calls[:first]), \
+        calls[:first + 1]
+    assert any("bpf(BPF_PROG_LOAD" in c for c in calls)    # it did start
+
+
+@pytest.mark.root
 def test_port_in_use_is_said_before_anything_loads(no_bpf_leak):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <linux/capability.h>
@@ -468,8 +469,15 @@ int cmd_serve(int argc, char **argv)
 	uid_t uid;
 	gid_t gid;
 	pthread_t th;
-	int r = parse_args(argc, argv, &a);
+	int r;
 
+	/*
+	 * Undumpable from the start, as the drop leaves it: a start as the --user itself with
+	 * ambient capabilities (a unit's User=) is dumpable from its exec, and only the capability
+	 * sets stood between its user's other processes and ptrace until the drop.
+	 */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	r = parse_args(argc, argv, &a);
 	if (r)
 		return r > 0 ? 0 : 2;
 	if (user_lookup(a.user, &uid, &gid))
