@@ -585,6 +585,54 @@ def test_check_exits_as_a_run_would_and_makes_nothing(loopdev, tmp_path):
     assert c.returncode == 1 and "ext2/3/4 signature" in c.stderr
 
 
+def as_nobody():
+    """A preexec_fn: run as nobody (uid and gid 65534, no supplementary groups)."""
+    os.setgroups([])
+    os.setgid(65534)
+    os.setuid(65534)
+
+
+def test_check_refuses_a_file_as_a_run_would(workdir):
+    """--check said 0 for every --file (and the temporary file's TMPDIR): a directory, a FIFO,
+    /proc/version, a file smaller than --bs, an existing file to be written without --force, a
+    --size that does not fit, a directory that is not there, a file nobody may read or create.
+    A run refused each (exit 1), so sched-ab switched a disk's scheduler for a load that could
+    not start. --check says what the run says, with its status, and makes nothing."""
+    (workdir / "dir").mkdir()
+    os.mkfifo(workdir / "fifo")
+    (workdir / "small").write_bytes(b"abc")
+    (workdir / "precious").write_bytes(os.urandom(64 << 10))
+    (workdir / "private").write_bytes(os.urandom(64 << 10))
+    os.chmod(workdir / "private", 0o600)
+    before = digest(workdir / "precious")
+    vfs = os.statvfs(workdir)
+    cases = [(["--file", workdir / "dir"], None), (["--file", workdir / "fifo"], None),
+             (["--file", "/proc/version", "--buffered"], None),
+             (["--file", workdir / "small"], None),
+             (["--file", workdir / "precious", "--rw", "randwrite"], None),
+             (["--file", workdir / "new", "--size", vfs.f_blocks * vfs.f_frsize], None),
+             (["--file", workdir / "not-there" / "new", "--size", "1m"], None),
+             (["--file", workdir / "small" / "new", "--size", "1m"], None),
+             (["--size", "1m"], {"TMPDIR": str(workdir / "not-there")})]
+    if os.geteuid() == 0:
+        os.chmod(workdir, 0o755)
+        cases += [(["--file", workdir / "private"], as_nobody),
+                  (["--file", workdir / "new", "--size", "1m"], as_nobody)]
+    made = sorted(workdir.iterdir())
+    for args, how in cases:
+        env = dict(os.environ, **how) if isinstance(how, dict) else None
+        pre = how if callable(how) else None
+        said = []
+        for extra in (["--check"], ["--ios", "1"]):
+            r = subprocess.run([str(LOAD), *map(str, args), *extra], capture_output=True,
+                               text=True, timeout=30, stdin=subprocess.DEVNULL, env=env,
+                               preexec_fn=pre)
+            said.append((r.returncode, assert_one_line_error(r)))
+            assert sorted(workdir.iterdir()) == made, (args, extra)
+        assert said[0] == said[1] and said[0][0] == 1, (args, said)
+    assert digest(workdir / "precious") == before
+
+
 @pytest.mark.root
 def test_the_file_under_a_mounted_loop_device_is_refused(loopdev, tmp_path):
     """--file over the image a mounted loop device reads from wrote under the filesystem, even

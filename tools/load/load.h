@@ -156,6 +156,8 @@ int std_fds_hold(bool *out_closed);
 int target_check(void);
 int target_open(void);
 int target_fd_for_job(void);	/* a descriptor for one job */
+/* --check: a job's open of the checked target tried, and closed: 0, or -1 said */
+int target_check_open(void);
 void target_cleanup(void);	/* removes what we created; safe from a signal path */
 const char *target_describe(void);
 

@@ -325,7 +325,7 @@ static const char usage[] =
 "  --seed=N             offsets and read/write mix (default fixed)\n"
 "  --cpus=LIST          pin job i to the i-th CPU of LIST (e.g. 0,2-3)\n"
 "  --json               one JSON document (fio's field names) on stdout\n"
-"  --check              check the options, and the refusals of --device, then\n"
+"  --check              check the options and the target as a run would, then\n"
 "                       exit: 0 if a run would start; nothing made, written or\n"
 "                       run; an error as a line of text, even with --json\n"
 "io_uring:\n"
@@ -1089,14 +1089,13 @@ int main(int argc, char **argv)
 	r = lo.check ? target_check() : target_open();
 	if (r)
 		return r == -2 ? 2 : 1;
-	/* a file's size is known once it is opened; --check knows a device's */
-	if (lo.op == OP_RW && lo.size < lo.bs && (!lo.check || lo.device)) {
+	if (lo.op == OP_RW && lo.size < lo.bs) {
 		lerr("the target (%llu bytes) is smaller than --bs", (unsigned long long)lo.size);
 		target_cleanup();
 		return 1;
 	}
-	if (lo.check)
-		return 0;
+	if (lo.check)	/* and a job's open of it: O_DIRECT, the permission to write */
+		return target_check_open() ? 1 : 0;
 
 	jobs = calloc((size_t)lo.jobs, sizeof(*jobs));
 	if (!jobs) {

@@ -135,9 +135,27 @@ static int lay_out(int fd, uint64_t size)
 	return fsync(fd) ? -errno : 0;
 }
 
-static int create_file(const char *p, bool temp)
+/*
+ * A file of --size made on the filesystem of fd (the file, or its directory): at least 5 % of
+ * it stays free (the root disk of a production host). 0, or -1 said.
+ */
+static int fits(int fd, const char *p)
 {
 	struct statvfs vfs;
+
+	if (!fstatvfs(fd, &vfs) &&
+	    (double)lo.size > ((double)vfs.f_bavail - 0.05 * (double)vfs.f_blocks) *
+			      (double)vfs.f_frsize) {
+		lerr("--size %llu bytes does not fit in %s's filesystem: %.1f MiB free, of which "
+		     "5 %% of the filesystem is kept free", (unsigned long long)lo.size, p,
+		     (double)vfs.f_bavail * (double)vfs.f_frsize / 1048576.0);
+		return -1;
+	}
+	return 0;
+}
+
+static int create_file(const char *p, bool temp)
+{
 	int fd, err;
 
 	if (!lo.size)	/* a file it makes: 256 MiB unless --size */
@@ -167,14 +185,8 @@ static int create_file(const char *p, bool temp)
 		target_cleanup();
 		return err;
 	}
-	/* a file that would fill its filesystem is refused before a byte is written: at least
-	 * 5 % of it stays free (the root disk of a production host) */
-	if (!fstatvfs(fd, &vfs) &&
-	    (double)lo.size > ((double)vfs.f_bavail - 0.05 * (double)vfs.f_blocks) *
-			      (double)vfs.f_frsize) {
-		lerr("--size %llu bytes does not fit in %s's filesystem: %.1f MiB free, of which "
-		     "5 %% of the filesystem is kept free", (unsigned long long)lo.size, p,
-		     (double)vfs.f_bavail * (double)vfs.f_frsize / 1048576.0);
+	/* a file that would fill its filesystem is refused before a byte is written */
+	if (fits(fd, p)) {
 		close(fd);
 		target_cleanup();
 		return -1;
@@ -195,6 +207,60 @@ static int create_file(const char *p, bool temp)
 		snprintf(shown + strlen(shown), sizeof(shown) - strlen(shown), " (temporary)");
 	target_set(fd);	/* the file made, whatever its name is made to point at later */
 	writable = true;
+	return 0;
+}
+
+/*
+ * --check of the file a run would create at p (the temporary file's template too), made by
+ * nothing: the refusals create_file would say, as it would say them. Its directory is looked
+ * up, and asked whether we may create in it (as open would: ENOENT, ENOTDIR, EACCES, EROFS);
+ * the name's length, the fit of --size. For what only the file can say (its filesystem's
+ * O_DIRECT alignment, O_DIRECT itself), an unnamed O_TMPFILE in that directory stands in for
+ * it: never linked, it is gone when closed (where O_TMPFILE is not had, a run alone says
+ * those). The target is then that, or nothing. 0, -1 or -2 said.
+ */
+static int create_check(const char *p)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(p, '/');
+	struct statfs sfs;
+	int dfd, fd, err;
+
+	if (!lo.size)
+		lo.size = 256 << 20;
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", slash == p ? 1 : (int)(slash - p), p);
+	dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	err = dfd < 0 || faccessat(dfd, ".", W_OK | X_OK, AT_EACCESS) ? errno : 0;
+	if (!err && !fstatfs(dfd, &sfs) && sfs.f_namelen > 0 &&
+	    strlen(slash ? slash + 1 : p) > (size_t)sfs.f_namelen)
+		err = ENAMETOOLONG;
+	if (err) {
+		if (dfd >= 0)
+			close(dfd);
+		lerr("cannot create %s: %s", p, strerror(err));
+		return -1;
+	}
+	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd >= 0 && (err = dio_align_check(fd, p))) {
+		close(fd);
+		close(dfd);
+		return err;
+	}
+	err = fits(dfd, p);
+	close(dfd);
+	if (err) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	snprintf(shown, sizeof(shown), "%s", p);
+	if (fd >= 0) {
+		target_set(fd);
+		writable = true;
+	}
 	return 0;
 }
 
@@ -538,55 +604,22 @@ static int existing_file_check(int pfd, const struct stat *st)
 }
 
 /*
- * --check: what can be known of the target without making anything or writing: --device's
- * refusals, and what it holds (read), and its size if --size is not given. A file is made or
- * opened only by a run. 0, -1 said, or -2 said (--bs does not suit it).
+ * The file target, --file or the temporary one: checked, and made (check: only checked, with
+ * nothing made, create_check standing in for create_file). 0, -1 or -2 said.
  */
-int target_check(void)
-{
-	uint64_t bytes = 0;
-	int pfd, fd, r;
-
-	if (lo.op != OP_RW || !lo.device)
-		return 0;
-	if (device_check(&pfd))
-		return -1;
-	/* read, not held: a run opens it O_EXCL to write, and checks again */
-	fd = reopen(pfd, O_RDONLY | O_CLOEXEC);
-	close(pfd);
-	if (fd < 0) {
-		lerr("cannot open %s: %s", lo.device, strerror(errno));
-		return -1;
-	}
-	r = dio_align_check(fd, lo.device);
-	if (!r && device_contents_check(fd, &bytes))
-		r = -1;
-	close(fd);
-	if (!r && !lo.size)
-		lo.size = bytes;
-	return r;
-}
-
-int target_open(void)
+static int file_target(bool check)
 {
 	struct stat st;
 	char tmpl[PATH_MAX];
 	const char *dir;
 	int fd, pfd, err;
 
-	if (lo.op != OP_RW) {	/* probes need no file */
-		snprintf(shown, sizeof(shown), "(none: %s probe)",
-			 lo.op == OP_NOP ? "nop" : lo.op == OP_TIMEOUT ? "timeout" : "poll");
-		return 0;
-	}
-	if (lo.device)
-		return open_device();
 	if (!lo.file) {
 		dir = getenv("TMPDIR");
 		if (!dir || !*dir)
 			dir = "/var/tmp";
 		snprintf(tmpl, sizeof(tmpl), "%s/iostrata-load.XXXXXX", dir);
-		return create_file(tmpl, true);
+		return check ? create_check(tmpl) : create_file(tmpl, true);
 	}
 	/*
 	 * The path is looked up once, O_PATH (nothing opened yet: not a device, nor a FIFO that
@@ -605,7 +638,7 @@ int target_open(void)
 			     "one to create a file (give the path it should point to)", lo.file);
 			return -1;
 		}
-		return create_file(lo.file, false);
+		return check ? create_check(lo.file) : create_file(lo.file, false);
 	}
 	if (fstat(pfd, &st)) {
 		lerr("%s: %s", lo.file, strerror(errno));
@@ -630,6 +663,57 @@ int target_open(void)
 	snprintf(shown, sizeof(shown), "%s", lo.file);
 	writable = writes();
 	return 0;
+}
+
+/*
+ * --check: what can be known of the target without making anything or writing: --device's
+ * refusals, and what it holds (read), and its size if --size is not given; a file's refusals,
+ * those of the file a run would make included. The target is then open (read) as a run's, for
+ * the jobs' opens to be tried. 0, -1 said, or -2 said (--bs does not suit it).
+ */
+int target_check(void)
+{
+	uint64_t bytes = 0;
+	int pfd, fd, r;
+
+	if (lo.op != OP_RW)
+		return 0;
+	if (!lo.device)
+		return file_target(true);
+	if (device_check(&pfd))
+		return -1;
+	/* read, not held: a run opens it O_EXCL to write, and checks again */
+	fd = reopen(pfd, O_RDONLY | O_CLOEXEC);
+	close(pfd);
+	if (fd < 0) {
+		lerr("cannot open %s: %s", lo.device, strerror(errno));
+		return -1;
+	}
+	r = dio_align_check(fd, lo.device);
+	if (!r && device_contents_check(fd, &bytes))
+		r = -1;
+	if (r) {
+		close(fd);
+		return r;
+	}
+	if (!lo.size)
+		lo.size = bytes;
+	target_set(fd);
+	snprintf(shown, sizeof(shown), "%s", lo.device);
+	writable = true;
+	return 0;
+}
+
+int target_open(void)
+{
+	if (lo.op != OP_RW) {	/* probes need no file */
+		snprintf(shown, sizeof(shown), "(none: %s probe)",
+			 lo.op == OP_NOP ? "nop" : lo.op == OP_TIMEOUT ? "timeout" : "poll");
+		return 0;
+	}
+	if (lo.device)
+		return open_device();
+	return file_target(false);
 }
 
 int target_fd_for_job(void)
@@ -658,4 +742,17 @@ int target_fd_for_job(void)
 		return -2;
 	}
 	return fd;
+}
+
+int target_check_open(void)
+{
+	int fd;
+
+	if (lo.op != OP_RW || target_fd < 0)	/* no target, or none to stand in for a new file */
+		return 0;
+	fd = target_fd_for_job();
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return 0;
 }
