@@ -408,6 +408,26 @@ def test_interrupted_only_when_cut_short(ios, interrupted):
     assert doc["total"]["timeout"]["total_ios"] == 1, doc["total"]
 
 
+def test_a_huge_ios_cut_short_is_interrupted():
+    """--ios 2^62 with --jobs 4: the I/Os asked for, --ios times --jobs, wrapped to 0 in 64
+    bits, and a run cut short by SIGINT after millions of NOPs was said whole ("interrupted":
+    false). Each job is compared with its own --ios."""
+    skip_without_uring("io_uring")
+    p = subprocess.Popen([str(LOAD), "--op", "nop", "--ios", str(1 << 62), "--jobs", "4",
+                          "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not ring_submitted(p.pid):
+        assert p.poll() is None and time.monotonic() < deadline, p.stderr.read()
+        time.sleep(0.01)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 0, err
+    doc = json.loads(out)
+    assert doc["interrupted"] is True
+    assert 0 < doc["total"]["nop"]["total_ios"] < 4 << 62
+
+
 def exit_status_section():
     man = (ROOT / "docs" / "iostrata-load.1").read_text()
     return man.split(".SH EXIT STATUS", 1)[1].split(".SH", 1)[0]

@@ -1138,7 +1138,7 @@ int main(int argc, char **argv)
 	 */
 	deadline = 0;
 	for (;;) {
-		uint64_t n = 0, want = lo.ios * (uint64_t)lo.jobs, now, last_start = 0;
+		uint64_t n = 0, now, last_start = 0;
 		struct timespec tick = { 0, 100 * 1000 * 1000 };
 		bool all_done = true, all_started = true;
 
@@ -1149,7 +1149,7 @@ int main(int argc, char **argv)
 			if (jobs[i].start_ns > last_start)
 				last_start = jobs[i].start_ns;
 		}
-		if (all_done || (want && n >= want && all_done))
+		if (all_done)
 			break;
 		if (lo.runtime_s && !deadline && all_started) {
 			deadline = last_start + (uint64_t)(lo.runtime_s * 1e9);
@@ -1181,11 +1181,11 @@ int main(int argc, char **argv)
 	 */
 	interrupted = atomic_load(&signal_stopped);
 	if (interrupted && lo.ios) {
-		uint64_t n = 0;
-
+		/* each job against its own --ios: --ios times --jobs may not fit in 64 bits */
+		interrupted = started < lo.jobs;
 		for (i = 0; i < started; i++)
-			n += atomic_load_explicit(&jobs[i].done, memory_order_relaxed);
-		interrupted = n < lo.ios * (uint64_t)lo.jobs;
+			if (atomic_load_explicit(&jobs[i].done, memory_order_relaxed) < lo.ios)
+				interrupted = true;
 	}
 
 	t.runtime_ns = 0;
