@@ -605,6 +605,34 @@ def test_check_exits_as_a_run_would_and_makes_nothing(loopdev, tmp_path):
     assert c.returncode == 1 and "ext2/3/4 signature" in c.stderr
 
 
+def mem_available():
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024
+    pytest.skip("no MemAvailable in /proc/meminfo")
+
+
+def test_buffers_past_the_memory_are_refused_before_the_target(workdir):
+    """Each job's --qd buffers of --bs bytes were allocated after the file was made and laid
+    out: --qd 65536 --bs 64m (4 TiB) laid out its 256 MiB, then said "out of memory", and
+    --check said 0. And buffers that fit one by one but not together (--jobs 256 --qd 32 --bs
+    64m: 512 GiB) were each had, then filled by the jobs until the OOM killer ended the load,
+    its --file left behind. Both are refused before any target is made, by --check too (the
+    second one only by --check here: a run would be killed)."""
+    f = workdir / "f"
+    huge = ["--engine", "libaio", "--qd", "65536", "--bs", "64m", "--file", f, "--size", "64m"]
+    c = load("--check", *huge, check=False)
+    r = load(*huge, "--ios", 1, check=False)
+    assert (c.returncode, c.stderr) == (r.returncode, r.stderr) and r.returncode == 1, (c, r)
+    assert "memory" in assert_one_line_error(r) and not f.exists()
+    many = ["--jobs", "256", "--qd", "32", "--bs", "64m", "--file", f, "--size", "64m"]
+    if 256 * 32 * (64 << 20) <= mem_available():
+        pytest.skip("this machine has the memory for 512 GiB of buffers")
+    line = assert_one_line_error(load("--check", *many, check=False),
+                                 "more than the memory available")
+    assert "549755813888 bytes" in line and not f.exists()
+
+
 def as_nobody():
     """A preexec_fn: run as nobody (uid and gid 65534, no supplementary groups)."""
     os.setgroups([])

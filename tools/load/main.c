@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/prctl.h>
+#include <sys/sysinfo.h>
 #include "histfmt.h"
 #include "cli.h"
 #include "json.h"
@@ -1006,6 +1007,35 @@ static void report_text(const struct totals *t, bool interrupted)
 
 /* ---- main ---- */
 
+/*
+ * --jobs x --qd x --bs bytes of buffers, each filled by its job: no more than the memory
+ * available (MemAvailable; the machine's RAM where it is not said). 0, or -1 said.
+ */
+static int buffers_fit(void)
+{
+	uint64_t need = (uint64_t)lo.jobs * lo.qd * lo.bs, avail = 0, kib;
+	struct sysinfo si;
+	char line[128];
+	FILE *f = fopen("/proc/meminfo", "re");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %" SCNu64 " kB", &kib) == 1) {
+			avail = kib << 10;
+			break;
+		}
+	if (f)
+		fclose(f);
+	if (!avail && !sysinfo(&si))
+		avail = (uint64_t)si.totalram * si.mem_unit;
+	if (avail && need > avail) {
+		lerr("--jobs %d x --qd %u x --bs %u is %" PRIu64 " bytes of buffers, more than the "
+		     "memory available (MemAvailable in /proc/meminfo)", lo.jobs, lo.qd, lo.bs,
+		     need);
+		return -1;
+	}
+	return 0;
+}
+
 /* A signal ended the issuing: the run stopped before its --runtime was up (load_stop unset). */
 static atomic_bool signal_stopped;
 
@@ -1085,26 +1115,42 @@ int main(int argc, char **argv)
 		stop_signals_catch(&sa);
 		signal(SIGPIPE, SIG_IGN);
 	}
-	/* --check: its exit as a run's would be, up to the point a run makes or writes anything */
-	r = lo.check ? target_check() : target_open();
-	if (r)
-		return r == -2 ? 2 : 1;
-	if (lo.op == OP_RW && lo.size < lo.bs) {
-		lerr("the target (%llu bytes) is smaller than --bs", (unsigned long long)lo.size);
-		target_cleanup();
+	/*
+	 * The jobs' buffers, before any target is made (--check too): had one by one, buffers
+	 * past the memory there is were filled by the jobs until the OOM killer ended the load,
+	 * its file left behind; one too big for an allocation failed after a file's lay-out.
+	 */
+	if (buffers_fit())
 		return 1;
-	}
-	if (lo.check)	/* and a job's open of it: O_DIRECT, the permission to write */
-		return target_check_open() ? 1 : 0;
-
 	jobs = calloc((size_t)lo.jobs, sizeof(*jobs));
 	if (!jobs) {
 		lerr("out of memory");
-		target_cleanup();
 		return 1;
 	}
 	for (i = 0; i < lo.jobs; i++)	/* a job never set up closes nothing at the end (not stdin) */
 		jobs[i].fd = -1;
+	for (i = 0; i < lo.jobs; i++)
+		if (posix_memalign(&jobs[i].buf_mem, 4096, (size_t)lo.qd * lo.bs)) {
+			jobs[i].buf_mem = NULL;
+			lerr("out of memory for %u buffers of %u bytes", lo.qd, lo.bs);
+			rc = 1;
+			goto out;
+		}
+	/* --check: its exit as a run's would be, up to the point a run makes or writes anything */
+	r = lo.check ? target_check() : target_open();
+	if (r) {
+		rc = r == -2 ? 2 : 1;
+		goto out;
+	}
+	if (lo.op == OP_RW && lo.size < lo.bs) {
+		lerr("the target (%llu bytes) is smaller than --bs", (unsigned long long)lo.size);
+		rc = 1;
+		goto out;
+	}
+	if (lo.check) {	/* and a job's open of it: O_DIRECT, the permission to write */
+		rc = target_check_open() ? 1 : 0;
+		goto out;
+	}
 	for (i = 0; i < lo.jobs; i++) {
 		struct job *j = &jobs[i];
 
@@ -1112,10 +1158,7 @@ int main(int argc, char **argv)
 		j->rng = lo.seed * 0x9E3779B97F4A7C15ULL + (uint64_t)i + 1;
 		j->region_len = lo.size / lo.bs * lo.bs;
 		j->fd = target_fd_for_job();
-		if (j->fd == -2 ||
-		    posix_memalign(&j->buf_mem, 4096, (size_t)lo.qd * lo.bs)) {
-			if (j->fd != -2)
-				lerr("out of memory for %u buffers of %u bytes", lo.qd, lo.bs);
+		if (j->fd == -2) {
 			rc = 1;
 			goto out;
 		}
