@@ -883,6 +883,12 @@ def test_keep_keeps_the_default_temporary_file(tmp_path):
     (["--engine", "io_uring", "--qd", "65536"], "at most 32768 with io_uring"),
     # was a job's error after the report ("registering 20000 buffers: Invalid argument")
     (["--fixed-bufs", "--qd", "20000"], "at most 16384 with --fixed-bufs"),
+    # a probe has no file nor reads and writes: these were taken and did nothing, the report
+    # saying "registerfiles": true with no file registered
+    (["--op", "nop", "--fixed-files"], "are for reads and writes"),
+    (["--op", "nop", "--async"], "are for reads and writes"),
+    (["--op", "timeout", "--latency", "1ms", "--fsync-every", "2"], "are for reads and writes"),
+    (["--op", "nop", "--fixed-bufs"], "are for reads and writes"),
     (["--qd", "0"], "bad --qd '0'"),
     (["--engine", "psync", "--qd", "8"], "psync is synchronous"),
     (["--engine", "libaio", "--sqpoll"], "io_uring options"),

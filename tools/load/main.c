@@ -721,7 +721,10 @@ static int parse_args(int argc, char **argv)
 	    need(!(lo.op != OP_RW && (lo.file || lo.device)), "probes (--op) use no file") ||
 	    need(!(lo.engine == ENG_PSYNC && qd_set && lo.qd > 1),
 		 "psync is synchronous: one I/O at a time per job (use --jobs for more)") ||
-	    need(!(lo.fixed_bufs && lo.op != OP_RW), "--fixed-bufs is for reads and writes"))
+	    need(!((lo.fixed_bufs || lo.fixed_files || lo.force_async || lo.fsync_every) &&
+		   lo.op != OP_RW),
+		 "--fixed-bufs, --fixed-files, --async and --fsync-every are for reads and writes, "
+		 "not --op probes"))
 		return -1;
 	if (lo.spin < 0)	/* probes time the event, not the scheduler's wake-up */
 		lo.spin = lo.op == OP_TIMEOUT || lo.op == OP_POLL;
