@@ -292,6 +292,30 @@ def test_jobs_write_the_file_that_was_checked(workdir, engine):
     assert sum(HDR.unpack_from(data, o)[0] == MAGIC for o in range(0, len(data), 4096)) == 5
 
 
+@pytest.mark.skipif(not shutil.which("strace"), reason="needs strace")
+def test_a_stop_as_the_file_is_made_never_removes_another_s(workdir):
+    """A --file found absent, then made by someone else just before iostrata-load's own create
+    (which so fails, EEXIST), and two stop signals then: the second one's cleanup removed that
+    other file, its name taken for ours before the create. strace holds the create 2 s."""
+    f, trace = workdir / "f", workdir / "strace.out"
+    p = subprocess.Popen(["strace", "-f", "-qq", "-o", str(trace), "-P", str(f),
+                          "-e", "trace=openat", "-e", "inject=openat:delay_enter=2000000:when=2",
+                          str(LOAD), "--file", str(f), "--ios", "1"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while "O_CREAT|O_EXCL" not in (trace.read_text() if trace.exists() else ""):
+        assert time.monotonic() < deadline and p.poll() is None, p.communicate()
+        time.sleep(0.01)
+    f.write_text("someone else's\n")       # the held create finds it
+    pid = int(trace.read_text().split()[0])
+    os.kill(pid, signal.SIGINT)
+    os.kill(pid, signal.SIGTERM)            # a second one, not merged with the first
+    out, err = p.communicate(timeout=60)
+    assert p.returncode in (1, 130), (p.returncode, err)
+    assert f.exists() and f.read_text() == "someone else's\n", (out, err)
+
+
 def test_a_dangling_symlink_is_refused_as_one(workdir):
     """--file naming a symlink to nothing said "cannot create X: File exists" (O_EXCL does not
     follow it): it says what is wrong, and creates nothing."""

@@ -156,20 +156,26 @@ static int fits(int fd, const char *p)
 
 static int create_file(const char *p, bool temp)
 {
+	char name[PATH_MAX];
+	sigset_t all, was;
 	int fd, err;
 
 	if (!lo.size)	/* a file it makes: 256 MiB unless --size */
 		lo.size = 256 << 20;
-	if (temp) {
-		snprintf(created, sizeof(created), "%s", p);
-		fd = mkstemp(created);
-	} else {
-		snprintf(created, sizeof(created), "%s", p);
-		fd = open(p, O_RDWR | O_CREAT | O_EXCL, 0600);
-	}
+	/*
+	 * The name is ours to remove once the file is made, and not before: a stop's cleanup
+	 * (target_cleanup, from a signal) in between would remove a file someone else made at that
+	 * name, which is why the create failed (EEXIST). Signals wait for the name to be settled.
+	 */
+	snprintf(name, sizeof(name), "%s", p);
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &was);
+	fd = temp ? mkstemp(name) : open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+	err = errno;
+	if (fd >= 0)
+		snprintf(created, sizeof(created), "%s", name);
+	sigprocmask(SIG_SETMASK, &was, NULL);
 	if (fd < 0) {
-		err = errno;
-		created[0] = '\0';
 		lerr("cannot create %s: %s", p, strerror(err));
 		return -1;
 	}
