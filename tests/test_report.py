@@ -1166,3 +1166,38 @@ def test_a_recording_repeated_is_refused(tmp_path):
     tail = tmp_path / "tail.ndjson.gz"
     tail.write_bytes(gzip.compress((once + once.splitlines(True)[-1]).encode()))
     assert_one_line_error(report(tail, "-o", out), "tail.ndjson.gz:4:", "line 3 again")
+
+
+# every heatmap's legend: its texts' boxes as Chromium lays them out, and the picture's width
+LEGEND_BOXES = """<script>for (const svg of document.querySelectorAll('svg.heatmap')) {
+const b = [...svg.querySelectorAll('.legend text')].map(t => t.getBBox())
+  .map(r => [r.x, r.y, r.x + r.width, r.y + r.height].map(v => v.toFixed(1)).join(' '));
+svg.setAttribute('data-lb', svg.viewBox.baseVal.width + ';' + b.join(';')); }
+</script>"""
+
+
+@pytest.mark.skipif(not CHROMIUM, reason="chromium-headless-shell not installed")
+def test_a_heatmap_s_legend_texts_do_not_overlap(tmp_path):
+    """A busy recording (six-digit counts a cell) over columns of uneven intervals: the colour
+    note ("colour: log of the count (per column of as many intervals); 4 rows per octave"),
+    right-aligned on the legend's line, was drawn over the p50, p99 and max keys."""
+    rec = small_rec(tmp_path / "r.ndjson", [([{}], {})] * 180, n=200000)
+    html = tmp_path / "r.html"
+    report(rec, "-o", html, check=True)
+    measured = tmp_path / "m.html"
+    measured.write_text(html.read_text().replace("</body>", LEGEND_BOXES + "</body>"))
+    dom = subprocess.run([CHROMIUM, "--no-sandbox", "--dump-dom", measured.as_uri()],
+                         capture_output=True, text=True, timeout=120).stdout
+    legends = re.findall(r'data-lb="([^"]*)"', dom)
+    assert legends, dom[-500:]
+    assert any("per column of as many intervals" in t for t in
+               re.findall(r'<text[^>]*>([^<]*)</text>', html.read_text()))
+    for lb in legends:
+        width, *boxes = lb.split(";")
+        boxes = [list(map(float, b.split())) for b in boxes]
+        assert len(boxes) >= 5, lb
+        for i, a in enumerate(boxes):
+            assert 0 <= a[0] and a[2] <= float(width), (a, width)
+            for b in boxes[i + 1:]:
+                assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]), \
+                    (a, b, lb)

@@ -59,7 +59,8 @@ static void geometry(const struct panel *p, struct geom *g)
 	g->x1 = g->w - 10;
 	g->y0 = 26;
 	g->y1 = g->y0 + (p->small ? 150 : 300);
-	g->h = g->y1 + 52;
+	/* a big panel's legend has a second line: its colour note (legend()) */
+	g->h = g->y1 + (p->small ? 52 : 70);
 	g->cw = (g->x1 - g->x0) / p->cols;
 	g->rh = (g->y1 - g->y0) / p->nrows;
 }
@@ -371,9 +372,10 @@ static void legend(const struct report *r, const struct panel *p, const struct g
 		  "<path class=\"max\" d=\"M%.1f %.1fh18\"/><text x=\"%.1f\" y=\"%.1f\">max</text>",
 		  x, y + 6, x + 22, y + 10, x + 56, y + 6, x + 78, y + 10, x + 112, y + 6,
 		  x + 134, y + 10);
+	/* on a line of its own: beside the keys, a wide count scale ran into it */
 	if (!p->small)
 		sbuf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">colour: %s of the "
-			  "count%s; %d rows per octave</text>", g->x1, y + 10,
+			  "count%s; %d rows per octave</text>", g->x1, y + 28,
 			  r->o.sqrt_scale ? "sqrt" : "log", uneven_cols(p) ?
 			  " (per column of as many intervals)" : "", p->rpo);
 	sbuf_puts(b, "</g>");
