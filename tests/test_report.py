@@ -1201,3 +1201,39 @@ def test_a_heatmap_s_legend_texts_do_not_overlap(tmp_path):
             for b in boxes[i + 1:]:
                 assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]), \
                     (a, b, lb)
+
+
+def test_time_no_recording_covers_is_not_drawn_as_no_io(tmp_path):
+    """Two recordings a minute apart on one timeline: the minute between them was hatched like
+    a time in which no I/O completed, though nothing was recorded then. Columns that no
+    interval covers are marked "not recorded" (and said so on the page); a column of a
+    recording never is, nor is one of a single recording."""
+    ivs = [[uring_hist("total", 5, 10)]] * 5
+    a = write_rec(tmp_path / "a.ndjson", ivs)
+    b = write_rec(tmp_path / "b.ndjson", ivs, start=1_700_000_065 * 10**9)
+    report(a, b, "-o", tmp_path / "ab.html", "--svg", tmp_path / "svg", check=True)
+    html = (tmp_path / "ab.html").read_text()
+    assert "not recorded" in html.split('id="heatmaps"', 1)[1].split("</p>", 1)[0]
+    (svg,) = (tmp_path / "svg").glob("uring-total-*.svg")
+    root = ET.parse(svg).getroot()
+    plot = [e for e in root.iter(SVG_NS + "rect") if (e.get("fill") or "").startswith("url(")
+            and float(e.get("width")) > 100][0]
+    x0, x1 = float(plot.get("x")), float(plot.get("x")) + float(plot.get("width"))
+    at = lambda t: x0 + t / 70 * (x1 - x0)  # noqa: E731   (s after a's start; b ends at 70)
+    cells = [(float(e.get("x")), float(e.get("x")) + float(e.get("width")))
+             for e in root.iter(SVG_NS + "rect") if e.get("data-n")]
+    gaps = [(float(e.get("x")), float(e.get("x")) + float(e.get("width")))
+            for e in root.iter(SVG_NS + "rect") if e.get("class") == "unrec"]
+    assert cells and gaps, (cells, gaps)
+    # every cell is of a recorded time, outside the gaps; the gaps lie between a's end (5 s)
+    # and b's start (65 s), and cover all of it but a column's width at either side
+    for c in cells:
+        assert all(c[1] <= g[0] + 0.1 or g[1] <= c[0] + 0.1 for g in gaps), (c, gaps)
+    col = cells[0][1] - cells[0][0]
+    assert all(at(5) - 0.1 <= g[0] and g[1] <= at(65) + 0.1 for g in gaps), (gaps, at(5), at(65))
+    assert sum(g[1] - g[0] for g in gaps) >= at(65) - at(5) - 2 * col - 0.1, (gaps, col)
+    assert any("not recorded" in (t.text or "") for t in root.iter(SVG_NS + "title"))
+    # one recording, and the same two given as one file's worth of time: no gaps marked
+    report(a, "-o", tmp_path / "a.html", "--svg", tmp_path / "asvg", check=True)
+    for f in (tmp_path / "asvg").glob("*.svg"):
+        assert 'class="unrec"' not in f.read_text(), f

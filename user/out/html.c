@@ -608,7 +608,9 @@ static void heatmaps(const struct panel *p, int n, const struct sbuf *svgs, stru
 		   "across, latency up (whole buckets of the tracer's log-linear scheme, merged "
 		   "to fewer rows per octave where a panel is small), colour by the count of "
 		   "I/O that completed in that time with that latency (per column of as many "
-		   "intervals, where columns differ); hatched: none. Lines: "
+		   "intervals, where columns differ); hatched: none; blank, marked <em>not "
+		   "recorded</em>: a time no recording covers (between recordings given "
+		   "together). Lines: "
 		   "p50 (solid), p99 (dashed), max (dotted), per column. Every cell has a "
 		   "tooltip: its time, latency range, count and share of its column.</p>\n");
 	for (i = 0; i < n; i++) {

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * A latency heatmap as SVG: x = interval time (UTC), y = rows of whole buckets of bpf/hist.h,
- * colour = count (log or sqrt scale, viridis computed here), empty cells hatched; p50, p99
+ * colour = count (log or sqrt scale, viridis computed here), empty cells hatched (blank where
+ * no recording covers the time); p50, p99
  * and max lines over it; a <title> on every cell (time, bucket range, count, share of the
  * column) and its range and count as data attributes (data-lo, data-hi, data-n).
  */
@@ -328,6 +329,66 @@ static void pct_line(const struct panel *p, const struct geom *g, uint32_t ppm,
 	sbuf_puts(b, "\"/>");
 }
 
+/*
+ * Columns no interval covers, as true in a new array (NULL: out of memory): the time between
+ * recordings given together, in which nothing was recorded, is not a time of no I/O. A column
+ * an interval overlaps at all is covered, and so is the one its counts are drawn in.
+ */
+static bool *uncovered_cols(const struct report *r, const struct panel *p)
+{
+	uint64_t span = r->t1 > r->t0 ? r->t1 - r->t0 : 1, s, e;
+	bool *unc = malloc((size_t)p->cols * sizeof(*unc));
+	unsigned int cols = (unsigned int)p->cols;
+	size_t i, c, lo, hi;
+
+	if (!unc)
+		return NULL;
+	for (c = 0; c < cols; c++)
+		unc[c] = true;
+	for (i = 0; i < r->nivs; i++) {
+		const struct interval_info *ii = &r->ivs[i];
+
+		e = ii->ts_ns < r->t0 ? r->t0 : ii->ts_ns > r->t1 ? r->t1 : ii->ts_ns;
+		s = ii->ts_ns - (ii->interval_ns < ii->ts_ns ? ii->interval_ns : ii->ts_ns);
+		s = s < r->t0 ? r->t0 : s > e ? e : s;
+		lo = (size_t)((unsigned __int128)(s - r->t0) * cols / span);
+		hi = (size_t)(((unsigned __int128)(e - r->t0) * cols + span - 1) / span);
+		for (c = lo; c < hi && c < cols; c++)
+			unc[c] = false;
+		unc[report_column(r, i, p->cols)] = false;
+	}
+	return unc;
+}
+
+/* Runs of columns no recording covers: blank, not hatched, and said so. */
+static void not_recorded(const struct report *r, const struct panel *p, const struct geom *g,
+			 struct sbuf *b)
+{
+	bool *unc = uncovered_cols(r, p);
+	uint64_t span = r->t1 - r->t0;
+	char t0[16], t1[16];
+	int c, e;
+
+	for (c = 0; unc && c < p->cols; c = e) {
+		e = c + 1;
+		if (!unc[c])
+			continue;
+		for (; e < p->cols && unc[e]; e++)
+			;
+		fmt_clock(t0, sizeof(t0), r->t0 + (uint64_t)((double)span * c / p->cols), true);
+		fmt_clock(t1, sizeof(t1), r->t0 + (uint64_t)((double)span * e / p->cols), true);
+		sbuf_printf(b, "<rect class=\"unrec\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+			  "height=\"%.1f\"><title>%s-%s UTC: not recorded (no recording covers this "
+			  "time)</title></rect>", g->x0 + c * g->cw, g->y0, (e - c) * g->cw,
+			  g->y1 - g->y0, t0, t1);
+		if ((e - c) * g->cw >= 96)
+			sbuf_printf(b, "<text class=\"unrec-t\" x=\"%.1f\" y=\"%.1f\" "
+				  "text-anchor=\"middle\">not recorded</text>",
+				  g->x0 + (c + e) * g->cw / 2, (g->y0 + g->y1) / 2 + 4);
+	}
+	free(unc);
+}
+
 /* Columns holding different numbers of intervals: colours are counts scaled (col_scaled). */
 static bool uneven_cols(const struct panel *p)
 {
@@ -391,7 +452,9 @@ const char svg_rules[] =
 	"svg.heatmap .p99{stroke-dasharray:5 3}"
 	"svg.heatmap .max{stroke-dasharray:1.5 2.5;stroke-width:2}"
 	"svg.heatmap .halo{fill:none;stroke:var(--halo,#fff);stroke-opacity:.75;stroke-width:3.6}"
-	"svg.heatmap .drop{fill:#d7301f}";
+	"svg.heatmap .drop{fill:#d7301f}"
+	"svg.heatmap .unrec{fill:var(--bg,#fff);stroke:currentColor;stroke-opacity:.35}"
+	"svg.heatmap text.unrec-t{font-style:italic;fill-opacity:.7}";
 
 static void svg_style(struct sbuf *b)
 {
@@ -461,6 +524,8 @@ void svg_heatmap(const struct report *r, const struct panel *p, bool standalone,
 	/* the plot: hatched where nothing completed */
 	sbuf_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
 		  "fill=\"url(#e-%s)\"/>", g.x0, g.y0, g.x1 - g.x0, g.y1 - g.y0, p->id);
+	/* blank where no recording covers the time (between recordings given together) */
+	not_recorded(r, p, &g, b);
 	/* what every cell of a row or column shares, made once */
 	rows = calloc((size_t)p->nrows, sizeof(*rows));
 	ys = calloc((size_t)p->nrows, sizeof(*ys));
