@@ -1237,3 +1237,23 @@ def test_time_no_recording_covers_is_not_drawn_as_no_io(tmp_path):
     report(a, "-o", tmp_path / "a.html", "--svg", tmp_path / "asvg", check=True)
     for f in (tmp_path / "asvg").glob("*.svg"):
         assert 'class="unrec"' not in f.read_text(), f
+
+
+def test_a_recording_of_no_io_says_so(tmp_path):
+    """A recording in which nothing was traced (iostrata record -l uring on a host with no
+    io_uring I/O), or cut short before its first interval: the page had an empty Summary and
+    an empty Heatmaps section, nothing saying why. Now it says no I/O was recorded, in how
+    many intervals, and shows no empty section."""
+    rec = write_rec(tmp_path / "none.ndjson", [[]] * 3)
+    report(rec, "-o", tmp_path / "none.html", "--svg", tmp_path / "svg", check=True)
+    html = (tmp_path / "none.html").read_text()
+    summary = html.split('id="summary"', 1)[1].split("</section>", 1)[0]
+    assert re.search(r"No I/O was recorded</strong>[^<]*3 intervals", summary), summary
+    assert 'id="heatmaps"' not in html
+    lines = rec.read_text().splitlines(True)
+    cut = tmp_path / "cut.ndjson"
+    cut.write_text(lines[0] + lines[1][:40])
+    r = report(cut, "-o", tmp_path / "cut.html", check=True)
+    assert "cut short" in r.stderr
+    summary = (tmp_path / "cut.html").read_text().split('id="summary"', 1)[1]
+    assert re.search(r"No I/O was recorded</strong>[^<]*no interval", summary), summary[:800]

@@ -266,7 +266,17 @@ static void summary(const struct report *r, const struct panel *p, int n, struct
 		   "recording, per layer and stage, its label sets merged. Percentiles by the "
 		   "tool's rule (within 3.125&nbsp;%); count and max are exact. <em>Unmeasured</em>: I/O seen "
 		   "whose start or end for that stage could not be known, never counted as a "
-		   "value.</p>\n<div class=\"sums\">");
+		   "value.</p>\n");
+	if (!n) {	/* no histogram at all: said, not an empty section */
+		if (r->nivs)
+			sbuf_printf(b, "<p><strong>No I/O was recorded</strong>: none of the %zu "
+				  "intervals holds a histogram, so no I/O completed in the layers and "
+				  "filters traced (in Recording below).</p>", r->nivs);
+		else
+			sbuf_puts(b, "<p><strong>No I/O was recorded</strong>: the recording holds no "
+				   "interval (it ended before its first).</p>");
+	}
+	sbuf_puts(b, "<div class=\"sums\">");
 	for (i = 0; i < n; i++) {
 		if (!layer || strcmp(layer, p[i].layer)) {
 			if (layer)
@@ -604,6 +614,8 @@ static void heatmaps(const struct panel *p, int n, const struct sbuf *svgs, stru
 	bool in_grid = false;
 	int i;
 
+	if (!n)		/* nothing to draw: the summary says why */
+		return;
 	sbuf_puts(b, "<section id=\"heatmaps\"><h2>Heatmaps</h2><p class=\"help\">Time (UTC) "
 		   "across, latency up (whole buckets of the tracer's log-linear scheme, merged "
 		   "to fewer rows per octave where a panel is small), colour by the count of "
