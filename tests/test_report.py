@@ -1257,3 +1257,24 @@ def test_a_recording_of_no_io_says_so(tmp_path):
     assert "cut short" in r.stderr
     summary = (tmp_path / "cut.html").read_text().split('id="summary"', 1)[1]
     assert re.search(r"No I/O was recorded</strong>[^<]*no interval", summary), summary[:800]
+
+
+def test_every_link_of_the_page_leads_somewhere(tmp_path):
+    """The page's navigation linked "Waterfalls" and "Label sets" whatever the recording held:
+    a block-only recording (no io_uring or aio, one label set) had both links going nowhere.
+    Every in-page link now names an id on the page."""
+    pages = [small_rec(tmp_path / "block.ndjson", [([{}], {})] * 3),
+             write_rec(tmp_path / "none.ndjson", [[]] * 3),
+             write_rec(tmp_path / "uring.ndjson", [[uring_hist("total", p, 5) for p in (1, 2)]])]
+    synthesize(tmp_path / "all.ndjson", 5)
+    pages.append(tmp_path / "all.ndjson")
+    for rec in pages:
+        out = rec.with_suffix(".html")
+        report(rec, "-o", out, check=True)
+        html = out.read_text()
+        ids = set(re.findall(r' id="([^"]+)"', html))
+        links = re.findall(r'href="#([^"]+)"', html)
+        assert links and [a for a in links if a not in ids] == [], (rec.name, links, ids)
+    nav = lambda f: re.search(r"<nav>(.*?)</nav>", f.read_text())[1]  # noqa: E731
+    assert "Waterfalls" not in nav(tmp_path / "block.html")
+    assert "Waterfalls" in nav(tmp_path / "all.html") and "Label sets" in nav(tmp_path / "all.html")

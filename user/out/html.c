@@ -661,6 +661,13 @@ void html_page(const struct report *r, struct panel *panels, int npanels,
 	const char *layer = NULL;
 	int i, nhosts;
 	const struct file_info *f = hosts_of(r, hosts, HOSTS_NAMED, &nhosts);
+	struct sbuf wf = { 0 };
+	bool labelsets = false;
+
+	/* made first: the navigation links only sections the page has */
+	waterfalls(r, &wf);
+	for (i = 0; i < npanels; i++)
+		labelsets |= panels[i].small;
 
 	fmt_date(from, sizeof(from), r->t0);
 	snprintf(title, sizeof(title), "%d hosts", nhosts);
@@ -683,26 +690,25 @@ void html_page(const struct report *r, struct panel *panels, int npanels,
 			esc(b, layer);
 			sbuf_puts(b, " heatmaps</a>");
 		}
-	sbuf_puts(b, "<a href=\"#waterfalls\">Waterfalls</a><a href=\"#labelsets\">Label sets</a>"
-		   "<a href=\"#recording\">Recording</a></nav>\n");
+	if (wf.len)
+		sbuf_puts(b, "<a href=\"#waterfalls\">Waterfalls</a>");
+	if (labelsets)
+		sbuf_puts(b, "<a href=\"#labelsets\">Label sets</a>");
+	sbuf_puts(b, "<a href=\"#recording\">Recording</a></nav>\n");
 	summary(r, panels, npanels, b);
 	heatmaps(panels, npanels, svgs, b);
-	waterfalls(r, b);
-	{
-		bool any = false;
-
-		for (i = 0; i < npanels; i++)
-			any |= panels[i].small;
-		if (any) {
-			sbuf_puts(b, "<section id=\"labelsets\"><h2>Label sets</h2><p class=\"help\">"
-				   "The label sets with the most I/O in each layer (--top), every "
-				   "stage.</p><div class=\"scroll\"><table><thead><tr><th class=\"l\">"
-				   "label set</th><th class=\"l\">stage</th><th>count</th><th>p50</th>"
-				   "<th>p90</th><th>p99</th><th>p99.9</th><th>max</th><th>unmeasured"
-				   "</th></tr></thead><tbody>");
-			label_set_rows(panels, npanels, b);
-			sbuf_puts(b, "</tbody></table></div></section>\n");
-		}
+	sbuf_put(b, wf.p ? wf.p : "", wf.len);
+	b->oom |= wf.oom;	/* the page is not written without them */
+	sbuf_free(&wf);
+	if (labelsets) {
+		sbuf_puts(b, "<section id=\"labelsets\"><h2>Label sets</h2><p class=\"help\">"
+			   "The label sets with the most I/O in each layer (--top), every "
+			   "stage.</p><div class=\"scroll\"><table><thead><tr><th class=\"l\">"
+			   "label set</th><th class=\"l\">stage</th><th>count</th><th>p50</th>"
+			   "<th>p90</th><th>p99</th><th>p99.9</th><th>max</th><th>unmeasured"
+			   "</th></tr></thead><tbody>");
+		label_set_rows(panels, npanels, b);
+		sbuf_puts(b, "</tbody></table></div></section>\n");
 	}
 	recording(r, b);
 	sbuf_puts(b, "<footer><p>Made by <code>iostrata report</code>: one file, nothing fetched; "
