@@ -1278,3 +1278,24 @@ def test_every_link_of_the_page_leads_somewhere(tmp_path):
     nav = lambda f: re.search(r"<nav>(.*?)</nav>", f.read_text())[1]  # noqa: E731
     assert "Waterfalls" not in nav(tmp_path / "block.html")
     assert "Waterfalls" in nav(tmp_path / "all.html") and "Label sets" in nav(tmp_path / "all.html")
+
+
+def test_a_panel_of_nothing_measured_says_so(tmp_path):
+    """A stage whose every I/O was unmeasured (block wait of flushes, their queueing not
+    seen): its panel was a hatched plot over a latency axis of 500ns to 2us that no value
+    set, nothing saying why. It now says nothing was measured and how much was not, with no
+    latency ticks."""
+    h = {"layer": "block", "stage": "wait", "labels": {}, "count": 0, "sum_ns": 0,
+         "min_ns": 0, "max_ns": 0, "unmeasured": 23, "buckets": []}
+    d = {"layer": "block", "stage": "device", "labels": {}, "count": 5, "sum_ns": 5000,
+         "min_ns": 1000, "max_ns": 1000, "unmeasured": 0, "buckets": [[992, 1024, 5]]}
+    rec = write_rec(tmp_path / "r.ndjson", [[h, d]] * 3)
+    report(rec, "-o", tmp_path / "r.html", "--svg", tmp_path / "svg", check=True)
+    root = ET.parse(tmp_path / "svg" / "block-wait-all.svg").getroot()
+    texts = [t.text or "" for t in root.iter(SVG_NS + "text")]
+    assert any("nothing measured" in t and "69 unmeasured" in t for t in texts), texts
+    assert not [t for t in root.iter(SVG_NS + "text") if t.get("data-ns")], texts
+    # a panel with values keeps its ticks
+    root = ET.parse(tmp_path / "svg" / "block-device-all.svg").getroot()
+    assert [t for t in root.iter(SVG_NS + "text") if t.get("data-ns")]
+    assert not any("nothing measured" in (t.text or "") for t in root.iter(SVG_NS + "text"))

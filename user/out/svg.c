@@ -587,8 +587,17 @@ void svg_heatmap(const struct report *r, const struct panel *p, bool standalone,
 				  "(every layer)</title></rect>", g.x0 + c * g.cw, g.y1 + 1, g.cw,
 				  drops[c]);
 	free(drops);
+	/* nothing measured: said in the plot, and no latency axis that no value set */
+	if (!p->count) {
+		sbuf_printf(b, "<text class=\"unrec-t\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">"
+			  "nothing measured", (g.x0 + g.x1) / 2, (g.y0 + g.y1) / 2 + 4);
+		if (p->unmeasured)
+			sbuf_printf(b, ": %" PRIu64 " unmeasured", p->unmeasured);
+		sbuf_puts(b, "</text>");
+	}
 	sbuf_puts(b, "<g>");
-	y_axis(p, &g, b);
+	if (p->count)
+		y_axis(p, &g, b);
 	x_axis(r, p, &g, b);
 	sbuf_puts(b, "</g>");
 	legend(r, p, &g, max, b);
