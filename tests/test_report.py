@@ -1299,3 +1299,26 @@ def test_a_panel_of_nothing_measured_says_so(tmp_path):
     root = ET.parse(tmp_path / "svg" / "block-device-all.svg").getroot()
     assert [t for t in root.iter(SVG_NS + "text") if t.get("data-ns")]
     assert not any("nothing measured" in (t.text or "") for t in root.iter(SVG_NS + "text"))
+
+
+def test_a_waterfall_without_its_whole_shows_no_share(tmp_path):
+    """A waterfall of stages without the whole they are shares of (recorded with --stages
+    uring.wait,uring.device: no submit_cqe, no total): every share was "0.0%", a figure the
+    recording cannot give. It is "-" now; with the whole, shares are its parts."""
+    rec = write_rec(tmp_path / "r.ndjson", [[uring_hist("wait", 4, 20, ns=1000),
+                                             uring_hist("device", 4, 20, ns=3000)]])
+    report(rec, "-o", tmp_path / "r.html", check=True)
+    html = (tmp_path / "r.html").read_text()
+    (head,) = waterfall_heads(html)
+    sec = html.split('id="waterfalls"', 1)[1]
+    box = sec.split(f"<h3>{head}</h3>", 1)[1].split("</table>", 1)[0]
+    rows = re.findall(r'<tr><td class="l">(?:<span[^>]*></span>)?(\w+)</td>((?:<td[^>]*>[^<]*</td>)+)'
+                      r'</tr>', box)
+    assert [r[0] for r in rows] == ["wait", "device"], rows
+    for _, cells in rows:
+        assert re.findall(r"<td[^>]*>([^<]*)</td>", cells)[4] == "-", cells
+    rec = write_rec(tmp_path / "w.ndjson", [[uring_hist("wait", 4, 20, ns=1000),
+                                             uring_hist("total", 4, 20, ns=4000)]])
+    report(rec, "-o", tmp_path / "w.html", check=True)
+    html = (tmp_path / "w.html").read_text()
+    assert re.search(r">wait</td><td>20</td>(<td>[^<]*</td>){3}<td>25\.0%</td>", html), html

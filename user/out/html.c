@@ -428,7 +428,7 @@ static void waterfall(const struct wf_group *g, const struct hist *st, struct sb
 		const struct hist *h = &st[k];
 		/* io_uring's reap is read at the ring's next event: cqe_reap and its total */
 		bool upper = k == 4 || (k == 8 && !strcmp(g->key->layer, "uring"));
-		char swatch[160] = "";
+		char swatch[160] = "", share[24];
 		int j;
 
 		if (!h->count && !h->unmeasured)
@@ -441,11 +441,17 @@ static void waterfall(const struct wf_group *g, const struct hist *st, struct sb
 		html_pct(v1, sizeof(v1), h, 500000);
 		html_pct(v2, sizeof(v2), h, 990000);
 		fmt_ns(v3, sizeof(v3), mean(h), false);
+		/* a share of a whole not recorded (--stages without total or submit_cqe), or of
+		 * a stage with no value: unknown, not 0 */
+		if (whole && h->count)
+			snprintf(share, sizeof(share), "%.1f%%",
+				 100.0 * (double)mean(h) / (double)whole);
+		else
+			snprintf(share, sizeof(share), "-");
 		sbuf_printf(b, "<tr><td class=\"l\">%s%s%s</td><td>%" PRIu64 "</td><td>%s</td>"
-			  "<td>%s</td><td>%s</td><td>%.1f%%</td><td%s>%" PRIu64 "</td></tr>",
+			  "<td>%s</td><td>%s</td><td>%s</td><td%s>%" PRIu64 "</td></tr>",
 			  swatch, wf_name(k), upper ? " (upper bound)" : "", (uint64_t)h->count,
-			  h->count ? v1 : "-", h->count ? v2 : "-", h->count ? v3 : "-",
-			  whole ? 100.0 * (double)mean(h) / (double)whole : 0.0,
+			  h->count ? v1 : "-", h->count ? v2 : "-", h->count ? v3 : "-", share,
 			  h->unmeasured ? " class=\"bad\"" : "", (uint64_t)h->unmeasured);
 	}
 	sbuf_puts(b, "</tbody></table></div></div>\n");
