@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import shutil
 import signal
 import stat
@@ -296,10 +297,10 @@ def test_jobs_write_the_file_that_was_checked(workdir, engine):
 def test_a_stop_as_the_file_is_made_never_removes_another_s(workdir):
     """A --file found absent, then made by someone else just before iostrata-load's own create
     (which so fails, EEXIST), and two stop signals then: the second one's cleanup removed that
-    other file, its name taken for ours before the create. strace holds the create 2 s."""
+    other file, its name taken for ours before the create. strace holds the create 5 s."""
     f, trace = workdir / "f", workdir / "strace.out"
     p = subprocess.Popen(["strace", "-f", "-qq", "-o", str(trace), "-P", str(f),
-                          "-e", "trace=openat", "-e", "inject=openat:delay_enter=2000000:when=2",
+                          "-e", "trace=openat", "-e", "inject=openat:delay_enter=5000000:when=2",
                           str(LOAD), "--file", str(f), "--ios", "1"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          stdin=subprocess.DEVNULL)
@@ -312,6 +313,8 @@ def test_a_stop_as_the_file_is_made_never_removes_another_s(workdir):
     os.kill(pid, signal.SIGINT)
     os.kill(pid, signal.SIGTERM)            # a second one, not merged with the first
     out, err = p.communicate(timeout=60)
+    # the moment asked for: the create held while the file was made, so it failed
+    assert "O_CREAT|O_EXCL, 0600) = -1 EEXIST" in trace.read_text(), trace.read_text()
     assert p.returncode in (1, 130), (p.returncode, err)
     assert f.exists() and f.read_text() == "someone else's\n", (out, err)
 
@@ -621,6 +624,27 @@ def test_check_exits_as_a_run_would_and_makes_nothing(loopdev, tmp_path):
             assert c.stderr == "", args
         seen.add(c.returncode)
     assert seen == {0, 1, 2}
+    # a load that would write a blank device: passes, and opens nothing for writing (the close
+    # of a disk opened to write has udev read it again), nor writes a byte
+    before = digest(loopdev)
+    trace = tmp_path / "check.strace"       # strace: scripts/deps.sh installs it
+    subprocess.run(["strace", "-f", "-qq", "-o", str(trace), "-e", "trace=openat,open",
+                    str(LOAD), "--check", *dev, "--force", "--rw", "randwrite"],
+                   check=True, capture_output=True, timeout=60)
+    opens = [o for o in trace.read_text().splitlines() if "open" in o]
+    assert any(loopdev in o for o in opens), opens       # it was looked at
+    assert not [o for o in opens if "O_RDWR" in o or "O_WRONLY" in o], opens
+    assert digest(loopdev) == before, "--check wrote to the device"
+    # held exclusively by someone (a mkfs, another load writing it): refused as a run is, not
+    # passed for a run that then cannot start
+    held = os.open(loopdev, os.O_RDONLY | os.O_EXCL)
+    try:
+        c = load("--check", *dev, "--force", "--rw", "randwrite", check=False)
+        r = load(*dev, "--force", "--rw", "randwrite", "--ios", 1, check=False)
+    finally:
+        os.close(held)
+    assert c.returncode == r.returncode == 1 and c.stderr == r.stderr, (c, r)
+    assert "it is in use" in c.stderr
     # what the device holds is read: a filesystem's signature is refused by both
     subprocess.run(["mkfs.ext4", "-q", "-F", loopdev], check=True, capture_output=True)
     before = digest(loopdev)
@@ -699,7 +723,9 @@ def test_check_refuses_a_file_as_a_run_would(workdir):
             r = subprocess.run([str(LOAD), *map(str, args), *extra], capture_output=True,
                                text=True, timeout=30, stdin=subprocess.DEVNULL, env=env,
                                preexec_fn=pre)
-            said.append((r.returncode, assert_one_line_error(r)))
+            # the free space said is read at each call: what others write meanwhile moves it
+            said.append((r.returncode, re.sub(r"[\d.]+ MiB free", "N MiB free",
+                                              assert_one_line_error(r))))
             assert sorted(workdir.iterdir()) == made, (args, extra)
         assert said[0] == said[1] and said[0][0] == 1, (args, said)
     assert digest(workdir / "precious") == before

@@ -419,29 +419,35 @@ static int device_contents_check(int fd, uint64_t *bytes)
 	return 0;
 }
 
-static int open_device(void)
+/*
+ * The device looked up (pfd, closed here) opened read-only: held exclusively (O_EXCL) by a load
+ * that writes, until it exits, so that no filesystem can be mounted from it, nor md or LVM take
+ * it, between the checks and the last write. An exclusive claim writes nothing: --check makes
+ * it too, and is refused as a run is. Its jobs' own opens are not exclusive, so they are not
+ * refused. The descriptor, or -1 said.
+ */
+static int device_open(int pfd)
 {
-	uint64_t bytes = 0;
-	int fd, pfd;
+	int fd = reopen(pfd, O_RDONLY | O_CLOEXEC | (writes() ? O_EXCL : 0));
 
-	if (device_check(&pfd))
-		return -1;
-	/*
-	 * A load that writes holds the device exclusively (O_EXCL) until it exits: no filesystem
-	 * can be mounted from it, nor md or LVM take it, between the checks above and the last
-	 * write. Its jobs' own opens are not exclusive, so they are not refused.
-	 */
-	fd = reopen(pfd, O_RDONLY | O_CLOEXEC | (writes() ? O_EXCL : 0));
 	close(pfd);
 	if (fd < 0 && errno == EBUSY) {
 		lerr("refusing %s: it is in use: the kernel holds it for exclusive use (mounted or "
 		     "claimed since it was checked)", lo.device);
 		return -1;
 	}
-	if (fd < 0) {
+	if (fd < 0)
 		lerr("cannot open %s: %s", lo.device, strerror(errno));
+	return fd;
+}
+
+static int open_device(void)
+{
+	uint64_t bytes = 0;
+	int fd, pfd;
+
+	if (device_check(&pfd) || (fd = device_open(pfd)) < 0)
 		return -1;
-	}
 	if (dio_align_check(fd, lo.device)) {
 		close(fd);
 		return -2;
@@ -454,7 +460,9 @@ static int open_device(void)
 		lo.size = bytes;
 	target_set(fd);	/* held (O_EXCL for a load that writes) until exit */
 	snprintf(shown, sizeof(shown), "%s", lo.device);
-	writable = true;
+	/* jobs that only read open it read-only: the close of a disk opened to write tells udev
+	 * it changed, which then reads it again (blkid), in the middle of what is measured */
+	writable = writes();
 	return 0;
 }
 
@@ -686,15 +694,8 @@ int target_check(void)
 		return 0;
 	if (!lo.device)
 		return file_target(true);
-	if (device_check(&pfd))
+	if (device_check(&pfd) || (fd = device_open(pfd)) < 0)
 		return -1;
-	/* read, not held: a run opens it O_EXCL to write, and checks again */
-	fd = reopen(pfd, O_RDONLY | O_CLOEXEC);
-	close(pfd);
-	if (fd < 0) {
-		lerr("cannot open %s: %s", lo.device, strerror(errno));
-		return -1;
-	}
 	r = dio_align_check(fd, lo.device);
 	if (!r && device_contents_check(fd, &bytes))
 		r = -1;
@@ -706,7 +707,7 @@ int target_check(void)
 		lo.size = bytes;
 	target_set(fd);
 	snprintf(shown, sizeof(shown), "%s", lo.device);
-	writable = true;
+	writable = writes();
 	return 0;
 }
 
@@ -752,13 +753,37 @@ int target_fd_for_job(void)
 
 int target_check_open(void)
 {
-	int fd;
+	int flags = O_RDONLY | (lo.direct ? O_DIRECT : 0) | O_CLOEXEC, fd, ro = 0, err = 0;
+	char path[64];
 
 	if (lo.op != OP_RW || target_fd < 0)	/* no target, or none to stand in for a new file */
 		return 0;
-	fd = target_fd_for_job();
-	if (fd < 0)
+	/*
+	 * A job's open, but read-only: --check opens nothing for writing (the close of a disk
+	 * opened to write tells udev it changed, and it reads the disk again); the permission to
+	 * write is asked instead, as the job's open would answer it.
+	 */
+	fd = reopen(target_fd, flags);
+	if (fd < 0 && errno == EINVAL && lo.direct) {
+		lerr("%s does not support O_DIRECT (use --buffered, or a file on another "
+		     "filesystem)", shown);
 		return -1;
+	}
+	if (fd < 0) {
+		lerr("cannot open %s: %s", shown, strerror(errno));
+		return -1;
+	}
+	if (writable) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		if (faccessat(AT_FDCWD, path, W_OK, AT_EACCESS))
+			err = errno;
+		else if (S_ISBLK(target_st.st_mode) && !ioctl(fd, BLKROGET, &ro) && ro)
+			err = EROFS;
+	}
 	close(fd);
+	if (err) {
+		lerr("cannot open %s: %s", shown, strerror(err));
+		return -1;
+	}
 	return 0;
 }
