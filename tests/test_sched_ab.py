@@ -277,10 +277,17 @@ def test_json_and_gate(disk, tmp_path):
     (["--", "--device", "DEV", "--rw", "randwrite"],
      "LOAD: refusing to use block device DEV without --force", 2),
     (["--", "--device", "DEV", "--force", "--size", "1t"], "less than --size", 2),
+    # iostrata-load asked for no load: every round would end at once
+    (["--", "--help"], "LOAD: iostrata-load printed its help or version, not a load", 2),
+    (["--", "--rw", "randread", "--chec"], "LOAD: --chec makes iostrata-load check its", 2),
+    # iostrata-load named as the command: checked all the same
+    (["--", "LOADBIN", "--bogus"], "LOAD: unknown option '--bogus'", 2),
 ])
 def test_load_failing_restores(disk, tmp_path, load, needle, status):
     dev, before = disk
-    load, needle = [dev if a == "DEV" else a for a in load], needle.replace("DEV", dev)
+    loadbin = str(IOSTRATA.parent / "iostrata-load")
+    load = [dev if a == "DEV" else loadbin if a == "LOADBIN" else a for a in load]
+    needle = needle.replace("DEV", dev)
     r = sched_ab(dev, "mq-deadline", "none", tmp_path / "out", load=load)
     assert queue_state(dev) == before
     line = assert_one_line_error(r, needle, quiet_stdout=status == 2)

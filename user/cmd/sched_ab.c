@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/wait.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -273,27 +274,42 @@ static int parse_args(int argc, char **argv, struct sab *a)
  * disk or a directory is touched: not found in round 1, once the scheduler was switched. 0; -2
  * (said) when it refuses them, a usage error; -1 (said) when it could not say.
  */
-static int load_check(const struct sab *a)
+static int load_check(const struct sab *a, const char *bin)
 {
 	static const char prefix[] = "iostrata-load: error: ";
 	char line[1024], **v;
-	int n, st;
+	int n, st, code;
 
-	for (n = 0; a->load[n]; n++)
-		;
+	/* its own --check (or one getopt takes for it) would end every round at once */
+	for (n = 1; a->load[n]; n++)
+		if (strlen(a->load[n]) >= 4 && !strncmp(a->load[n], "--check", strlen(a->load[n]))) {
+			errorf("LOAD: %s makes iostrata-load check its options and exit: it would run "
+			       "no load (sched-ab checks them itself)", a->load[n]);
+			return -2;
+		}
 	v = calloc((size_t)n + 2, sizeof(*v));
 	if (!v) {
 		errorf("out of memory");
 		return -1;
 	}
-	v[0] = a->load[0];
+	v[0] = (char *)bin;
 	v[1] = (char *)"--check";
 	memcpy(v + 2, a->load + 1, (size_t)(n - 1) * sizeof(*v));
 	st = run_for_status(v, line, sizeof(line));
 	free(v);
-	if (!st)
+	if (st < 0) {
+		errorf("checking LOAD: %s", line);
+		return -1;
+	}
+	code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	/* --check prints nothing when it passes: what it printed is its --help or --version */
+	if (!code && line[0]) {
+		errorf("LOAD: iostrata-load printed its help or version, not a load (%s)", line);
+		return -2;
+	}
+	if (!code)
 		return 0;
-	if (st == 1 || st == 2) {
+	if ((code == 1 || code == 2) && line[0]) {	/* a refusal, as a run would say it */
 		char *help = strstr(line, "(see --help)");
 
 		if (help && !help[strlen("(see --help)")])	/* whose --help: iostrata-load's */
@@ -303,11 +319,12 @@ static int load_check(const struct sab *a)
 		       line + sizeof(prefix) - 1);
 		return -2;
 	}
-	if (st > 0)
-		errorf("checking LOAD: %s --check ended with status %d%s%s", a->load[0], st,
-		       line[0] ? ": " : "", line);
+	if (WIFSIGNALED(st))
+		errorf("checking LOAD: %s --check was killed by %s", bin,
+		       strsignal(WTERMSIG(st)));
 	else
-		errorf("checking LOAD: %s", line);
+		errorf("checking LOAD: %s --check ended with status %d%s%s", bin, code,
+		       line[0] ? ": " : "", line);
 	return -1;
 }
 
@@ -334,7 +351,9 @@ static int load_argv(struct sab *a)
 			       strchr(a->load[0], '/') ? "" : " in PATH");
 			return -2;
 		}
-		return 0;
+		/* iostrata-load named as a command: its options checked all the same */
+		bin = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+		return strcmp(bin, "iostrata-load") ? 0 : load_check(a, path);
 	}
 	bin = load_binary();
 	if (!bin) {
@@ -354,7 +373,7 @@ static int load_argv(struct sab *a)
 	v[1] = runtime;
 	memcpy(v + 2, a->load, (size_t)n * sizeof(*v));
 	a->load = v;
-	return load_check(a);
+	return load_check(a, bin);
 }
 
 /* Round i (from 0) of A B B A A B B A ...: 0 for A, 1 for B. */

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <linux/close_range.h>
 #include "cgroups.h"
 #include "log.h"
 #include "spawn.h"
@@ -519,6 +520,7 @@ const char *child_status(const struct child *c, char *buf, size_t len)
 
 int run_for_status(char *const argv[], char *line, size_t len)
 {
+	struct sigaction dfl = { .sa_handler = SIG_DFL }, was;
 	size_t used = 0;
 	char buf[512];
 	int pfd[2], st, fd;
@@ -526,8 +528,11 @@ int run_for_status(char *const argv[], char *line, size_t len)
 	pid_t pid;
 
 	line[0] = '\0';
+	/* reaped by us: a SIGCHLD we were started ignoring would have the kernel reap it */
+	sigaction(SIGCHLD, &dfl, &was);
 	if (pipe2(pfd, O_CLOEXEC) || (pid = fork()) < 0) {
 		snprintf(line, len, "cannot run %s: %s", argv[0], strerror(errno));
+		sigaction(SIGCHLD, &was, NULL);
 		return -1;
 	}
 	if (!pid) {
@@ -535,11 +540,14 @@ int run_for_status(char *const argv[], char *line, size_t len)
 
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
-		fd = open("/dev/null", O_RDWR);
-		if (fd < 0 || dup2(fd, STDIN_FILENO) < 0 || dup2(fd, STDOUT_FILENO) < 0 ||
+		fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || dup2(fd, STDIN_FILENO) < 0 || dup2(pfd[1], STDOUT_FILENO) < 0 ||
 		    dup2(pfd[1], STDERR_FILENO) < 0)
 			_exit(127);
+		/* nothing of ours but those three (where the kernel can say so) */
+		syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
 		execv(argv[0], argv);
+		dprintf(STDERR_FILENO, "cannot run %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
 	close(pfd[1]);
@@ -563,13 +571,11 @@ int run_for_status(char *const argv[], char *line, size_t len)
 	while (waitpid(pid, &st, 0) < 0)
 		if (errno != EINTR) {
 			snprintf(line, len, "waiting for %s: %s", argv[0], strerror(errno));
+			sigaction(SIGCHLD, &was, NULL);
 			return -1;
 		}
-	if (WIFEXITED(st) && WEXITSTATUS(st) == 127 && !line[0]) {
-		snprintf(line, len, "cannot run %s", argv[0]);
-		return -1;
-	}
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	sigaction(SIGCHLD, &was, NULL);
+	return st;
 }
 
 /* A file that can be run: executable and not a directory (access(X_OK) is true for one). */

@@ -52,9 +52,9 @@ bool child_ok(const struct child *c);
 const char *child_status(const struct child *c, char *buf, size_t len);
 
 /*
- * Run argv (argv[0] a path) to its end, stdin and stdout /dev/null, and keep the first line of
- * its stderr in line ("" if none): its exit status, 128 + N if signal N ended it, or -1 (line
- * says why) if it could not be run.
+ * Run argv (argv[0] a path) to its end, stdin /dev/null, and keep the first line of what it
+ * writes on stdout and stderr in line ("" if nothing): its wait status (sys/wait.h), or -1 (line
+ * says why) if it could not be waited for. One that could not be run exits 127, line saying why.
  */
 int run_for_status(char *const argv[], char *line, size_t len);
 /* name as execvp finds it (a path, or a file in PATH), executable by us; its path in out. */
