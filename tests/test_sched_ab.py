@@ -299,6 +299,18 @@ def test_load_failing_restores(disk, tmp_path, load, needle, status):
             "out/A/round-01.log" in line
 
 
+def test_load_check_with_sigchld_ignored(disk, tmp_path):
+    """Started ignoring SIGCHLD (some supervisors do), the kernel reaped the load's check
+    itself, and sched-ab said "waiting for ...: No child processes" for a bad option."""
+    dev, before = disk
+    r = subprocess.run([str(IOSTRATA), "sched-ab", "-d", dev, "none", "kyber", "-o",
+                        str(tmp_path / "out"), "--", "--bogus"], capture_output=True, text=True,
+                       timeout=60, stdin=subprocess.DEVNULL,
+                       preexec_fn=lambda: signal.signal(signal.SIGCHLD, signal.SIG_IGN))
+    assert_one_line_error(r, "LOAD: unknown option '--bogus'")
+    assert r.returncode == 2 and queue_state(dev) == before
+
+
 def reader(dev, marker):
     """sh code: a reader of dev in a session of its own (out of the load's process group),
     running until killed; marker is its $0."""
