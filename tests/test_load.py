@@ -393,6 +393,20 @@ def ring_submitted(pid):
     return 0
 
 
+def interrupted_once_submitting(*args):
+    """iostrata-load ARGS --json, SIGINT once its ring has taken a submission: its report."""
+    p = subprocess.Popen([str(LOAD), *map(str, args), "--json"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not ring_submitted(p.pid):
+        assert p.poll() is None and time.monotonic() < deadline, p.stderr.read()
+        time.sleep(0.01)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 0, err
+    return json.loads(out)
+
+
 # clock_nanosleep, io_getevents and io_pgetevents, by machine: what /proc/PID/task/TID/syscall
 # shows of a libaio job thread once its POLL probe is submitted (it sleeps until the probe's
 # time, then waits for the completion)
@@ -420,17 +434,8 @@ def test_interrupted_only_when_cut_short(ios, interrupted):
     """SIGINT while the load's first 3 s TIMEOUT is in flight, at depth 1. With --ios 1 the run
     is whole (it waits for that TIMEOUT and reports it), and was said INTERRUPTED all the same;
     with --ios 2 the second is never issued: cut short, said."""
-    p = subprocess.Popen([str(LOAD), "--op", "timeout", "--latency", "3s", "--qd", "1",
-                          "--ios", str(ios), "--json"], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 30
-    while not ring_submitted(p.pid):
-        assert p.poll() is None and time.monotonic() < deadline, p.stderr.read()
-        time.sleep(0.01)
-    p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=30)
-    assert p.returncode == 0, err
-    doc = json.loads(out)
+    doc = interrupted_once_submitting("--op", "timeout", "--latency", "3s", "--qd", "1",
+                                      "--ios", ios)
     assert doc["interrupted"] is interrupted
     assert doc["total"]["timeout"]["total_ios"] == 1, doc["total"]
 
@@ -440,17 +445,7 @@ def test_a_huge_ios_cut_short_is_interrupted():
     bits, and a run cut short by SIGINT after millions of NOPs was said whole ("interrupted":
     false). Each job is compared with its own --ios."""
     skip_without_uring("io_uring")
-    p = subprocess.Popen([str(LOAD), "--op", "nop", "--ios", str(1 << 62), "--jobs", "4",
-                          "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         stdin=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while not ring_submitted(p.pid):
-        assert p.poll() is None and time.monotonic() < deadline, p.stderr.read()
-        time.sleep(0.01)
-    p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=30)
-    assert p.returncode == 0, err
-    doc = json.loads(out)
+    doc = interrupted_once_submitting("--op", "nop", "--ios", 1 << 62, "--jobs", "4")
     assert doc["interrupted"] is True
     assert 0 < doc["total"]["nop"]["total_ios"] < 4 << 62
 

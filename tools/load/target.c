@@ -22,6 +22,7 @@
 #include <linux/magic.h>
 #include "blkdev.h"
 #include "load.h"
+#include "stopsig.h"
 
 static char shown[PATH_MAX];	/* what we print */
 static char created[PATH_MAX];	/* a file we made and must remove ("" when none) */
@@ -165,10 +166,11 @@ static int create_file(const char *p, bool temp)
 	/*
 	 * The name is ours to remove once the file is made, and not before: a stop's cleanup
 	 * (target_cleanup, from a signal) in between would remove a file someone else made at that
-	 * name, which is why the create failed (EEXIST). Signals wait for the name to be settled.
+	 * name, which is why the create failed (EEXIST). The stop signals wait for the name to be
+	 * settled.
 	 */
 	snprintf(name, sizeof(name), "%s", p);
-	sigfillset(&all);
+	stop_signals_set(&all);
 	sigprocmask(SIG_BLOCK, &all, &was);
 	fd = temp ? mkstemp(name) : open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
 	err = errno;
@@ -723,24 +725,29 @@ int target_open(void)
 	return file_target(false);
 }
 
+/* The target opened as a job opens it, for writing or not: the descriptor, or -1 said. */
+static int job_open(bool write)
+{
+	int fd = reopen(target_fd, (write ? O_RDWR : O_RDONLY) | (lo.direct ? O_DIRECT : 0) |
+				   O_CLOEXEC);
+
+	if (fd < 0 && errno == EINVAL && lo.direct)
+		lerr("%s does not support O_DIRECT (use --buffered, or a file on another "
+		     "filesystem)", shown);
+	else if (fd < 0)
+		lerr("cannot open %s: %s", shown, strerror(errno));
+	return fd;
+}
+
 int target_fd_for_job(void)
 {
-	int flags = (writable ? O_RDWR : O_RDONLY) | (lo.direct ? O_DIRECT : 0) | O_CLOEXEC;
 	struct stat st;
 	int fd;
 
 	if (lo.op != OP_RW)
 		return -1;
-	fd = reopen(target_fd, flags);
-	if (fd < 0 && errno == EINVAL && lo.direct) {
-		lerr("%s does not support O_DIRECT (use --buffered, or a file on another "
-		     "filesystem)", shown);
+	if ((fd = job_open(writable)) < 0)
 		return -2;
-	}
-	if (fd < 0) {
-		lerr("cannot open %s: %s", shown, strerror(errno));
-		return -2;
-	}
 	/* the inode checked, as /proc/self/fd guarantees; said, should it ever not be */
 	if (fstat(fd, &st) || st.st_dev != target_st.st_dev || st.st_ino != target_st.st_ino ||
 	    st.st_rdev != target_st.st_rdev) {
@@ -753,7 +760,7 @@ int target_fd_for_job(void)
 
 int target_check_open(void)
 {
-	int flags = O_RDONLY | (lo.direct ? O_DIRECT : 0) | O_CLOEXEC, fd, ro = 0, err = 0;
+	int fd, ro = 0, err = 0;
 	char path[64];
 
 	if (lo.op != OP_RW || target_fd < 0)	/* no target, or none to stand in for a new file */
@@ -763,16 +770,8 @@ int target_check_open(void)
 	 * opened to write tells udev it changed, and it reads the disk again); the permission to
 	 * write is asked instead, as the job's open would answer it.
 	 */
-	fd = reopen(target_fd, flags);
-	if (fd < 0 && errno == EINVAL && lo.direct) {
-		lerr("%s does not support O_DIRECT (use --buffered, or a file on another "
-		     "filesystem)", shown);
+	if ((fd = job_open(false)) < 0)
 		return -1;
-	}
-	if (fd < 0) {
-		lerr("cannot open %s: %s", shown, strerror(errno));
-		return -1;
-	}
 	if (writable) {
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 		if (faccessat(AT_FDCWD, path, W_OK, AT_EACCESS))
