@@ -1014,7 +1014,6 @@ def test_aa_false_positive_rate_of_a_real_load(tmp_path, loopdev, no_bpf_leak):
         load.terminate()
         load.wait(timeout=30)
     doc = compare_json(rec, "--aa", "200")
-    print(compare(rec, "--aa", "200").stdout)
     print(f"A/A false-positive rate: {doc['splits_with_change']} of {doc['splits']} "
           f"splits = {100 * doc['false_positive_rate']:.1f} %")
     assert doc["intervals"] == 60 and doc["splits"] == 200
