@@ -63,7 +63,7 @@ class HeldLoad:
 
 def test_interval_boundaries_shared(loopdev, loopdev2, no_bpf_leak):
     """20000 O_DIRECT reads through io_uring and 20000 through libaio, rate-limited so that they
-    span ~10 s, i.e. ~100 boundaries of 100 ms intervals, with all four layers on. Summed over
+    span ~5 s, i.e. ~100 boundaries of 50 ms intervals, with all four layers on. Summed over
     every record, each layer's count is exactly what the loads issued: an I/O whose stages
     straddle a boundary is counted once, in one interval, never lost, never twice.
 
@@ -82,7 +82,7 @@ def test_interval_boundaries_shared(loopdev, loopdev2, no_bpf_leak):
     in-flight table) is only ever reused by the same load: see complete_unseen below."""
     if URING_DISABLED.exists() and URING_DISABLED.read_text().strip() != "0":
         pytest.skip("io_uring is disabled on this kernel (kernel.io_uring_disabled)")
-    n, rate = 20000, 2000
+    n, rate = 20000, 4000
     common = ["--rw", "randread", "--bs", "4k", "--qd", "16", "--ios", str(n), "--rate",
               str(rate), "--force", "--json"]
     loads, tracers = {}, {}
@@ -94,7 +94,7 @@ def test_interval_boundaries_shared(loopdev, loopdev2, no_bpf_leak):
                 loads[name] = HeldLoad("--engine", engine, "--device", dev, *common)
             for name, ld in loads.items():
                 tracers[name] = Tracer(["-l", "block,uring,aio,syscall", "-P", "-O", "-F", "-j",
-                                        "-p", str(ld.pid), "0.1"])
+                                        "-p", str(ld.pid), "0.05"])
             for ld in loads.values():
                 ld.go()
             docs = {name: ld.finish() for name, ld in loads.items()}
