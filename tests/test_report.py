@@ -1324,3 +1324,85 @@ def test_a_waterfall_without_its_whole_shows_no_share(tmp_path):
     report(rec, "-o", tmp_path / "w.html", check=True)
     html = (tmp_path / "w.html").read_text()
     assert re.search(r">wait</td><td>20</td>(<td>[^<]*</td>){3}<td>25\.0%</td>", html), html
+
+
+def wf_box(html, head):
+    """One waterfall: its bar's segments [(stage, x, width)], its labels {stage: text under
+    it}, its dashed line's x (None), its notes, and its table rows {stage: share}."""
+    sec = html.split('id="waterfalls"', 1)[1].split("</section>", 1)[0]
+    box = sec.split(f"<h3>{head}</h3>", 1)[1].split('<div class="wfbox">', 1)[0]
+    svg = box.split("</svg>", 1)[0] if "<svg" in box else ""
+    segs = [(m[2], float(m[0]), float(m[1])) for m in re.findall(
+        r'<rect x="([\d.]+)" y="4" width="([\d.]+)"[^>]*><title>(\w+):', svg)]
+    texts = re.findall(r'<text x="([\d.]+)" y="(\d+)">([^<]*)</text>', svg)
+    labels = {}
+    for (x, y, name), (x2, y2, value) in zip(texts[::2], texts[1::2]):
+        assert (x, y, y2) == (x2, "48", "60"), texts
+        labels[name] = value
+    line = re.search(r'<line class="whole" x1="([\d.]+)"', svg)
+    notes = re.findall(r'<p class="help">(.*?)</p>', box)
+    rows = {m[0]: re.findall(r"<td[^>]*>([^<]*)</td>", m[1])[4] for m in re.findall(
+        r'<tr><td class="l"[^>]*>(?:<span[^>]*></span>)?(\w+)(?: \(upper bound\))?</td>'
+        r'((?:<td[^>]*>[^<]*</td>)+)</tr>', box)}
+    return segs, labels, line and float(line[1]), notes, rows
+
+
+def test_a_waterfall_s_bar_and_table_give_one_share(tmp_path):
+    """The bar's labels were shares of the sum of its segments' means, the table's of the
+    mean whole (total): wait showed 25% on the bar and 12.5% in the table, and without a
+    whole the bar still printed percentages of nothing recorded. The bar is now drawn to the
+    whole's scale, every label the table's share of that stage; what the stages do not cover
+    is a labelled "unattributed" end, stages that pass the whole are said to and a dashed line
+    marks it, and without a whole the labels are the stages' means, no percentages."""
+    def aio(stage, n, ns):
+        h = uring_hist(stage, 5, n, ns=ns)
+        h["layer"] = "aio"
+        return h
+    ivs = [[uring_hist("wait", 1, 20, ns=1000), uring_hist("device", 1, 20, ns=3000),
+            uring_hist("total", 1, 20, ns=8000),     # the stages cover half the whole
+            uring_hist("wait", 2, 19, ns=1000), uring_hist("device", 2, 19, ns=3000),
+            uring_hist("total", 2, 19, ns=3000),     # they add up to 4/3 of it
+            uring_hist("wait", 3, 18, ns=1000), uring_hist("device", 3, 18, ns=3000),
+            uring_hist("submit_cqe", 4, 17, ns=40000), uring_hist("cqe_reap", 4, 17, ns=4000),
+            uring_hist("total", 4, 17, ns=44000)] +   # the parts are the whole
+           [aio(st, 10, ns) for st, ns in (("submit_bio", 2000), ("wait", 1000),
+                                           ("device", 20000), ("complete_reap", 5000),
+                                           ("total", 30000))]] * 3
+    rec = write_rec(tmp_path / "r.ndjson", ivs)
+    report(rec, "-o", tmp_path / "r.html", "--top", "8", check=True)
+    html = (tmp_path / "r.html").read_text()
+    boxes = {h.split("[")[1].split()[2]: wf_box(html, h) for h in waterfall_heads(html)}
+    assert sorted(boxes) == ["1", "2", "3", "4", "5"], boxes.keys()
+    for pid, (segs, labels, line, notes, rows) in boxes.items():
+        assert segs and labels, pid
+        for stage, text in labels.items():   # every label on the bar is the table's share
+            assert text == rows[stage] or pid == "3", (pid, stage, text, rows)
+        assert abs(segs[0][1] - 10) < 0.05 and all(   # one run of segments, 700 px long
+            abs(a[1] + a[2] - b[1]) < 0.15 for a, b in zip(segs, segs[1:])), (pid, segs)
+        assert abs(sum(w for _, _, w in segs) - 700) < 0.3, (pid, segs)
+    # half the whole: the segments its shares of 700 px, the other half unattributed
+    segs, labels, line, notes, rows = boxes["1"]
+    assert [(s, round(w, 1)) for s, _, w in segs] == [("wait", 87.5), ("device", 262.5),
+                                                      ("unattributed", 350.0)], segs
+    assert rows == {"wait": "12.5%", "device": "37.5%", "unattributed": "50.0%",
+                    "total": "100.0%"}, rows
+    assert labels == {"wait": "12.5%", "device": "37.5%", "unattributed": "50.0%"}
+    assert line is None and notes == []
+    # past the whole: not rescaled to look whole; the whole marked, the excess said
+    segs, labels, line, notes, rows = boxes["2"]
+    assert [(s, round(w, 1)) for s, _, w in segs] == [("wait", 175.0), ("device", 525.0)], segs
+    assert labels == {"wait": "33.3%", "device": "100.0%"}
+    assert line is not None and abs(line - (10 + 525)) < 0.1, line
+    assert len(notes) == 1 and "add up to 133.3% of the mean total" in notes[0], notes
+    # no whole: no share anywhere, the bar's labels are the means
+    segs, labels, line, notes, rows = boxes["3"]
+    assert rows == {"wait": "-", "device": "-"}, rows
+    assert labels == {"wait": "1.00us", "device": "3.00us"}, labels
+    svg = html.split("<h3>uring [read pid 3 p3]</h3>", 1)[1].split("</svg>", 1)[0]
+    assert "%" not in re.sub(r"<title>.*?</title>", "", svg), svg
+    assert len(notes) == 1 and "No whole was recorded" in notes[0], notes
+    # parts that are the whole: nothing unattributed, nothing marked
+    segs, labels, line, notes, rows = boxes["4"]
+    assert [s for s, _, _ in segs] == ["submit_cqe", "cqe_reap"] and line is None, segs
+    assert labels == {"submit_cqe": "90.9%", "cqe_reap": "9.1%"}, labels
+    assert boxes["5"][1]["device"] == "66.7%" and boxes["5"][4]["unattributed"] == "6.7%"

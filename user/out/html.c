@@ -376,18 +376,89 @@ static uint64_t mean(const struct hist *h)
 	return h->count ? h->sum_ns / h->count : 0;
 }
 
-static void waterfall(const struct wf_group *g, const struct hist *st, struct sbuf *b)
+/*
+ * A stage's share of the waterfall's whole as the page writes it, in the table and on the bar
+ * alike: one computation, so one stage never shows two figures. "-": no whole recorded.
+ */
+static const char *wf_share(char *buf, size_t len, uint64_t part, uint64_t whole)
+{
+	if (whole)
+		snprintf(buf, len, "%.1f%%", 100.0 * (double)part / (double)whole);
+	else
+		snprintf(buf, len, "-");
+	return buf;
+}
+
+/* The swatch of a bar segment in its table row: its colour, or (tint < 0) the remainder's
+ * hatching. */
+static void wf_swatch(char *buf, size_t len, double tint)
+{
+	if (tint < 0)
+		snprintf(buf, len, "<span style=\"display:inline-block;width:.8em;height:.8em;"
+			 "margin-right:.4em;background:repeating-linear-gradient(45deg,#888 0 2px,"
+			 "transparent 2px 5px);outline:1px solid #888\"></span>");
+	else
+		snprintf(buf, len, "<span style=\"display:inline-block;width:.8em;height:.8em;"
+			 "margin-right:.4em;background:#%06x\"></span>", report_viridis(tint));
+}
+
+static void wf_row(const struct wf_group *g, const struct hist *st, int k, const char *swatch,
+		   uint64_t whole, struct sbuf *b)
+{
+	const struct hist *h = &st[k];
+	/* io_uring's reap is read at the ring's next event: cqe_reap and its total */
+	bool upper = k == 4 || (k == 8 && !strcmp(g->key->layer, "uring"));
+	char v1[24], v2[24], v3[24], share[24];
+
+	html_pct(v1, sizeof(v1), h, 500000);
+	html_pct(v2, sizeof(v2), h, 990000);
+	fmt_ns(v3, sizeof(v3), mean(h), false);
+	/* a share of a whole not recorded (--stages without total or submit_cqe), or of a stage
+	 * with no value: unknown, not 0 */
+	wf_share(share, sizeof(share), mean(h), h->count ? whole : 0);
+	sbuf_printf(b, "<tr><td class=\"l\">%s%s%s</td><td>%" PRIu64 "</td><td>%s</td>"
+		  "<td>%s</td><td>%s</td><td>%s</td><td%s>%" PRIu64 "</td></tr>",
+		  swatch, wf_name(k), upper ? " (upper bound)" : "", (uint64_t)h->count,
+		  h->count ? v1 : "-", h->count ? v2 : "-", h->count ? v3 : "-", share,
+		  h->unmeasured ? " class=\"bad\"" : "", (uint64_t)h->unmeasured);
+}
+
+/* A bar segment's two label lines (its name, its share or mean), where they fit its width
+ * (12px sans-serif: 7 px a character at most). */
+static void wf_label(double x, double w, const char *name, const char *value, struct sbuf *b)
+{
+	size_t n = strlen(name) > strlen(value) ? strlen(name) : strlen(value);
+
+	if (w >= 7.0 * (double)n + 4)
+		sbuf_printf(b, "<text x=\"%.1f\" y=\"48\">%s</text><text x=\"%.1f\" y=\"60\">%s"
+			  "</text>", 12 + x, name, 12 + x, value);
+}
+
+/*
+ * One process's requests of one opcode: a bar of the mean time of each stage it lives through,
+ * in order, and a table. With the whole known (total, else submit_cqe / submit_complete), the
+ * bar is drawn to its scale and every segment is labelled with its share of it, the table's
+ * share: what the stages shown do not cover is a hatched "unattributed" remainder, and stages
+ * that add up to more than the whole (their means are of different requests: the bio stages
+ * of linked requests only) pass a dashed line that marks it, said under the bar, not rescaled
+ * away. Without a whole, the segments are the stages' means side by side, labelled with them:
+ * no percentage of a whole that was not recorded.
+ */
+static void waterfall(const struct wf_group *g, const struct hist *st, size_t num,
+		      struct sbuf *b)
 {
 	static const double tints[] = { 0.15, 0.38, 0.62, 0.86, 0.97 };
-	uint64_t whole = 0, seg[6], sum = 0;
-	int k, nseg = 0, idx[6];
+	uint64_t whole = 0, seg[6], sum = 0, rest = 0, scale;
+	int k, j, nseg = 0, idx[6], wk = 8;
+	bool over = false, inbar;
 	double x = 0, w;
-	char lab[REC_LABELS_LEN], v1[24], v2[24], v3[24];
+	char lab[REC_LABELS_LEN], v1[24], v2[24], sh[24], swatch[200];
 	struct rec_id tmp = *g->key;
 
 	/* the whole: total (submit -> reaped) when seen, else submit -> CQE / completion */
 	for (k = 8; k >= 6 && !whole; k--)
-		whole = mean(&st[k]);
+		if ((whole = mean(&st[k])))
+			wk = k;
 	/* the bar: the linked parts when there are any, else the submit span; then the reap */
 	for (k = 0; k < 4; k++)
 		if (st[k].count)
@@ -401,58 +472,101 @@ static void waterfall(const struct wf_group *g, const struct hist *st, struct sb
 			idx[nseg++] = k;
 	for (k = 0; k < nseg; k++)
 		sum += seg[k] = mean(&st[idx[k]]);
+	/* a remainder or an excess the shares' one decimal cannot show is the means' rounding */
+	if (nseg && whole > sum && strcmp(wf_share(sh, sizeof(sh), whole - sum, whole), "0.0%"))
+		rest = whole - sum;
+	over = whole && sum > whole && strcmp(wf_share(sh, sizeof(sh), sum, whole), "100.0%");
+	scale = whole > sum ? whole : sum;
 	tmp.flags[0] = '\0';
 	rec_id_labels(&tmp, lab, sizeof(lab));
 	sbuf_puts(b, "<div class=\"wfbox\"><h3>");
 	esc(b, g->key->layer);
 	sbuf_puts(b, " [");
 	esc(b, lab);
-	sbuf_printf(b, "]</h3><svg class=\"wf\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 720 "
-		  "62\" role=\"img\"><title>mean time per stage</title>");
-	for (k = 0; k < nseg && sum; k++) {
-		w = 700.0 * (double)seg[k] / (double)sum;
-		sbuf_printf(b, "<rect x=\"%.1f\" y=\"4\" width=\"%.1f\" height=\"26\" fill=\"#%06x\" "
-			  "stroke=\"#fff\" stroke-width=\"1\"><title>%s: mean %s</title></rect>",
-			  10 + x, w, report_viridis(tints[k % 5]), wf_name(idx[k]),
-			  fmt_ns(v1, sizeof(v1), seg[k], false));
-		if (w > 56)
-			sbuf_printf(b, "<text x=\"%.1f\" y=\"48\">%s</text><text x=\"%.1f\" y=\"60\">"
-				  "%.0f%%</text>", 12 + x, wf_name(idx[k]), 12 + x,
-				  100.0 * (double)seg[k] / (double)sum);
-		x += w;
+	sbuf_puts(b, "]</h3>");
+	if (nseg && scale) {
+		sbuf_printf(b, "<svg class=\"wf\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 "
+			  "720 62\" role=\"img\"><title>%s</title>", whole ?
+			  "mean time per stage, to the scale of the mean whole" :
+			  "mean time per stage, side by side: no whole was recorded");
+		if (rest)
+			sbuf_printf(b, "<defs><pattern id=\"wfu-%zu\" width=\"6\" height=\"6\" "
+				  "patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\">"
+				  "<line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#888\" "
+				  "stroke-width=\"2\"/></pattern></defs>", num);
+		for (k = 0; k < nseg; k++) {
+			w = 700.0 * (double)seg[k] / (double)scale;
+			fmt_ns(v1, sizeof(v1), seg[k], false);
+			wf_share(sh, sizeof(sh), seg[k], whole);
+			sbuf_printf(b, "<rect x=\"%.1f\" y=\"4\" width=\"%.1f\" height=\"26\" "
+				  "fill=\"#%06x\" stroke=\"#fff\" stroke-width=\"1\" data-stage=\"%s\">"
+				  "<title>%s: mean %s", 10 + x, w, report_viridis(tints[k % 5]),
+				  wf_name(idx[k]), wf_name(idx[k]), v1);
+			if (whole)
+				sbuf_printf(b, ", %s of the mean %s", sh, wf_name(wk));
+			sbuf_puts(b, "</title></rect>");
+			wf_label(x, w, wf_name(idx[k]), whole ? sh : v1, b);
+			x += w;
+		}
+		if (rest) {
+			w = 700.0 * (double)rest / (double)scale;
+			fmt_ns(v1, sizeof(v1), rest, false);
+			wf_share(sh, sizeof(sh), rest, whole);
+			sbuf_printf(b, "<rect x=\"%.1f\" y=\"4\" width=\"%.1f\" height=\"26\" "
+				  "fill=\"url(#wfu-%zu)\" stroke=\"#888\" stroke-width=\"1\" "
+				  "data-stage=\"unattributed\"><title>unattributed: %s, %s of the mean "
+				  "%s, not covered by the means of the stages shown</title></rect>",
+				  10 + x, w, num, v1, sh, wf_name(wk));
+			wf_label(x, w, "unattributed", sh, b);
+		}
+		if (over) {
+			w = 10 + 700.0 * (double)whole / (double)scale;
+			fmt_ns(v1, sizeof(v1), whole, false);
+			sbuf_printf(b, "<line class=\"whole\" x1=\"%.1f\" x2=\"%.1f\" y1=\"0\" y2=\"34\" "
+				  "stroke=\"currentColor\" stroke-width=\"2\" stroke-dasharray=\"4 2\">"
+				  "<title>the mean %s: %s</title></line>", w, w, wf_name(wk), v1);
+		}
+		sbuf_puts(b, "</svg>");
 	}
-	sbuf_puts(b, "</svg><div class=\"scroll\"><table><thead><tr><th class=\"l\">stage</th>"
-		   "<th>count</th><th>p50</th><th>p99</th><th>mean</th><th>share</th>"
-		   "<th>unmeasured</th></tr></thead><tbody>");
-	for (k = 0; k < 9; k++) {
-		const struct hist *h = &st[k];
-		/* io_uring's reap is read at the ring's next event: cqe_reap and its total */
-		bool upper = k == 4 || (k == 8 && !strcmp(g->key->layer, "uring"));
-		char swatch[160] = "", share[24];
-		int j;
-
-		if (!h->count && !h->unmeasured)
-			continue;
-		for (j = 0; j < nseg; j++)	/* the stage's colour in the bar */
-			if (idx[j] == k)
-				snprintf(swatch, sizeof(swatch), "<span style=\"display:inline-block;"
-					 "width:.8em;height:.8em;margin-right:.4em;background:#%06x\">"
-					 "</span>", report_viridis(tints[j % 5]));
-		html_pct(v1, sizeof(v1), h, 500000);
-		html_pct(v2, sizeof(v2), h, 990000);
-		fmt_ns(v3, sizeof(v3), mean(h), false);
-		/* a share of a whole not recorded (--stages without total or submit_cqe), or of
-		 * a stage with no value: unknown, not 0 */
-		if (whole && h->count)
-			snprintf(share, sizeof(share), "%.1f%%",
-				 100.0 * (double)mean(h) / (double)whole);
+	if (nseg && !whole)
+		sbuf_puts(b, "<p class=\"help\">No whole was recorded (no total, submit_cqe or "
+			   "submit_complete: <code>--stages</code> left them out), so no stage has a "
+			   "share: the bar sets the stages' means side by side.</p>");
+	if (over) {
+		fmt_ns(v1, sizeof(v1), whole, false);
+		sbuf_printf(b, "<p class=\"help\">The stages in the bar add up to %s of the mean %s "
+			  "(%s): ", wf_share(sh, sizeof(sh), sum, whole), wf_name(wk), v1);
+		if (wk < 8 && (st[4].count || st[5].count))
+			sbuf_printf(b, "%s comes after it, which ends at the %s (no total was "
+				  "recorded). ", st[4].count ? wf_name(4) : wf_name(5),
+				  wk == 6 ? "CQE" : "completion");
 		else
-			snprintf(share, sizeof(share), "-");
-		sbuf_printf(b, "<tr><td class=\"l\">%s%s%s</td><td>%" PRIu64 "</td><td>%s</td>"
-			  "<td>%s</td><td>%s</td><td>%s</td><td%s>%" PRIu64 "</td></tr>",
-			  swatch, wf_name(k), upper ? " (upper bound)" : "", (uint64_t)h->count,
-			  h->count ? v1 : "-", h->count ? v2 : "-", h->count ? v3 : "-", share,
-			  h->unmeasured ? " class=\"bad\"" : "", (uint64_t)h->unmeasured);
+			sbuf_puts(b, "their means are of different requests (submit_bio, wait, device "
+				   "and device_cqe of the requests linked to their bios only). ");
+		sbuf_puts(b, "Not rescaled to fit: the dashed line marks the whole.</p>");
+	}
+	sbuf_printf(b, "<div class=\"scroll\"><table><thead><tr><th class=\"l\">stage</th>"
+		  "<th>count</th><th>p50</th><th>p99</th><th>mean</th><th>share%s%s</th>"
+		  "<th>unmeasured</th></tr></thead><tbody>", whole ? " of " : "",
+		  whole ? wf_name(wk) : "");
+	/* the bar's stages in its order, its remainder, then the rest (the spans, the whole) */
+	for (j = 0; j < nseg; j++) {
+		wf_swatch(swatch, sizeof(swatch), tints[j % 5]);
+		wf_row(g, st, idx[j], swatch, whole, b);
+	}
+	if (rest) {
+		wf_swatch(swatch, sizeof(swatch), -1);
+		sbuf_printf(b, "<tr><td class=\"l\" title=\"the part of the mean whole the means of "
+			  "the stages above do not cover\">%sunattributed</td><td>-</td><td>-</td>"
+			  "<td>-</td><td>%s</td><td>%s</td><td>-</td></tr>", swatch,
+			  fmt_ns(v1, sizeof(v1), rest, false),
+			  wf_share(v2, sizeof(v2), rest, whole));
+	}
+	for (k = 0; k < 9; k++) {
+		for (j = 0, inbar = false; j < nseg; j++)
+			inbar |= idx[j] == k;
+		if (!inbar && (st[k].count || st[k].unmeasured))
+			wf_row(g, st, k, "", whole, b);
 	}
 	sbuf_puts(b, "</tbody></table></div></div>\n");
 }
@@ -528,9 +642,13 @@ static void waterfalls(const struct report *r, struct sbuf *b)
 	sbuf_puts(b, "<section id=\"waterfalls\"><h2>Waterfalls</h2><p class=\"help\">io_uring "
 		   "and aio requests per process and opcode (their paths merged): the mean time "
 		   "of each stage a request lives through, in order, and its share of the mean "
-		   "whole (submit to reap). submit_bio, wait, device and device_cqe are measured "
-		   "for O_DIRECT requests linked to their bios only, so their shares come from "
-		   "those; io_uring's cqe_reap and total are upper bounds.</p>\n");
+		   "whole: total (submit to reap), else submit_cqe or submit_complete where no "
+		   "total was recorded. The bar is drawn to the scale of the whole, labelled with "
+		   "the table's shares; its hatched <em>unattributed</em> end is the part of the "
+		   "whole the stages' means do not cover. submit_bio, wait, device and device_cqe "
+		   "are measured for O_DIRECT requests linked to their bios only, so their means "
+		   "are of those and need not add up to the whole (where they pass it, a dashed "
+		   "line marks it); io_uring's cqe_reap and total are upper bounds.</p>\n");
 	for (i = 0; i < n; i++) {
 		int l = !strcmp(g[i].key->layer, "aio");
 
@@ -539,7 +657,7 @@ static void waterfalls(const struct report *r, struct sbuf *b)
 		memset(st, 0, 9 * sizeof(*st));
 		for (j = g[i].first; j < g[i].first + g[i].n; j++)
 			series_hist(v[j], &st[wf_slot(v[j]->key.stage)]);
-		waterfall(&g[i], st, b);
+		waterfall(&g[i], st, i, b);
 	}
 	sbuf_puts(b, "</section>\n");
 out:
