@@ -1406,3 +1406,52 @@ def test_a_waterfall_s_bar_and_table_give_one_share(tmp_path):
     assert [s for s, _, _ in segs] == ["submit_cqe", "cqe_reap"] and line is None, segs
     assert labels == {"submit_cqe": "90.9%", "cqe_reap": "9.1%"}, labels
     assert boxes["5"][1]["device"] == "66.7%" and boxes["5"][4]["unattributed"] == "6.7%"
+
+
+def heatmap_columns(svg):
+    """A heatmap SVG's plot (x0, x1), its cells' columns [(x, width)] and its "not recorded"
+    runs [(x, width)]."""
+    root = ET.parse(svg).getroot()
+    plot = [e for e in root.iter(SVG_NS + "rect") if (e.get("fill") or "").startswith("url(")
+            and float(e.get("width")) > 100][0]
+    x0 = float(plot.get("x"))
+    cells = sorted({(float(e.get("x")), float(e.get("width")))
+                    for e in root.iter(SVG_NS + "rect") if e.get("data-n")})
+    gaps = [(float(e.get("x")), float(e.get("width")))
+            for e in root.iter(SVG_NS + "rect") if e.get("class") == "unrec"]
+    return (x0, x0 + float(plot.get("width"))), cells, gaps
+
+
+def test_a_gap_between_recordings_keeps_a_column_per_interval(tmp_path):
+    """Recordings given together: the columns were capped at the number of intervals, not at
+    the intervals the timeline holds. Two recordings of 5 s a minute apart got 10 columns of
+    7 s: each recording drawn in one column, a column of it marked as if it were the gap's.
+    Two of the same 10 s (two hosts) got 20 columns of 0.5 s: every other one empty, hatched
+    as a time of no I/O. A column is now an interval's length: 70 over the 70 s, the 60 of the
+    gap "not recorded"; 10 over the same 10 s, each holding I/O."""
+    ivs = [[uring_hist("total", 5, 10)]] * 5
+    a = write_rec(tmp_path / "a.ndjson", ivs)
+    b = write_rec(tmp_path / "b.ndjson", ivs, start=1_700_000_065 * 10**9)
+    report(a, b, "-o", tmp_path / "ab.html", "--svg", tmp_path / "svg", check=True)
+    (svg,) = (tmp_path / "svg").glob("uring-total-*.svg")
+    (x0, x1), cells, gaps = heatmap_columns(svg)
+    at = lambda t: x0 + t / 70 * (x1 - x0)  # noqa: E731   (s after a's start; b ends at 70)
+    # one column a second, each second of a recording in its own, at its time
+    assert [round(x, 1) for x, _ in cells] == [round(at(t), 1) for t in
+                                              (0, 1, 2, 3, 4, 65, 66, 67, 68, 69)], cells
+    assert all(abs(w - (at(1) - at(0))) < 0.1 for _, w in cells), cells
+    # the gap is the minute between them, exactly
+    assert len(gaps) == 1 and abs(gaps[0][0] - at(5)) < 0.1 and \
+        abs(gaps[0][0] + gaps[0][1] - at(65)) < 0.1, (gaps, at(5), at(65))
+    # the same ten seconds from two hosts: ten columns, none empty
+    c = write_rec(tmp_path / "c.ndjson", [[uring_hist("total", 5, 10)]] * 10, host="alpha")
+    d = write_rec(tmp_path / "d.ndjson", [[uring_hist("total", 5, 10)]] * 10, host="beta")
+    report(c, d, "-o", tmp_path / "cd.html", "--svg", tmp_path / "cd", check=True)
+    (svg,) = (tmp_path / "cd").glob("uring-total-*.svg")
+    (x0, x1), cells, gaps = heatmap_columns(svg)
+    assert len(cells) == 10 and not gaps, (cells, gaps)
+    assert all(abs(w - (x1 - x0) / 10) < 0.1 for _, w in cells), cells
+    # one recording: one column an interval, as before
+    report(c, "-o", tmp_path / "c.html", "--svg", tmp_path / "c", check=True)
+    (svg,) = (tmp_path / "c").glob("uring-total-*.svg")
+    assert len(heatmap_columns(svg)[1]) == 10

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -747,17 +748,42 @@ oom:
  */
 static const struct { int big_rpo, small_rpo; } levels[] = { { 16, 4 }, { 8, 4 }, { 4, 2 } };
 
+/*
+ * The most columns a panel can have: as many as intervals of their mean length fit in the
+ * recording's span, so that no column lies between two intervals of a recording with neither
+ * in it. Of one recording, its intervals; of recordings given together with time between
+ * them, that time's worth more (it was their count: two of 5 s a minute apart were 10 columns
+ * of 7 s, each recording drawn in one); of recordings of the same time (two hosts), fewer (it
+ * was twice theirs: every other column empty, hatched as if no I/O completed then).
+ */
+static int span_cols(const struct report *r)
+{
+	uint64_t span = r->t1 > r->t0 ? r->t1 - r->t0 : 0;
+	unsigned __int128 sum = 0;
+	double cols;
+	size_t i, n = 0;
+
+	for (i = 0; i < r->nivs; i++)
+		if (r->ivs[i].interval_ns && r->ivs[i].interval_ns <= r->ivs[i].ts_ns) {
+			sum += r->ivs[i].interval_ns;
+			n++;
+		}
+	/* no interval of a length known: one column each, as many as there are */
+	cols = n && span ? (double)span * (double)n / (double)sum : (double)r->nivs;
+	return cols < 1 ? 1 : cols > 100000 ? 100000 : (int)lround(cols);
+}
+
 static size_t bin_pass(const struct report *r, struct panel *p, int n, int level, double scale)
 {
-	int i, cols, ivs = (int)(r->nivs < 100000 ? r->nivs : 100000);
+	int i, cols, most = span_cols(r);
 	size_t cells = 0;
 
 	for (i = 0; i < n; i++) {
 		cols = (int)((p[i].small ? SMALL_COLS : BIG_COLS) * scale);
 		if (cols < MIN_COLS)
 			cols = MIN_COLS;
-		if (cols > ivs)
-			cols = ivs > 0 ? ivs : 1;
+		if (cols > most)
+			cols = most;
 		p[i].rpo_cap = p[i].small ? levels[level].small_rpo : levels[level].big_rpo;
 		if (panel_bin(r, &p[i], cols))
 			return SIZE_MAX;
