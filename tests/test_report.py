@@ -931,9 +931,9 @@ def test_a_long_label_set_is_cut_to_fit_its_panel_title_and_whole_in_its_tooltip
     cut = [(whole, shown) for whole, shown in titles if whole]
     assert cut and all(shown.endswith("&#8230;") and whole.startswith(shown[:-len("&#8230;")])
                        for whole, shown in cut), cut[:3]
-    assert all(cg in whole for whole, _ in cut if whole.startswith("uring ") and "[all]" not in
+    assert all(cg in whole for whole, _ in cut if whole.startswith("uring ") and "[all " not in
                whole), cut[:3]
-    assert ("", "uring submit_cqe [all]") in titles, titles[:5]
+    assert ("", "uring submit_cqe [all opcodes and processes]") in titles, titles[:5]
     # as Chromium lays them out, no title reaches its count (bold text measured wider than the
     # cut allowed for, a small panel's cut title ran into it); the same path under twelve
     # components of wide (CJK) characters too
@@ -1455,3 +1455,36 @@ def test_a_gap_between_recordings_keeps_a_column_per_interval(tmp_path):
     report(c, "-o", tmp_path / "c.html", "--svg", tmp_path / "c", check=True)
     (svg,) = (tmp_path / "c").glob("uring-total-*.svg")
     assert len(heatmap_columns(svg)[1]) == 10
+
+
+def test_a_merged_panel_is_titled_by_what_it_merges(tmp_path):
+    """A recording without -D (its block I/O one unlabelled label set) given with one of -D:
+    the panel of every label set merged and the unlabelled set's own were both titled "block
+    device [all]". The merged one now says what it merges ("[all disks]"), the unlabelled one
+    is "[all]" as the text output calls it, each disk its name: no two panels one title."""
+    def blk(n, **labels):
+        return {"layer": "block", "stage": "device", "labels": labels, "count": n,
+                "sum_ns": 1000 * n, "min_ns": 1000, "max_ns": 1000, "unmeasured": 0,
+                "buckets": [[992, 1024, n]]}
+    plain = write_rec(tmp_path / "plain.ndjson", [[blk(30)]] * 5)
+    per_disk = write_rec(tmp_path / "d.ndjson", [[blk(20, disk="vda"), blk(10, disk="vdb")]] * 5,
+                         start=1_700_000_005 * 10**9, argv=["record", "-D"])
+    titles = lambda html: re.findall(  # noqa: E731
+        r'<text x="[\d.]+" y="16" style="font-weight:bold">([^<]*)</text>', html.read_text())
+    report(plain, per_disk, "-o", tmp_path / "both.html", "--svg", tmp_path / "svg", check=True)
+    got = titles(tmp_path / "both.html")
+    assert got == ["block device [all disks]", "block device [all]", "block device [vda]",
+                   "block device [vdb]"], got
+    attrs, _ = svg_cells(tmp_path / "svg" / "block-device-all.svg")   # the id stays "all"
+    assert (attrs["data-labels"], attrs["data-count"]) == ("all disks", "300"), attrs
+    # -D alone: the merged panel is of all disks; without -D the one set is "[all]"
+    report(per_disk, "-o", tmp_path / "d.html", check=True)
+    assert titles(tmp_path / "d.html")[0] == "block device [all disks]"
+    report(plain, "-o", tmp_path / "plain.html", check=True)
+    assert titles(tmp_path / "plain.html") == ["block device [all]"]
+    # what differs between the label sets, each said once: disks, ops and flags
+    rec = write_rec(tmp_path / "f.ndjson", [[blk(5, disk="vda", op="read"),
+                                            blk(5, disk="vda", op="write", flags="sync"),
+                                            blk(5, disk="vdb", op="read")]])
+    report(rec, "-o", tmp_path / "f.html", check=True)
+    assert titles(tmp_path / "f.html")[0] == "block device [all disks, ops and flags]"

@@ -631,7 +631,50 @@ static void slug(char *dst, size_t len, const char *src)
 	dst[n] = '\0';
 }
 
-static struct panel *panel_new(struct panel **v, int *n, const struct series *s, int labelset)
+/*
+ * What a merged panel merges, said as its label set ("all disks", "all opcodes and processes"):
+ * the labels whose values differ between the layer's label sets. Not "all", which is what an
+ * unlabelled label set is called, here and in the text output (a recording without -D, given
+ * with one of -D, has one beside the merged panel).
+ */
+static void merged_labels(const struct report *r, const char *layer, char *buf, size_t len)
+{
+	static const char *const what[] = { "disks", "ops", "opcodes", "flags", "syscalls",
+					    "processes", "cgroups" };
+	const struct rec_id *first = NULL, *k;
+	bool differ[7] = { false };
+	size_t i, used;
+	int j, n = 0, said = 0;
+
+	for (i = 0; i < r->nlabelsets; i++) {
+		k = r->labelsets[i].key;
+		if (strcmp(k->layer, layer))
+			continue;
+		if (!first) {
+			first = k;
+			continue;
+		}
+		differ[0] |= strcmp(k->disk, first->disk) != 0;
+		differ[1] |= strcmp(k->op, first->op) != 0;
+		differ[2] |= strcmp(k->opcode, first->opcode) != 0;
+		differ[3] |= strcmp(k->flags, first->flags) != 0;
+		differ[4] |= strcmp(k->syscall, first->syscall) != 0;
+		differ[5] |= k->pid != first->pid || strcmp(k->comm, first->comm);
+		differ[6] |= strcmp(k->cgroup, first->cgroup) != 0;
+	}
+	for (j = 0; j < 7; j++)
+		n += differ[j];
+	used = (size_t)snprintf(buf, len, "all");
+	for (j = 0; j < 7 && used < len; j++)
+		if (differ[j])
+			used += (size_t)snprintf(buf + used, len - used, "%s%s",
+						 !said++ ? " " : said == n ? " and " : ", ", what[j]);
+	if (!n)		/* label sets apart by nothing: none to merge (not reached) */
+		snprintf(buf, len, "all label sets");
+}
+
+static struct panel *panel_new(struct panel **v, int *n, const struct series *s, int labelset,
+			       const char *merged)
 {
 	struct panel *p = realloc(*v, (size_t)(*n + 1) * sizeof(*p)), *q;
 	char lab[REC_LABELS_LEN], id[REC_LABELS_LEN + 64];
@@ -646,10 +689,11 @@ static struct panel *panel_new(struct panel **v, int *n, const struct series *s,
 	q->stage_order = s->key.stage_order;
 	q->labelset = labelset;
 	if (labelset < 0)
-		snprintf(q->labels, sizeof(q->labels), "all");
+		snprintf(q->labels, sizeof(q->labels), "%s", merged);
 	else
 		rec_id_labels(&s->key, q->labels, sizeof(q->labels));
-	snprintf(lab, sizeof(lab), "%s", q->labels);
+	/* a merged panel's id (and SVG file) stays "all": links to it keep working */
+	snprintf(lab, sizeof(lab), "%s", labelset < 0 ? "all" : q->labels);
 	snprintf(id, sizeof(id), "%s-%s-%s", q->layer, q->stage, lab);
 	slug(q->id, sizeof(q->id), id);
 	q->small = labelset >= 0;
@@ -685,6 +729,7 @@ static int build_panels(struct report *r, struct panel **out, int *nout)
 {
 	struct series **v = malloc((r->nseries + 1) * sizeof(*v));
 	struct panel *panels = NULL, *p;
+	char merged[REC_LABELS_LEN] = "";
 	int n = 0, lsets, a, top = r->o.top;
 	size_t i, j, k;
 
@@ -700,7 +745,9 @@ static int build_panels(struct report *r, struct panel **out, int *nout)
 		lsets = 0;
 		for (k = 0; k < r->nlabelsets; k++)
 			lsets += !strcmp(r->labelsets[k].key->layer, v[i]->key.layer);
-		p = panel_new(&panels, &n, v[i], lsets == 1 ? v[i]->labelset : -1);
+		if (lsets != 1)
+			merged_labels(r, v[i]->key.layer, merged, sizeof(merged));
+		p = panel_new(&panels, &n, v[i], lsets == 1 ? v[i]->labelset : -1, merged);
 		if (!p)
 			goto oom;
 		p->small = false;
@@ -713,7 +760,7 @@ static int build_panels(struct report *r, struct panel **out, int *nout)
 			for (k = i; k < j; k++) {
 				if (r->labelsets[v[k]->labelset].rank != a)
 					continue;
-				p = panel_new(&panels, &n, v[k], v[k]->labelset);
+				p = panel_new(&panels, &n, v[k], v[k]->labelset, NULL);
 				if (!p || panel_take(p, v[k]))
 					goto oom;
 			}
