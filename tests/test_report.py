@@ -1488,3 +1488,26 @@ def test_a_merged_panel_is_titled_by_what_it_merges(tmp_path):
                                             blk(5, disk="vdb", op="read")]])
     report(rec, "-o", tmp_path / "f.html", check=True)
     assert titles(tmp_path / "f.html")[0] == "block device [all disks, ops and flags]"
+
+
+def test_top_0_leaves_no_empty_section(tmp_path):
+    """--top 0 (the merged heatmaps only) left a "Waterfalls" heading over nothing, linked
+    from the navigation. No section is empty now, whatever --top: each has more than its
+    heading and help, and every link leads to one."""
+    rec = tmp_path / "r.ndjson"
+    synthesize(rec, 10)
+    for top in ("0", "1", "4"):
+        out = tmp_path / f"top{top}.html"
+        report(rec, "-o", out, "--top", top, check=True)
+        html = out.read_text()
+        sections = re.findall(r'<section id="([^"]+)">(.*?)</section>', html, re.S)
+        assert sections, html[:500]
+        for sid, body in sections:
+            rest = re.sub(r'<h2>.*?</h2>|<p class="help">.*?</p>', "", body, flags=re.S)
+            assert re.search(r"<(table|svg|dl|p)\b", rest), (top, sid, body[:300])
+        ids = set(re.findall(r' id="([^"]+)"', html))
+        links = re.findall(r'href="#([^"]+)"', html)
+        assert [a for a in links if a not in ids] == [], (top, links)
+        nav = re.search(r"<nav>(.*?)</nav>", html)[1]
+        assert ("Waterfalls" in nav) == ('id="waterfalls"' in html) == (top != "0"), (top, nav)
+        assert ("Label sets" in nav) == ('id="labelsets"' in html) == (top != "0"), (top, nav)

@@ -636,7 +636,7 @@ static void waterfalls(const struct report *r, struct sbuf *b)
 				g[n].count = sums[k];
 		n++;
 	}
-	if (!n)
+	if (!n || r->o.top <= 0)	/* none shown (--top 0): no section, no link to one */
 		goto out;
 	qsort(g, n, sizeof(*g), group_cmp);
 	sbuf_puts(b, "<section id=\"waterfalls\"><h2>Waterfalls</h2><p class=\"help\">io_uring "
