@@ -113,6 +113,24 @@ def test_milliseconds_view_keeps_three_significant_digits(no_bpf_leak):
     assert len({tuple(e) for e in edges}) == len(edges), hist
 
 
+def test_waterfall_without_a_whole_gives_no_share(no_bpf_leak):
+    """-W with only cqe_reap asked for (--stages): no total and no submit_cqe was recorded, so
+    no share of either can be known. The SHARE column says "-" (it said 0.0 %, a figure), and
+    with no layer left for the summary table no bare STAGE header stands over no row."""
+    tracer = Tracer(["-l", "uring", "--stages", "uring.cqe_reap", "-P", "-W", "600"])
+    load("--op", "timeout", "--latency", "1ms", "--ios", "20")
+    lines = tracer.stop().splitlines()
+    head = next(x for x in lines if x.strip().startswith("STAGE"))
+    row = next(x for x in lines if x.strip().startswith("cqe_reap"))
+    assert head.split() == ["STAGE", "COUNT", "P50", "P99", "MEAN", "SHARE"], head
+    # the last reaps have no later event of their ring: unmeasured, said under the table
+    said = next(x for x in lines if "unmeasured: uring cqe_reap" in x)
+    unmeasured = int(re.search(r"\] (\d+) of 20:", said)[1])
+    assert int(row.split()[1]) + unmeasured == 20 and row.split()[5] == "-", (row, said)
+    assert head.index("SHARE") + len("SHARE") == row.index(" -  ") + 2, (head, row)
+    assert not [x for x in lines if x.startswith("STAGE")], lines
+
+
 def test_path_flags_past_the_array_are_counted_in_the_hash(no_bpf_leak):
     """Without -O, -P, -C the histograms are a per-CPU array by (path flags, generation). On a
     host with many CPUs the budget holds only part of it (--hist-keys 16: the floor, as on 70

@@ -33,11 +33,15 @@ static bool waterfall_layer(const struct rec *r);
 static void print_summary(const struct interval *iv, bool waterfall, FILE *f)
 {
 	char lab[REC_LABELS_LEN], v[5][24];
+	bool rows = false;
 	size_t i;
 	int j;
 
-	fprintf(f, "%-17s %9s %*s %*s %*s %*s %*s\n", "STAGE", "COUNT", VW, "P50", VW, "P90", VW,
-		"P99", VW, "P99.9", VW, "MAX");
+	for (i = 0; i < iv->recs.n && !rows; i++)
+		rows = !waterfall || !waterfall_layer(&iv->recs.v[i]);
+	if (rows)	/* -W of the uring and aio layers alone: no header over no row */
+		fprintf(f, "%-17s %9s %*s %*s %*s %*s %*s\n", "STAGE", "COUNT", VW, "P50", VW,
+			"P90", VW, "P99", VW, "P99.9", VW, "MAX");
 	for (i = 0; i < iv->recs.n; i++) {
 		const struct rec *r = &iv->recs.v[i];
 
@@ -129,7 +133,7 @@ static void print_waterfall_group(const struct interval *iv, size_t first, FILE 
 {
 	static struct hist st[WF_N];
 	const struct rec *g = &iv->recs.v[first];
-	char lab[REC_LABELS_LEN], p50[24], p99[24], mean[24], bar[32];
+	char lab[REC_LABELS_LEN], p50[24], p99[24], mean[24], bar[32], share[16];
 	uint64_t whole;
 	size_t i, k;
 	int w, ruled = 0;
@@ -174,9 +178,13 @@ static void print_waterfall_group(const struct interval *iv, size_t first, FILE 
 		w = whole ? (int)(m * 20 / whole) : 0;
 		memset(bar, '#', (size_t)(w > 20 ? 20 : w));
 		bar[w > 20 ? 20 : w] = '\0';
-		fprintf(f, "  %-15s %9" PRIu64 " %*s %*s %*s %5.1f%% %s%s\n", wf_order[k],
-			(uint64_t)h->count, VW, p50, VW, p99, VW, mean,
-			whole ? 100.0 * (double)m / (double)whole : 0.0, k < 6 ? bar : "",
+		/* a share of a whole not recorded (--stages without total or submit_cqe): unknown */
+		if (whole)
+			snprintf(share, sizeof(share), "%5.1f%%", 100.0 * (double)m / (double)whole);
+		else
+			snprintf(share, sizeof(share), "%6s", "-");
+		fprintf(f, "  %-15s %9" PRIu64 " %*s %*s %*s %s %s%s\n", wf_order[k],
+			(uint64_t)h->count, VW, p50, VW, p99, VW, mean, share, k < 6 ? bar : "",
 			/* io_uring's reap is read at the ring's next event: cqe_reap and its total */
 			k == 4 || (k == 8 && !strcmp(g->layer, "uring")) ? " (upper bound)" : "");
 	}
