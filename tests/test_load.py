@@ -2,6 +2,7 @@
 
 Most of these need no root. Files live under a directory on a disk filesystem (O_DIRECT needs
 one; /tmp may be tmpfs)."""
+import contextlib
 import errno
 import hashlib
 import json
@@ -1305,3 +1306,80 @@ def test_cpus_given_twice_is_the_last_list(workdir):
         out, err = p.communicate(timeout=30)
     assert p.returncode == 0, err
     assert pinned == {"1"}
+
+
+@contextlib.contextmanager
+def cpuset_of(cpu):
+    """A preexec_fn that moves the process into a cpuset of cpu alone (the cgroup v1 cpuset
+    hierarchy, or cgroup v2 where cpuset can be enabled below ours), removed afterwards; skips
+    where neither can be made."""
+    v1 = Path("/sys/fs/cgroup/cpuset")
+    if (v1 / "cpuset.cpus").exists():
+        cg, procs = v1 / f"iostrata-load-test-{os.getpid()}", "tasks"
+        mems = (v1 / "cpuset.mems").read_text().strip().split(",")[0].split("-")[0]
+        try:
+            cg.mkdir()
+            (cg / "cpuset.cpus").write_text(str(cpu))
+            (cg / "cpuset.mems").write_text(mems)
+        except OSError as e:
+            if cg.exists():
+                cg.rmdir()
+            pytest.skip(f"cannot make a cpuset: {e}")
+    else:
+        own = conftest.own_cgroup()
+        if not own or "cpuset" not in (own / "cgroup.controllers").read_text().split():
+            pytest.skip("no cpuset controller to restrict a process with")
+        cg, procs = own / f"iostrata-load-test-{os.getpid()}", "cgroup.procs"
+        try:
+            (own / "cgroup.subtree_control").write_text("+cpuset")
+            cg.mkdir()
+            (cg / "cpuset.cpus").write_text(str(cpu))
+        except OSError as e:
+            if cg.exists():
+                cg.rmdir()
+            pytest.skip(f"cannot make a cpuset: {e}")
+
+    def enter():
+        (cg / procs).write_text("0")
+    try:
+        yield enter
+    finally:
+        deadline = time.monotonic() + 10
+        while (cg / procs).read_text().strip():
+            assert time.monotonic() < deadline, "a process is still in the test's cpuset"
+            time.sleep(0.05)
+        cg.rmdir()
+
+
+@pytest.mark.root
+@pytest.mark.skipif(os.cpu_count() < 2, reason="needs two CPUs")
+def test_cpus_it_may_not_run_on_are_refused_before_the_target(workdir):
+    """--cpus naming a CPU outside the load's cpuset passed --check (exit 0), while a run laid
+    out its file, printed its report, then failed (exit 1: "cannot pin to CPU 1"); under
+    taskset -c 0 both ran, pinned outside the CPUs they were given. A CPU the process may not
+    run on (its affinity: taskset, a cpuset; an offline one is not in it either) is a bad
+    option: --check and the run say the same line, exit 2, with nothing made or printed."""
+    f = workdir / "f"
+    args = ["--cpus", "1", "--ios", "10", "--size", "1m", "--file", f]
+    with cpuset_of(0) as enter:
+        said = []
+        for extra in (["--check"], []):
+            r = subprocess.run([str(LOAD), *map(str, args), *extra], capture_output=True,
+                               text=True, timeout=60, stdin=subprocess.DEVNULL, preexec_fn=enter)
+            said.append((r.returncode, assert_one_line_error(r), r.stdout))
+            assert not f.exists(), extra
+    assert said[0] == said[1], said
+    assert said[0][:2] == (2, "iostrata-load: error: bad --cpus '1': CPU 1 is not one this "
+                              "process may run on (its affinity: taskset, a cpuset)"), said
+    # a CPU left out by taskset, among others; one this machine does not have
+    last = os.sysconf("SC_NPROCESSORS_CONF") - 1
+    for pre, cpus, needle in [(["taskset", "-c", "0"], "0-1", "CPU 1 is not one this process"),
+                              ([], str(last + 1), f"CPUs are 0 to {last} here")]:
+        said = []
+        for extra in (["--check"], []):
+            r = subprocess.run([*pre, str(LOAD), "--cpus", cpus, *map(str, args[2:]), *extra],
+                               capture_output=True, text=True, timeout=60,
+                               stdin=subprocess.DEVNULL)
+            said.append((r.returncode, assert_one_line_error(r, needle), r.stdout))
+            assert not f.exists(), extra
+        assert said[0] == said[1] and said[0][0] == 2, said

@@ -324,7 +324,8 @@ static const char usage[] =
 "  --force              allow writing an existing file or a device\n"
 "  --keep               keep a file iostrata-load created (the temporary one too)\n"
 "  --seed=N             offsets and read/write mix (default fixed)\n"
-"  --cpus=LIST          pin job i to the i-th CPU of LIST (e.g. 0,2-3)\n"
+"  --cpus=LIST          pin job i to the i-th CPU of LIST (e.g. 0,2-3): online\n"
+"                       CPUs this process may run on (taskset, cpuset)\n"
 "  --json               one JSON document (fio's field names) on stdout\n"
 "  --check              check the options and the target as a run would, then\n"
 "                       exit: 0 if a run would start; nothing made, written or\n"
@@ -490,12 +491,55 @@ static int parse_rw(const char *s)
 	return -1;
 }
 
+/*
+ * 0 if this process may run on cpu: online, and in its affinity (sched_getaffinity: the
+ * active CPUs of its mask, within its cpuset). Else -1, with why in buf. Where the mask cannot
+ * be read, 0: a job's own pinning still fails as one line.
+ */
+static int cpu_allowed(long cpu, char *why, size_t len)
+{
+	size_t n = 1024, size;
+	cpu_set_t *set = NULL;
+	char path[64], c = '1';
+	int ok = 1;
+	FILE *f;
+
+	for (;;) {	/* as big as the kernel's mask: EINVAL when ours is smaller */
+		set = CPU_ALLOC(n);
+		size = CPU_ALLOC_SIZE(n);
+		if (!set)
+			return 0;
+		if (!sched_getaffinity(0, size, set))
+			break;
+		CPU_FREE(set);
+		if (errno != EINVAL || n >= (1u << 20))
+			return 0;
+		n *= 2;
+	}
+	if ((size_t)cpu < n)
+		ok = CPU_ISSET_S((size_t)cpu, size, set);
+	CPU_FREE(set);
+	if (ok)
+		return 0;
+	/* cpu0 often has no online file: it cannot be taken offline */
+	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%ld/online", cpu);
+	if ((f = fopen(path, "re"))) {
+		if (fread(&c, 1, 1, f) != 1)
+			c = '1';
+		fclose(f);
+	}
+	snprintf(why, len, c == '0' ? "CPU %ld is offline" : "CPU %ld is not one this process "
+		 "may run on (its affinity: taskset, a cpuset)", cpu);
+	return -1;
+}
+
 static int parse_cpus(const char *s)
 {
 	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
 	const char *p = s;
-	char *end;
+	char *end, why[128];
 	long a, b;
+	int i;
 
 	lo.ncpus = 0;	/* a later --cpus replaces an earlier one, as every option does */
 	while (*p) {
@@ -527,6 +571,13 @@ static int parse_cpus(const char *s)
 			goto bad;
 		p = end;
 	}
+	/* each checked now, before a target is made: a job failed to pin itself after the
+	 * target was laid out, its error said after the report, and --check said 0 */
+	for (i = 0; i < lo.ncpus; i++)
+		if (cpu_allowed(lo.cpus[i], why, sizeof(why))) {
+			lerr("bad --cpus '%s': %s", s, why);
+			return -1;
+		}
 	if (lo.ncpus)
 		return 0;
 bad:
