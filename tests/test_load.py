@@ -157,6 +157,39 @@ def test_mixed_counts_add_up(workdir):
     assert abs(counts[0] - 700) <= 72, counts
 
 
+def written(f, bs):
+    """{offset: (the job's I/O number, seed)} of each block f's header says was written."""
+    data, out = f.read_bytes(), {}
+    for off in range(0, len(data), bs):
+        magic, at, seq, _, _, seed = HDR.unpack_from(data, off)
+        if magic == MAGIC:
+            assert at == off
+            out[off] = (seq, seed)
+    return out
+
+
+def test_every_seed_is_taken_and_gives_random_offsets(workdir):
+    """--seed 0 was refused ("expected an integer from 1 to ..."), though 0 is what people
+    type and the seed is never the generator's state itself. And the one seed that made job 0's
+    xorshift64* state 0 kept it at 0: every I/O at offset 0. Both run now: 64 random writes
+    over 256 blocks land at many offsets, each block's header naming the seed, and the same
+    seed writes the same blocks in the same order again."""
+    k = 0x9E3779B97F4A7C15
+    stuck = -pow(k, -1, 1 << 64) % (1 << 64)   # seed * k + 0 + 1 == 0 (mod 2^64)
+    assert (stuck * k + 1) % (1 << 64) == 0
+    for seed in (0, stuck):
+        runs = []
+        for name in ("a", "b"):
+            f = workdir / name
+            load("--rw", "randwrite", "--ios", 64, "--qd", 1, "--size", "1m", "--file", f,
+                 "--keep", "--seed", seed)
+            runs.append(written(f, 4096))
+            f.unlink()
+        assert runs[0] == runs[1], f"--seed {seed}: the same seed, other writes"
+        assert len(runs[0]) > 32, f"--seed {seed}: 64 random writes on {sorted(runs[0])}"
+        assert {s for _, s in runs[0].values()} == {seed}
+
+
 def test_jobs_each_do_their_ios(workdir):
     doc = load_json("--engine", "psync", "--jobs", 3, "--ios", 50, "--size", "1m",
                     "--file", workdir / "j")

@@ -89,6 +89,18 @@ static inline uint64_t rng_next(uint64_t *s)
 	return *s * 0x2545F4914F6CDD1DULL;
 }
 
+/*
+ * Job i's generator state from --seed: xorshift64* stays at 0 once there, so the one seed per
+ * job whose state would be 0 (seed * K + i + 1 wraps to 0: K is odd, so there is one) gets a
+ * fixed state instead. Every I/O of that job was at offset 0, and a read (randrw).
+ */
+static uint64_t job_rng(uint64_t seed, int i)
+{
+	uint64_t s = seed * 0x9E3779B97F4A7C15ULL + (uint64_t)i + 1;
+
+	return s ? s : 0x10ad5eedULL;
+}
+
 void job_fail(struct job *j, int err, const char *fmt, ...)
 {
 	va_list ap;
@@ -323,7 +335,7 @@ static const char usage[] =
 "  --device=PATH        a block device (needs --force; never a mounted one)\n"
 "  --force              allow writing an existing file or a device\n"
 "  --keep               keep a file iostrata-load created (the temporary one too)\n"
-"  --seed=N             offsets and read/write mix (default fixed)\n"
+"  --seed=N             offsets and read/write mix: 0 to 2^64-1 (default fixed)\n"
 "  --cpus=LIST          pin job i to the i-th CPU of LIST (e.g. 0,2-3): online\n"
 "                       CPUs this process may run on (taskset, cpuset)\n"
 "  --json               one JSON document (fio's field names) on stdout\n"
@@ -678,7 +690,8 @@ static int parse_args(int argc, char **argv)
 		case O_FORCE: lo.force = true; break;
 		case O_KEEP: lo.keep = true; break;
 		case O_SEED:
-			if (parse_num("--seed", optarg, 1, UINT64_MAX, &lo.seed))
+			/* any seed, 0 too: it is not the generator's state (see job_rng) */
+			if (parse_num("--seed", optarg, 0, UINT64_MAX, &lo.seed))
 				return -1;
 			break;
 		case O_CPUS: if (parse_cpus(optarg)) return -1; break;
@@ -1209,7 +1222,7 @@ int main(int argc, char **argv)
 		struct job *j = &jobs[i];
 
 		j->id = i;
-		j->rng = lo.seed * 0x9E3779B97F4A7C15ULL + (uint64_t)i + 1;
+		j->rng = job_rng(lo.seed, i);
 		j->region_len = lo.size / lo.bs * lo.bs;
 		j->fd = target_fd_for_job();
 		if (j->fd == -2) {
