@@ -73,6 +73,7 @@ def exited_pid():
     (["features", "extra"], ["features takes no argument 'extra'"]),
     (["snoop", "--slower", "soon"], ["bad --slower 'soon'"]),
     (["snoop", "--slower", "-1ms"], ["bad --slower '-1ms'"]),
+    (["snoop", "--slower", "1e-2"], ["bad --slower '1e-2'"]),     # no exponents: as written
     (["snoop", "--ringbuf", "5000"], ["bad --ringbuf '5000': expected a power of two"]),
     (["snoop", "--ringbuf", "1024"], ["bad --ringbuf '1024'"]),
     (["snoop", "-l", "disk"], ["unknown layer 'disk'"]),

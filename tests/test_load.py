@@ -976,6 +976,21 @@ def test_keep_keeps_the_default_temporary_file(tmp_path):
     (["--op", "timeout", "--latency", "1ms", "--engine", "libaio"], "need --engine io_uring"),
     (["--op", "poll", "--latency", "1ms"], "--op poll needs --engine libaio"),
     (["--runtime", "soon"], "bad --runtime 'soon'"),
+    # strtod's exponents, taken though never documented (1e3 was 1000 s), and what is no
+    # time: a unit but ns, us, ms, s and m (minutes)
+    (["--runtime", "1e3"], "bad --runtime '1e3'"),
+    (["--runtime", "1E3"], "bad --runtime '1E3'"),
+    (["--runtime", "1e-3s"], "bad --runtime '1e-3s'"),
+    (["--op", "timeout", "--latency", "1e3us"], "bad --latency '1e3us'"),
+    (["--poll-time", "5e2ns"], "bad --poll-time '5e2ns'"),
+    (["--runtime", "1.5.2s"], "bad --runtime '1.5.2s'"),
+    (["--runtime", "10 s"], "bad --runtime '10 s'"),
+    (["--runtime", "1h"], "(digits, then ns, us, ms, s or m for minutes)"),
+    (["--runtime", "1M"], "bad --runtime '1M'"),
+    (["--runtime", "1min"], "bad --runtime '1min'"),
+    (["--runtime", "+1s"], "bad --runtime '+1s'"),
+    (["--runtime", "."], "bad --runtime '.'"),
+    (["--runtime", "s"], "bad --runtime 's'"),
     (["--ios", "-3"], "bad --ios '-3'"),
     # strtoull takes blanks and signs: ' -1' was 2^64 - 1 (fuzzing found these)
     (["--ios", " 5"], "bad --ios ' 5'"),
@@ -1003,6 +1018,17 @@ def test_bad_options_are_one_line(args, needle):
     r = load(*args, check=False)
     assert_one_line_error(r, needle)
     assert r.returncode == 2, "a bad option exits 2"
+
+
+@pytest.mark.parametrize("runtime", ["0.005m", ".005m", "300ms", "0.3", "0.3s", "300000us"])
+def test_times_as_documented(workdir, runtime):
+    """TIME's forms as --help and the man page say: m is minutes (0.005m is 300 ms, not the
+    5 ms an m for milli would be), ms milliseconds, no unit seconds. The run lasts at least
+    that long (a bound one way: what it says is no speed)."""
+    assert "m (minutes, never" in load("--help").stdout
+    doc = load_json("--runtime", runtime, "--rate", 100, "--size", "1m", "--buffered",
+                    "--file", workdir / "f")
+    assert 299 <= doc["total"]["runtime"] < 30000, doc["total"]["runtime"]
 
 
 def test_io_uring_setup_einval_is_one_line():

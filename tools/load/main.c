@@ -362,7 +362,9 @@ static const char usage[] =
 "  --op=poll --latency=TIME      libaio POLL on a pipe written TIME after submit\n"
 "\n"
 "  -h, --help   -V, --version\n"
-"TIME: 10s, 500ms, 250us, 1000ns; SIZE: 4096, 4k, 1m, 1g.\n";
+"TIME: digits with at most one '.', then ns, us, ms, s or m (minutes, never\n"
+"milliseconds); no unit is seconds: 10s, 1.5m, 500ms, 250us, 1000ns, 2.\n"
+"SIZE: bytes, or with k, m, g or t (powers of 1024): 4096, 4k, 1m, 1g.\n";
 
 enum {
 	O_ENGINE = 256, O_RW, O_BS, O_QD, O_JOBS, O_SIZE, O_RUNTIME, O_IOS, O_RATE, O_DIRECT,
@@ -455,7 +457,8 @@ static int parse_size(const char *opt, const char *s, uint64_t *out)
 static int parse_time(const char *opt, const char *s, uint64_t *out)
 {
 	if (cli_parse_time(s, false, out)) {
-		lerr("bad %s '%s': expected a time such as 10s, 500ms or 250us", opt, s);
+		lerr("bad %s '%s': expected a time such as 10s, 500ms or 250us (digits, then ns, "
+		     "us, ms, s or m for minutes)", opt, s);
 		return -1;
 	}
 	return 0;

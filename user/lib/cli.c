@@ -129,27 +129,27 @@ bool cli_decimal(const char *s)
 
 int cli_parse_time(const char *s, bool zero_ok, uint64_t *out)
 {
-	char *end;
-	double v, mul;
+	static const struct { const char *unit; double ns; } units[] = {
+		{ "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 }, { "", 1e9 }, { "m", 60e9 },
+	};
+	size_t n = strspn(s, "0123456789."), i;
+	char num[32];
+	double v, mul = 0;
 
-	errno = 0;
-	v = strtod(s, &end);
-	if (!strcmp(end, "ns"))
-		mul = 1;
-	else if (!strcmp(end, "us"))
-		mul = 1e3;
-	else if (!strcmp(end, "ms"))
-		mul = 1e6;
-	else if (!strcmp(end, "s") || !*end)
-		mul = 1e9;
-	else if (!strcmp(end, "m"))
-		mul = 60e9;
-	else
-		mul = 0;
-	/* a number as written, not after blanks or a sign; a time below 1 ns is not 0 */
-	if (errno || end == s || !(isdigit((unsigned char)*s) || *s == '.') || strpbrk(s, "xX") ||
-	    !mul || !isfinite(v) || v < 0 || (!zero_ok && v == 0) || (v > 0 && v * mul < 1) ||
-	    v * mul > 1e16)
+	/* the number as written: digits with at most one '.' (strtod would also take "1e3",
+	 * " 5", "+5", "0x10" and "inf"), then one of the units, nothing else */
+	if (!n || n >= sizeof(num))
+		return -1;
+	memcpy(num, s, n);
+	num[n] = '\0';
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(s + n, units[i].unit))
+			mul = units[i].ns;
+	if (!mul || !cli_decimal(num))
+		return -1;
+	v = strtod(num, NULL);
+	/* a time below 1 ns is not 0 */
+	if (!isfinite(v) || (!zero_ok && v == 0) || (v > 0 && v * mul < 1) || v * mul > 1e16)
 		return -1;
 	/* to the nearest ns: 8.2 * 1e6 is 8199999.999999999 in binary, and 8.2ms is 8200000 ns */
 	*out = (uint64_t)(v * mul + 0.5);

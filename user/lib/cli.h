@@ -34,7 +34,11 @@ int cli_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 /* A decimal number as written: digits with at most one '.', nothing else. */
 bool cli_decimal(const char *s);
 
-/* "10s", "500ms", "250us", "1000ns", "1m", "2" (seconds) in ns; 0 only when zero_ok. 0 or -1. */
+/*
+ * A time in ns: a decimal number as written (cli_decimal: no exponent, sign or blank) and a unit,
+ * ns, us, ms, s, or m (minutes; never milliseconds), none being seconds: "10s", "500ms",
+ * "250us", "1000ns", "1.5m", "2". 0 only when zero_ok. 0 or -1.
+ */
 int cli_parse_time(const char *s, bool zero_ok, uint64_t *out);
 
 #endif
