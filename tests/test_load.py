@@ -948,6 +948,27 @@ def test_keep_keeps_the_default_temporary_file(tmp_path):
     assert len(list(tmp_path.iterdir())) == 2 and "(temporary)" not in text, text
 
 
+def test_a_name_is_one_line_in_the_text_report(workdir):
+    """The text report's first line printed the --file name raw: a newline in it split the line,
+    an escape sequence drove the terminal. Each is a C escape now (as --help and the man page
+    say), a backslash doubled, so the line is one and the name can be read back; --json keeps
+    the name itself."""
+    raw = b"a\nb\tc\rd\x1b[31me\x7ff\\g\xffh\xc2\x85i\xe2\x80\xaej\xc3\xa9"
+    f = os.fsencode(workdir) + b"/" + raw
+    r = subprocess.run([str(LOAD), "--ios", "5", "--size", "1m", "--file", f, "--keep"],
+                       capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr
+    first, rest = r.stdout.split(b"\n", 1)
+    assert first == b"io_uring, randread, bs 4096, qd 32, 1 job; " + os.fsencode(workdir) + \
+        b"/a\\nb\\tc\\rd\\x1b[31me\\x7ff\\\\g\\xffh\\xc2\\x85i\\xe2\\x80\\xaej\xc3\xa9, " \
+        b"O_DIRECT", first
+    assert rest.startswith(b"JOB "), rest
+    assert not re.search(rb"[\x00-\x09\x0b-\x1f\x7f]", r.stdout), r.stdout
+    os.unlink(f)
+    name = load_json("--ios", 5, "--size", "1m", "--file", os.fsdecode(f))["global options"]
+    assert name["filename"].endswith("/a\nb\tc\rd\x1b[31me\x7ff\\g\ufffdh\x85i\u202ej\u00e9")
+
+
 @pytest.mark.parametrize("args,needle", [
     (["--engine", "spdk"], "unknown --engine 'spdk'"),
     (["--rw", "sideways"], "bad --rw 'sideways'"),

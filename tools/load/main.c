@@ -1040,11 +1040,13 @@ static void report_text(const struct totals *t, bool interrupted)
 	char who[16], what[24];
 	int i, k;
 
-	printf("%s%s, %s, bs %u, qd %u, %d job%s; %s%s\n",
-	       interrupted ? "INTERRUPTED: " : "", engine_names[lo.engine],
-	       lo.op == OP_RW ? rw_arg : op_names[lo.op], lo.bs, lo.qd, lo.jobs,
-	       lo.jobs > 1 ? "s" : "", target_describe(),
-	       lo.op == OP_RW ? (lo.direct ? ", O_DIRECT" : ", buffered") : "");
+	printf("%s%s, %s, bs %u, qd %u, %d job%s; ", interrupted ? "INTERRUPTED: " : "",
+	       engine_names[lo.engine], lo.op == OP_RW ? rw_arg : op_names[lo.op], lo.bs, lo.qd,
+	       lo.jobs, lo.jobs > 1 ? "s" : "");
+	/* a name as given: a newline in it split this line, an escape sequence drove the
+	 * terminal; escaped, it stays one line and can be read back (--keep's file) */
+	cli_put_escaped(stdout, target_describe());
+	printf("%s\n", lo.op == OP_RW ? (lo.direct ? ", O_DIRECT" : ", buffered") : "");
 	printf("%-5s %-7s %11s %10s %9s %5s %6s\n", "JOB", "DIR", "IOS", "IOPS", "MiB/s", "ERR",
 	       "SHORT");
 	for (i = 0; i < lo.jobs && lo.jobs > 1; i++)

@@ -95,6 +95,30 @@ void cli_put_clean(FILE *f, const char *s)
 	}
 }
 
+void cli_put_escaped(FILE *f, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	uint32_t prev = 0;
+	int n, i;
+
+	for (; *p; p += n) {
+		if (utf8_shown(p, &n, &prev)) {
+			if (*p == '\\')
+				fputc('\\', f);
+			fwrite(p, 1, (size_t)n, f);
+		} else if (*p == '\n') {
+			fputs("\\n", f);
+		} else if (*p == '\t') {
+			fputs("\\t", f);
+		} else if (*p == '\r') {
+			fputs("\\r", f);
+		} else {
+			for (i = 0; i < n; i++)
+				fprintf(f, "\\x%02x", p[i]);
+		}
+	}
+}
+
 int cli_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
 	unsigned long long v;

@@ -23,6 +23,11 @@ const char *cli_getopt_problem(int c, char **argv, const struct option *lo, char
  * command line, a load's last line) stays one line and drives no terminal.
  */
 void cli_put_clean(FILE *f, const char *s);
+/*
+ * s with C escapes where cli_put_clean shows '?', so that the name can be read back: \n, \t,
+ * \r, and \xNN for each byte of any other character not shown; a backslash as \\.
+ */
+void cli_put_escaped(FILE *f, const char *s);
 /* One error line: "PROG: error: MSG", or {"type":"error","message":MSG} under --json. */
 void cli_error_line(FILE *f, const char *prog, bool json, const char *msg);
 
