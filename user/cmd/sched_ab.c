@@ -71,6 +71,7 @@ struct sab {
 	struct child child;
 	int left;		/* processes the round's load left running when it ended, killed */
 	bool left_gone;		/* and they were gone within a few seconds */
+	bool stuck;		/* some of the load still ran a few seconds after its stop's kill */
 	bool recorded;		/* a round's recording was made (DIR is not left empty) */
 	bool unsettled;		/* the disk was still busy SESSION_SETTLE_S after the load */
 	bool contained;		/* the round's load ran in a cgroup of its own */
@@ -752,6 +753,18 @@ fail:
 	return 1;
 }
 
+/*
+ * Some of the round's load still ran 5 s after the kill at its stop (a process in D state, which
+ * no signal ends until it wakes), its cgroup left behind: one warning, as the load's end says
+ * it ("killed, but some still ran after 5 s"), where that is not said. A signal or an error in
+ * the round said nothing of it.
+ */
+static void stuck_said(const struct sab *a)
+{
+	warnf("round %d: the load was stopped and killed, but some of it still ran after 5 s "
+	      "(in %s)", a->round + 1, a->child.cg_path);
+}
+
 /* The round's line, and what the disk's own count says about it. */
 static void round_said(const struct sab *a, const struct round *r, bool early)
 {
@@ -771,6 +784,8 @@ static void round_said(const struct sab *a, const struct round *r, bool early)
 		      "background, or a session of %s own): %s", a->round + 1, a->left,
 		      a->left == 1 ? "" : "es", a->left == 1 ? "its" : "their", a->left_gone ?
 		      "killed then" : "killed, but some still ran after 5 s");
+	if (a->stuck && (a->left <= 0 || a->left_gone))	/* not said by the line above */
+		stuck_said(a);
 	if (a->unsettled)
 		warnf("round %d: %s was still completing requests %d s after the load ended (%s, "
 		      "or someone else's I/O): the round ends there, without what came after",
@@ -812,7 +827,7 @@ static int round_run(struct sab *a)
 	char why[1200], st[64];
 	const char *reason;
 	int64_t done1;
-	bool early, quiet;
+	bool early, quiet, gone;
 
 	if (round_start(a, &r))
 		return 1;
@@ -829,7 +844,8 @@ static int round_run(struct sab *a)
 	a->completed[a->round] = r.done0 >= 0 && done1 >= 0 ? done1 - r.done0 : -1;
 	round_timer_off();
 	early = !round_alarms && !session_stopping();
-	child_stop(&a->child, STOP_GRACE_MS);
+	child_stop(&a->child, STOP_GRACE_MS, &gone);
+	a->stuck = !gone || (a->left > 0 && !a->left_gone);
 	quiet = session_disk_settled(r.s);
 	session_close(r.s);	/* detached before anything else is said or done */
 	/* a switch not ours in the round (an admin, a tuning daemon): its figures, and its meta
@@ -851,9 +867,15 @@ static int round_run(struct sab *a)
 	else
 		reason = "duration";
 	err |= recorder_close(r.rc, reason);
-	if (err || session_stopping())
+	/* no round's line then, to say what outlived the kill (a signal, an error): said here */
+	if (err || session_stopping()) {
+		if (a->stuck)
+			stuck_said(a);
 		return 1;
+	}
 	if (early && !child_ok(&a->child)) {
+		if (a->stuck)
+			stuck_said(a);
 		log_last_line(r.logpath, why, sizeof(why));
 		errorf("the load %s in round %d (%c: %s)%s%s; its output: %s",
 		       child_status(&a->child, st, sizeof(st)), a->round + 1, side_name(side),

@@ -480,7 +480,7 @@ bool child_ended(struct child *c)
 	return reap(c, WNOHANG);
 }
 
-bool child_stop(struct child *c, int grace_ms)
+bool child_stop(struct child *c, int grace_ms, bool *gone)
 {
 	uint64_t end = clock_ns(CLOCK_MONOTONIC) + (uint64_t)grace_ms * 1000000;
 	bool ran = !child_ended(c);
@@ -494,8 +494,7 @@ bool child_stop(struct child *c, int grace_ms)
 	 * in the background may outlive it */
 	kill(-c->pid, SIGKILL);
 	reap(c, 0);
-	if (c->cg_fd >= 0)
-		cgroup_kill(c->cg_fd);
+	*gone = c->cg_fd < 0 || cgroup_kill(c->cg_fd);
 	cgroup_remove(c);
 	return ran;
 }

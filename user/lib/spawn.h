@@ -43,9 +43,13 @@ int child_group_running(const struct child *c);
 int child_end_rest(struct child *c, bool *gone);
 /* Has it ended (reaped if so)? */
 bool child_ended(struct child *c);
-/* End it if it runs: SIGTERM to its group, SIGKILL after grace_ms; reaped. Whatever is left
- * in its group and its cgroup is killed either way, and the cgroup removed. true if it ran. */
-bool child_stop(struct child *c, int grace_ms);
+/*
+ * End it if it runs: SIGTERM to its group, SIGKILL after grace_ms; reaped. Whatever is left
+ * in its group and its cgroup is killed either way, and the cgroup removed. true if it ran.
+ * *gone: nothing was left in its cgroup a few seconds after the kill (true without a cgroup,
+ * or when none was left to kill); false: some still ran (one in D state), the cgroup is left.
+ */
+bool child_stop(struct child *c, int grace_ms, bool *gone);
 /* Did it end by itself with status 0? (reaped, not stopped) */
 bool child_ok(const struct child *c);
 /* "exited with status 1", "killed by SIGSEGV" */
