@@ -65,6 +65,9 @@ def exited_pid():
     (["--duration", "0x1"], ["bad duration '0x1'", "from 0.001"]),
     (["--duration", " 5"], ["bad duration ' 5'"]),
     (["--duration", "1e-300"], ["bad duration '1e-300'"]),
+    (["--duration", "1e0"], ["bad duration '1e0'"]),      # as written: it ran for 1 s
+    (["-l", "block", "2E-1", "1"], ["bad interval '2E-1'"]),
+    (["--duration", "inf"], ["bad duration 'inf'"]),
     (["--stages", ""], ["bad --stages ''", "at least one stage"]),
     (["-d", "nosuchdisk0"], ["unknown disk 'nosuchdisk0'"]),
     (["-p", "notapid"], ["bad pid 'notapid'"]),

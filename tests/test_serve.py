@@ -268,6 +268,7 @@ def run_serve(*args):
     (["--max-series", "many"], ["bad --max-series 'many'"]),
     (["--expire", "0"], ["bad --expire '0'"]),
     (["--expire", "soon"], ["bad --expire 'soon'"]),
+    (["--expire", "6e1"], ["bad --expire '6e1'"]),       # as written: it was 60 s
     (["--user", "no-such-user-x"], ["unknown user 'no-such-user-x'"]),
     (["--user", ""], ["bad --user"]),
     (["--interval", "0"], ["bad interval '0'"]),

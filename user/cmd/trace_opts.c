@@ -137,9 +137,9 @@ int parse_seconds(const char *what, const char *s, double *out)
 
 	errno = 0;
 	v = strtod(s, &end);
-	/* decimal only: strtod also takes " 5", "0x1" and "1e-300" */
-	if (errno || end == s || *end || !isfinite(v) || v < 0.001 || v > 31536000 ||
-	    !(isdigit((unsigned char)*s) || *s == '.') || strpbrk(s, "xX")) {
+	/* as written, digits and one '.': strtod also takes " 5", "0x1", "1e3" and "inf" */
+	if (!cli_decimal(s) || errno || end == s || *end || !isfinite(v) || v < 0.001 ||
+	    v > 31536000) {
 		errorf("bad %s '%s': expected seconds, from 0.001 to 31536000 (a year)", what, s);
 		return -1;
 	}
