@@ -1511,3 +1511,11 @@ def test_top_0_leaves_no_empty_section(tmp_path):
         nav = re.search(r"<nav>(.*?)</nav>", html)[1]
         assert ("Waterfalls" in nav) == ('id="waterfalls"' in html) == (top != "0"), (top, nav)
         assert ("Label sets" in nav) == ('id="labelsets"' in html) == (top != "0"), (top, nav)
+        # five processes per layer: what --top leaves out is said under the layer's last shown
+        boxes = re.findall(r'class="wfbox"><h3>(uring|aio)|(\d+) more (io_uring|aio) '
+                           r'waterfalls?, of fewer requests each, not shown \(--top (\d+)\)',
+                           html)
+        if top != "0":
+            k = int(top)
+            assert boxes == [("uring", "", "", "")] * k + [("", str(5 - k), "io_uring", top)] + \
+                [("aio", "", "", "")] * k + [("", str(5 - k), "aio", top)], (top, boxes)

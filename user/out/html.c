@@ -652,12 +652,19 @@ static void waterfalls(const struct report *r, struct sbuf *b)
 	for (i = 0; i < n; i++) {
 		int l = !strcmp(g[i].key->layer, "aio");
 
-		if (shown[l]++ >= r->o.top)
-			continue;
-		memset(st, 0, 9 * sizeof(*st));
-		for (j = g[i].first; j < g[i].first + g[i].n; j++)
-			series_hist(v[j], &st[wf_slot(v[j]->key.stage)]);
-		waterfall(&g[i], st, i, b);
+		if (shown[l]++ < r->o.top) {
+			memset(st, 0, 9 * sizeof(*st));
+			for (j = g[i].first; j < g[i].first + g[i].n; j++)
+				series_hist(v[j], &st[wf_slot(v[j]->key.stage)]);
+			waterfall(&g[i], st, i, b);
+		}
+		/* after a layer's last: what --top left out of it is said, not dropped unseen */
+		if ((i + 1 == n || strcmp(g[i + 1].key->layer, g[i].key->layer)) &&
+		    shown[l] > r->o.top)
+			sbuf_printf(b, "<p class=\"help\">%d more %s waterfall%s, of fewer requests "
+				  "each, not shown (--top %d).</p>\n", shown[l] - r->o.top,
+				  l ? "aio" : "io_uring", shown[l] - r->o.top == 1 ? "" : "s",
+				  r->o.top);
 	}
 	sbuf_puts(b, "</section>\n");
 out:
