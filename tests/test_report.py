@@ -1515,7 +1515,14 @@ def test_top_0_leaves_no_empty_section(tmp_path):
         boxes = re.findall(r'class="wfbox"><h3>(uring|aio)|(\d+) more (io_uring|aio) '
                            r'waterfalls?, of fewer requests each, not shown \(--top (\d+)\)',
                            html)
+        # and of the heatmaps: the label sets --top gives no panels, per layer
+        k = int(top)
+        notes = re.findall(r"<p class=\"help\">(\d+) (more )?label sets? of (\w+)(, of less I/O"
+                           r"(?: each)?)?: in the merged panel only \(--top (\d+)\)", html)
+        less = ", of less I/O" + (" each" if k < 4 else "") if k else ""
+        assert notes == [(str(5 - k), "more " if k else "", layer, less, top)
+                         for layer in ("block", "uring", "aio", "syscall")], \
+            (top, notes)
         if top != "0":
-            k = int(top)
             assert boxes == [("uring", "", "", "")] * k + [("", str(5 - k), "io_uring", top)] + \
                 [("aio", "", "", "")] * k + [("", str(5 - k), "aio", top)], (top, boxes)

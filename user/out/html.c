@@ -739,7 +739,24 @@ static void recording(const struct report *r, struct sbuf *b)
 	sbuf_puts(b, "</section>\n");
 }
 
-static void heatmaps(const struct panel *p, int n, const struct sbuf *svgs, struct sbuf *b)
+/* After a layer's panels: how many of its label sets --top left without panels of their own. */
+static void heatmaps_left_out(const struct report *r, const char *layer, struct sbuf *b)
+{
+	size_t k, sets = 0;
+
+	for (k = 0; k < r->nlabelsets; k++)
+		sets += !strcmp(r->labelsets[k].key->layer, layer);
+	/* one label set: its panel is the merged one, nothing left out */
+	if (sets > 1 && sets > (size_t)r->o.top)
+		sbuf_printf(b, "<p class=\"help\">%zu %slabel set%s of %s%s: in the merged panel "
+			  "only (--top %d).</p>\n", sets - (size_t)r->o.top, r->o.top ? "more " : "",
+			  sets - (size_t)r->o.top == 1 ? "" : "s", layer,
+			  !r->o.top ? "" : sets - (size_t)r->o.top == 1 ? ", of less I/O" :
+			  ", of less I/O each", r->o.top);
+}
+
+static void heatmaps(const struct report *r, const struct panel *p, int n,
+		     const struct sbuf *svgs, struct sbuf *b)
 {
 	const char *layer = NULL;
 	bool in_grid = false;
@@ -761,6 +778,8 @@ static void heatmaps(const struct panel *p, int n, const struct sbuf *svgs, stru
 			if (in_grid)
 				sbuf_puts(b, "</div>");
 			in_grid = false;
+			if (layer)
+				heatmaps_left_out(r, layer, b);
 			layer = p[i].layer;
 			sbuf_puts(b, "<h3 id=\"layer-");
 			esc(b, layer);
@@ -781,6 +800,7 @@ static void heatmaps(const struct panel *p, int n, const struct sbuf *svgs, stru
 	}
 	if (in_grid)
 		sbuf_puts(b, "</div>");
+	heatmaps_left_out(r, layer, b);
 	sbuf_puts(b, "</section>\n");
 }
 
@@ -827,7 +847,7 @@ void html_page(const struct report *r, struct panel *panels, int npanels,
 		sbuf_puts(b, "<a href=\"#labelsets\">Label sets</a>");
 	sbuf_puts(b, "<a href=\"#recording\">Recording</a></nav>\n");
 	summary(r, panels, npanels, b);
-	heatmaps(panels, npanels, svgs, b);
+	heatmaps(r, panels, npanels, svgs, b);
 	sbuf_put(b, wf.p ? wf.p : "", wf.len);
 	b->oom |= wf.oom;	/* the page is not written without them */
 	sbuf_free(&wf);
