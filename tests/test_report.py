@@ -156,9 +156,9 @@ def test_every_svg_is_well_formed_and_renders(synthetic, tmp_path):
 
 def test_summary_and_drops_are_on_the_page(synthetic):
     html = (synthetic / "report.html").read_text()
-    assert 'id="drops"' in html and "events were dropped" in html
+    assert 'id="drops"' in html and "events were lost" in html
     # the synthetic recording's drops: 3 in each of 4 intervals
-    assert re.search(r"<strong>12 events were dropped</strong>", html)
+    assert re.search(r"<strong>12 events were lost</strong>", html)
     for layer in ("block", "uring", "aio", "syscall"):
         assert f'id="layer-{layer}"' in html
     assert "synthetic" in html and "6.1.0" in html  # the meta record's host and kernel
@@ -227,9 +227,32 @@ def test_drops_beyond_the_named_ones_are_in_the_banner(tmp_path):
         ([{}], {f"b_{i}": 1 for i in range(40)})])     # 81 names with drops, 48 have room
     report(rec, "-o", tmp_path / "r.html", check=True)
     html = (tmp_path / "r.html").read_text()
-    assert "<strong>87 events were dropped</strong>" in html, html[:3000]
+    assert "<strong>87 events were lost</strong>" in html, html[:3000]
     assert "inflight_full&nbsp;7" in html and "other&nbsp;33" in html
     assert "zero_" not in html and "(in 2 of 3 intervals" in html
+
+
+@pytest.mark.parametrize("drops,said,unsaid", [
+    # a completion the kernel ran no program for is no event the tracer saw, and no option
+    # helps: the banner said "the tracer saw them" and sent everyone to --inflight
+    ({"complete_unseen": 96}, ["complete_unseen</em>: block requests the kernel completed "
+                               "without running a BPF program", "no option changes it"],
+     ["--inflight", "hist_full</em>"]),
+    ({"uring_inflight_full": 5, "block_inflight_stale": 1},
+     ["<code>--inflight</code> makes it larger"], ["complete_unseen</em>", "hist_full</em>"]),
+    ({"syscall_hist_full": 3, "complete_unseen": 1},
+     ["hist_full</em>: more label sets", "complete_unseen</em>"], ["--inflight"]),
+], ids=["unseen", "inflight", "hist-and-unseen"])
+def test_the_drops_banner_says_what_each_reason_is(tmp_path, drops, said, unsaid):
+    rec = small_rec(tmp_path / "r.ndjson", [([{}], drops)])
+    report(rec, "-o", tmp_path / "r.html", check=True)
+    banner = re.search(r'<div class="drops".*?</div>', (tmp_path / "r.html").read_text(), re.S)[0]
+    assert f"<strong>{sum(drops.values())} events were lost</strong>" in banner, banner
+    assert "the tracer saw them" not in banner, banner
+    for s in said:
+        assert s in banner, (s, banner)
+    for s in unsaid:
+        assert s not in banner, (s, banner)
 
 
 def test_panel_ids_are_unique_after_renaming(tmp_path):

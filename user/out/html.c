@@ -182,7 +182,25 @@ static void header(const struct report *r, struct sbuf *b)
 	sbuf_puts(b, "</header>\n");
 }
 
-/* Drops: at the top, framed in the warning colour, whenever one is not zero. */
+/* Whether a drop counter of this reason (with or without a layer's prefix) is in the page. */
+static bool drops_of_reason(const struct report *r, const char *reason)
+{
+	size_t len = strlen(reason), n;
+	int j;
+
+	for (j = 0; j < r->ndrops; j++) {
+		n = strlen(r->drops[j].name);
+		if (r->drops[j].n && n >= len && !strcmp(r->drops[j].name + n - len, reason))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Drops: at the top, framed in the warning colour, whenever one is not zero; what each reason
+ * is and what, if anything, helps, by the reasons present. complete_unseen is not an event
+ * the tracer saw: the kernel ran no program for it, and no option changes that.
+ */
 static void drops_banner(const struct report *r, struct sbuf *b)
 {
 	uint64_t total = 0;
@@ -193,8 +211,7 @@ static void drops_banner(const struct report *r, struct sbuf *b)
 		total += r->ivs[i].drops;
 	if (total) {
 		sbuf_printf(b, "<div class=\"drops\" id=\"drops\" role=\"alert\"><strong>%" PRIu64
-			  " events were dropped</strong>: the tracer saw them and could not record "
-			  "them, so the histograms below miss them. ", total);
+			  " events were lost</strong>: the histograms below miss them. ", total);
 		for (j = 0; j < r->ndrops; j++) {
 			if (!r->drops[j].n)
 				continue;
@@ -207,8 +224,20 @@ static void drops_banner(const struct report *r, struct sbuf *b)
 				    r->drops_other);
 		for (i = 0, n = 0; i < r->nivs; i++)
 			n += r->ivs[i].drops != 0;
-		sbuf_printf(b, " (in %d of %zu intervals; red marks under the heatmaps show when). "
-			  "See <code>--inflight</code> in iostrata(8).</div>\n", n, r->nivs);
+		sbuf_printf(b, " (in %d of %zu intervals; red marks under the heatmaps show when).",
+			    n, r->nivs);
+		if (drops_of_reason(r, "inflight_full") || drops_of_reason(r, "inflight_stale") ||
+		    drops_of_reason(r, "inflight_reused"))
+			sbuf_puts(b, " <em>inflight</em>: I/O the in-flight table had no room for or "
+				  "took for a leftover; <code>--inflight</code> makes it larger.");
+		if (drops_of_reason(r, "hist_full"))
+			sbuf_puts(b, " <em>hist_full</em>: more label sets than the histogram maps "
+				  "hold; fewer keyed views (-P, -C, -F, -D) need fewer.");
+		if (drops_of_reason(r, "complete_unseen"))
+			sbuf_puts(b, " <em>complete_unseen</em>: block requests the kernel completed "
+				  "without running a BPF program for their completion (docs/trust.md); "
+				  "counted, never measured, and no option changes it.");
+		sbuf_puts(b, " Every reason: <code>drops</code> under OUTPUT in iostrata(8).</div>\n");
 	}
 	for (i = 0; i < r->nnotes; i++) {
 		sbuf_puts(b, "<p class=\"note\">");
