@@ -131,6 +131,27 @@ def test_waterfall_without_a_whole_gives_no_share(no_bpf_leak):
     assert not [x for x in lines if x.startswith("STAGE")], lines
 
 
+def test_no_path_flag_is_not_all(no_bpf_leak):
+    """Without -P or -O, the requests of no path flag were labelled "[all]" beside "[io-wq]",
+    read as including the io-wq ones. They are "[no path flag]"; -W, which merges the paths,
+    is "[all]", and its unmeasured lines are of those merged requests too: they said
+    "[all] 1 of 2997" (the unflagged record) under a waterfall of 3000."""
+    plain, wf = Tracer(["-l", "uring", "600"]), Tracer(["-l", "uring", "-W", "600"])
+    load("--rw", "randread", "--ios", "300", "--qd", "4")
+    load("--rw", "randread", "--ios", "200", "--qd", "4", "--async")
+    text, wf_text = plain.stop(), wf.stop()
+    titles = set(re.findall(r"^uring \[([^\]]*)\]", text, re.M))
+    assert {"no path flag", "io-wq"} <= titles and "all" not in titles, text
+    groups = re.findall(r"^uring \[([^\]]*)\]  linked", wf_text, re.M)
+    assert groups == ["all"], wf_text
+    rows = dict(re.findall(r"^  (cqe_reap|total) +(\d+) ", wf_text, re.M))
+    said = re.findall(r"unmeasured: uring (cqe_reap|total) \[(.*?)\] (\d+) of (\d+):", wf_text)
+    assert said, wf_text    # the last reap of each load's ring: no later event of it
+    for stage, lab, n, of in said:
+        assert lab == "all" and int(of) - int(n) == int(rows[stage]) and int(of) >= 500, \
+            (stage, lab, n, of, rows)
+
+
 def test_path_flags_past_the_array_are_counted_in_the_hash(no_bpf_leak):
     """Without -O, -P, -C the histograms are a per-CPU array by (path flags, generation). On a
     host with many CPUs the budget holds only part of it (--hist-keys 16: the floor, as on 70

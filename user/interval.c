@@ -55,7 +55,14 @@ void rec_labels(const struct rec *r, char *buf, size_t len)
 	rec_id_labels(&r->id, buf, len);
 }
 
-static void labels_text(const struct rec_id *r, char *buf, size_t len, bool printable)
+/* The uring and aio layers key every record by its path flags: one without any is not all. */
+static bool keyed_by_path(const struct rec_id *r)
+{
+	return r->layer && (!strcmp(r->layer, "uring") || !strcmp(r->layer, "aio"));
+}
+
+static void labels_text(const struct rec_id *r, char *buf, size_t len, bool printable,
+			bool paths_merged)
 {
 	const char *parts[8] = { r->disk, r->op, r->opcode, r->flags, r->syscall, NULL, r->comm,
 				 r->cgroup };
@@ -72,18 +79,24 @@ static void labels_text(const struct rec_id *r, char *buf, size_t len, bool prin
 						 printable ? utf8_printable(parts[i], part,
 									    sizeof(part)) :
 							     parts[i]);
+	/* beside "io-wq", "all" read as including it: the requests of no path flag are those */
 	if (!*buf)
-		snprintf(buf, len, "all");
+		snprintf(buf, len, "%s", keyed_by_path(r) && !paths_merged ? "no path flag" : "all");
 }
 
 void rec_id_labels(const struct rec_id *r, char *buf, size_t len)
 {
-	labels_text(r, buf, len, true);
+	labels_text(r, buf, len, true, false);
+}
+
+void rec_id_labels_paths_merged(const struct rec_id *r, char *buf, size_t len)
+{
+	labels_text(r, buf, len, true, true);
 }
 
 void rec_id_labels_true(const struct rec_id *r, char *buf, size_t len)
 {
-	labels_text(r, buf, len, false);
+	labels_text(r, buf, len, false, false);
 }
 
 int rec_same_labels(const struct rec *a, const struct rec *b)

@@ -62,9 +62,14 @@ struct rec *recs_add(struct recs *r);
 /* By layer, labels, then stage order; records with the same layer, labels and stage merged. */
 void recs_sort(struct recs *r);
 void recs_clear(struct recs *r);
-/* The label set as text: "vda read sync", "pid 42 fio", or "all" when it has no labels. */
+/*
+ * The label set as text: "vda read sync", "pid 42 fio", or "all" when it has no labels; of the
+ * uring and aio layers, whose records are all keyed by path flags, "no path flag" then.
+ */
 void rec_labels(const struct rec *r, char *buf, size_t len);
 void rec_id_labels(const struct rec_id *r, char *buf, size_t len);
+/* The same of a record whose path flags were merged away (cleared): "all" when none is left. */
+void rec_id_labels_paths_merged(const struct rec_id *r, char *buf, size_t len);
 /* The same with each name as it is (controls, invisible characters, any byte): for JSON, whose
  * writer escapes them, so that it carries the true name (rec_labels' is for a terminal). */
 void rec_id_labels_true(const struct rec_id *r, char *buf, size_t len);

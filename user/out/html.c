@@ -507,7 +507,7 @@ static void waterfall(const struct wf_group *g, const struct hist *st, size_t nu
 	over = whole && sum > whole && strcmp(wf_share(sh, sizeof(sh), sum, whole), "100.0%");
 	scale = whole > sum ? whole : sum;
 	tmp.flags[0] = '\0';
-	rec_id_labels(&tmp, lab, sizeof(lab));
+	rec_id_labels_paths_merged(&tmp, lab, sizeof(lab));
 	sbuf_puts(b, "<div class=\"wfbox\"><h3>");
 	esc(b, g->key->layer);
 	sbuf_puts(b, " [");

@@ -62,11 +62,12 @@ static void print_summary(const struct interval *iv, bool waterfall, FILE *f)
 		fprintf(f, "  %-15s %9" PRIu64 " %*s %*s %*s %*s %*s\n", r->stage,
 			(uint64_t)r->h.count, VW, v[0], VW, v[1], VW, v[2], VW, v[3], VW, v[4]);
 	}
-	/* what could not be measured is said, not hidden in a smaller count */
+	/* what could not be measured is said, not hidden in a smaller count (-W: under each
+	 * waterfall, of its records merged as it shows them) */
 	for (i = 0; i < iv->recs.n; i++) {
 		const struct rec *r = &iv->recs.v[i];
 
-		if (!r->h.unmeasured)
+		if (!r->h.unmeasured || (waterfall && waterfall_layer(r)))
 			continue;
 		rec_labels(r, lab, sizeof(lab));
 		fprintf(f, "  unmeasured: %s %s [%s] %" PRIu64 " of %" PRIu64 ": %s\n",
@@ -157,7 +158,7 @@ static void print_waterfall_group(const struct interval *iv, size_t first, FILE 
 		struct rec tmp = *g;	/* the label set without the path flags: they are merged */
 
 		tmp.flags[0] = '\0';
-		rec_labels(&tmp, lab, sizeof(lab));
+		rec_id_labels_paths_merged(&tmp.id, lab, sizeof(lab));
 	}
 	fprintf(f, "%s [%s]  linked %" PRIu64 " of %" PRIu64 "\n", g->layer, lab,
 		(uint64_t)st[2].count, (uint64_t)(st[2].count + st[2].unmeasured));
@@ -188,6 +189,12 @@ static void print_waterfall_group(const struct interval *iv, size_t first, FILE 
 			/* io_uring's reap is read at the ring's next event: cqe_reap and its total */
 			k == 4 || (k == 8 && !strcmp(g->layer, "uring")) ? " (upper bound)" : "");
 	}
+	for (k = 0; k < WF_N; k++)	/* of the same requests as the rows: paths merged */
+		if (st[k].unmeasured)
+			fprintf(f, "  unmeasured: %s %s [%s] %" PRIu64 " of %" PRIu64 ": %s\n",
+				g->layer, wf_order[k], lab, (uint64_t)st[k].unmeasured,
+				(uint64_t)(st[k].unmeasured + st[k].count),
+				layer_unmeasured_why(g->layer, wf_order[k]));
 }
 
 static void print_waterfall(const struct interval *iv, FILE *f)
