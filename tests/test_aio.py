@@ -2,6 +2,7 @@
 exactly, linked to their bios, and never timed when their reap cannot be seen."""
 import json
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -53,6 +54,24 @@ def test_libaio_direct_reads_counted_and_linked(loopdev, qd, no_bpf_leak):
     assert st["submit_complete"]["sum_ns"] + st["complete_reap"]["sum_ns"] == \
         st["total"]["sum_ns"]
     assert not events.get("aio_reap_unobserved")
+
+
+def test_a_lost_block_completion_is_given_as_the_reason(loopdev, no_bpf_leak):
+    """A block completion no program saw (made here with --lose-completions, as the kernel
+    makes them: drops.complete_unseen) leaves its aio request's submit_complete and
+    complete_reap unmeasured. They were said to be "not linked to bios" and "reaped without
+    io_getevents", neither true of libaio reads of a device: the reason names the drop."""
+    tracer = Tracer(["-l", "block,aio", "-P", "-O", "--lose-completions", "25", "600"])
+    subprocess.run([str(LOAD), "--engine", "libaio", "--rw", "randread", "--ios", "400",
+                    "--qd", "8", "--device", loopdev, "--force"], check=True,
+                   capture_output=True)
+    out = tracer.stop()
+    said = {m[0]: m[1] for m in re.findall(
+        r"unmeasured: aio (\w+) \[pread pid \d+ iostrata-load\] \d+ of 400: (.*)", out)}
+    assert set(said) >= {"submit_complete", "complete_reap"}, out
+    for stage in ("submit_complete", "complete_reap"):
+        assert "block completion reached no program (see drops)" in said[stage], said
+    assert "complete_unseen=" in out, out
 
 
 def test_counts_exact_past_the_per_cpu_keys(loopdev, no_bpf_leak):

@@ -32,13 +32,18 @@ static const struct layer_event events[] = {
 
 
 #define UNREAPED "reap not observable (the iocb was reaped without io_getevents)"
+/* a linked stage ending or starting at the block completion misses it when no program saw it */
+#define UNSEEN_END "its block completion reached no program (see drops)"
 
 static const struct layer_stage stages[REQ_NSTAGES] = {
 	[REQ_SUBMIT_DONE] = { "submit_complete", EV_SUBMIT_IN, -1, .to_text = "block events",
 		.flags = STAGE_LINKED, .how = REQ_LINKED_HOW,
-		.unmeasured = "completion not observable (not linked to bios)" },
+		.unmeasured = "completion not observable: not linked to bios (buffered or no "
+			      "block I/O, another disk), or " UNSEEN_END },
 	[REQ_DONE_REAP] = { "complete_reap", -1, EV_GET_OUT, "block events",
-		.flags = STAGE_LINKED, .how = REQ_LINKED_HOW, .unmeasured = UNREAPED },
+		.flags = STAGE_LINKED, .how = REQ_LINKED_HOW,
+		.unmeasured = "reap not observable: " UNSEEN_END ", or the iocb was reaped "
+			      "without io_getevents" },
 	[REQ_TOTAL] = { "total", EV_SUBMIT_IN, EV_GET_OUT, .how = "io_submit entry -> "
 		"io_getevents exit; iocbs reaped in user space counted as not observable",
 		.unmeasured = UNREAPED },
