@@ -1038,10 +1038,13 @@ def waterfall_heads(html):
 
 
 def wf_rows(html, head):
-    """One waterfall's table rows: stage -> count."""
-    box = html.split(f'<h3>{head}</h3>', 1)[1].split('<div class="wfbox">', 1)[0]
+    """One waterfall's table rows: stage -> count (in the Waterfalls section: a layer of one
+    label set has a summary table under the same heading)."""
+    sec = html.split('id="waterfalls"', 1)[1].split("</section>", 1)[0]
+    box = sec.split(f'<h3>{head}</h3>', 1)[1].split('<div class="wfbox">', 1)[0]
     return {m[0]: int(m[1]) for m in re.findall(
-        r'<tr><td class="l">(?:<span[^>]*></span>)?(\w+)(?: \(upper bound\))?</td><td>(\d+)</td>',
+        r'<tr(?: class="sep")?><td class="l">(?:<span[^>]*></span>)?(\w+)(?: \(upper bound\))?'
+        r'</td><td>(\d+)</td>',
         box)}
 
 
@@ -1365,9 +1368,38 @@ def wf_box(html, head):
     line = re.search(r'<line class="whole" x1="([\d.]+)"', svg)
     notes = re.findall(r'<p class="help">(.*?)</p>', box)
     rows = {m[0]: re.findall(r"<td[^>]*>([^<]*)</td>", m[1])[4] for m in re.findall(
-        r'<tr><td class="l"[^>]*>(?:<span[^>]*></span>)?(\w+)(?: \(upper bound\))?</td>'
+        r'<tr(?: class="sep")?><td class="l"[^>]*>(?:<span[^>]*></span>)?(\w+)'
+        r'(?: \(upper bound\))?</td>'
         r'((?:<td[^>]*>[^<]*</td>)+)</tr>', box)}
     return segs, labels, line and float(line[1]), notes, rows
+
+
+def test_a_waterfall_s_rows_go_in_the_order_stages_end(tmp_path):
+    """Rows not in the bar came by slot: complete_reap above submit_complete, a reap above the
+    completion it follows (an aio POLL: nothing linked, both unmeasured). They go in the order
+    their stages end, under a rule that sets them apart from the bar's rows."""
+    def aio(stage, n, ns, unmeasured=0):
+        h = uring_hist(stage, 5, n, ns=ns)
+        h["layer"], h["labels"]["opcode"] = "aio", "poll"
+        if unmeasured:
+            h.update(count=0, sum_ns=0, min_ns=0, max_ns=0, buckets=[], unmeasured=unmeasured)
+        return h
+    ivs = [[aio("complete_reap", 0, 1000, 10), aio("submit_complete", 0, 1000, 10),
+            aio("total", 10, 5000000),
+            uring_hist("submit_cqe", 1, 20, ns=40000), uring_hist("cqe_reap", 1, 20, ns=4000),
+            uring_hist("total", 1, 20, ns=44000)]] * 2
+    rec = write_rec(tmp_path / "r.ndjson", ivs)
+    report(rec, "-o", tmp_path / "r.html", check=True)
+    html = (tmp_path / "r.html").read_text()
+    heads = waterfall_heads(html)
+    poll = next(h for h in heads if h.startswith("aio"))
+    assert list(wf_rows(html, poll)) == ["submit_complete", "complete_reap", "total"]
+    read = next(h for h in heads if h.startswith("uring"))
+    assert list(wf_rows(html, read)) == ["submit_cqe", "cqe_reap", "total"]
+    sec = html.split('id="waterfalls"', 1)[1].split("</section>", 1)[0]
+    box = sec.split(f"<h3>{read}</h3>", 1)[1].split('<div class="wfbox">', 1)[0]
+    # the bar's two rows, then the rule over the first that is not in it
+    assert re.findall(r'<tr( class="sep")?><td class="l"', box) == ["", "", ' class="sep"'], box
 
 
 def test_a_waterfall_s_bar_and_table_give_one_share(tmp_path):

@@ -37,6 +37,7 @@ const char report_css[] =
 	"white-space:nowrap}th{font-weight:600}td.l,th.l{text-align:left}"
 	"td.ls{white-space:normal;overflow-wrap:anywhere;min-width:12em;max-width:30em}"
 	"tr.all td{font-weight:600}td.bad{color:var(--warn);font-weight:600}"
+	"tr.sep td{border-top:2px solid var(--line)}"
 	".panel{margin:10px 0 18px}.panel svg{width:100%;height:auto;max-width:960px;"
 	"display:block}"
 	".panels{display:grid;grid-template-columns:repeat(auto-fill,minmax(440px,1fr));gap:8px 18px}"
@@ -432,7 +433,7 @@ static void wf_swatch(char *buf, size_t len, double tint)
 }
 
 static void wf_row(const struct wf_group *g, const struct hist *st, int k, const char *swatch,
-		   uint64_t whole, struct sbuf *b)
+		   uint64_t whole, bool sep, struct sbuf *b)
 {
 	const struct hist *h = &st[k];
 	/* io_uring's reap is read at the ring's next event: cqe_reap and its total */
@@ -445,9 +446,9 @@ static void wf_row(const struct wf_group *g, const struct hist *st, int k, const
 	/* a share of a whole not recorded (--stages without total or submit_cqe), or of a stage
 	 * with no value: unknown, not 0 */
 	wf_share(share, sizeof(share), mean(h), h->count ? whole : 0);
-	sbuf_printf(b, "<tr><td class=\"l\">%s%s%s</td><td>%" PRIu64 "</td><td>%s</td>"
+	sbuf_printf(b, "<tr%s><td class=\"l\">%s%s%s</td><td>%" PRIu64 "</td><td>%s</td>"
 		  "<td>%s</td><td>%s</td><td>%s</td><td%s>%" PRIu64 "</td></tr>",
-		  swatch, wf_name(k), upper ? " (upper bound)" : "", (uint64_t)h->count,
+		  sep ? " class=\"sep\"" : "", swatch, wf_name(k), upper ? " (upper bound)" : "", (uint64_t)h->count,
 		  h->count ? v1 : "-", h->count ? v2 : "-", h->count ? v3 : "-", share,
 		  h->unmeasured ? " class=\"bad\"" : "", (uint64_t)h->unmeasured);
 }
@@ -478,8 +479,9 @@ static void waterfall(const struct wf_group *g, const struct hist *st, size_t nu
 {
 	static const double tints[] = { 0.15, 0.38, 0.62, 0.86, 0.97 };
 	uint64_t whole = 0, seg[6], sum = 0, rest = 0, scale;
-	int k, j, nseg = 0, idx[6], wk = 8;
-	bool over = false, inbar;
+	static const int ends[] = { 0, 1, 2, 3, 6, 7, 4, 5, 8 };	/* by where a stage ends */
+	int i, k, j, nseg = 0, idx[6], wk = 8;
+	bool over = false, inbar, sep;
 	double x = 0, w;
 	char lab[REC_LABELS_LEN], v1[24], v2[24], sh[24], swatch[200];
 	struct rec_id tmp = *g->key;
@@ -581,7 +583,7 @@ static void waterfall(const struct wf_group *g, const struct hist *st, size_t nu
 	/* the bar's stages in its order, its remainder, then the rest (the spans, the whole) */
 	for (j = 0; j < nseg; j++) {
 		wf_swatch(swatch, sizeof(swatch), tints[j % 5]);
-		wf_row(g, st, idx[j], swatch, whole, b);
+		wf_row(g, st, idx[j], swatch, whole, false, b);
 	}
 	if (rest) {
 		wf_swatch(swatch, sizeof(swatch), -1);
@@ -591,11 +593,16 @@ static void waterfall(const struct wf_group *g, const struct hist *st, size_t nu
 			  fmt_ns(v1, sizeof(v1), rest, false),
 			  wf_share(v2, sizeof(v2), rest, whole));
 	}
-	for (k = 0; k < 9; k++) {
+	/* the rest in the order their stages end: the parts, the submit spans (at the CQE or
+	 * completion), the reaps, the whole; set apart from the bar's rows by a rule */
+	for (i = 0, sep = nseg || rest; i < 9; i++) {
+		k = ends[i];
 		for (j = 0, inbar = false; j < nseg; j++)
 			inbar |= idx[j] == k;
-		if (!inbar && (st[k].count || st[k].unmeasured))
-			wf_row(g, st, k, "", whole, b);
+		if (!inbar && (st[k].count || st[k].unmeasured)) {
+			wf_row(g, st, k, "", whole, sep, b);
+			sep = false;
+		}
 	}
 	sbuf_puts(b, "</tbody></table></div></div>\n");
 }
