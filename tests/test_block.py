@@ -376,3 +376,46 @@ def test_features_names_a_missing_optional_tracepoint(no_bpf_leak):
     st = {s["stage"]: s for s in f["stages"] if s["layer"] == "block"}
     assert st["total"]["available"] is False and "block_bio_queue" in st["total"]["how"]
     assert st["device"]["available"] is True
+
+
+def test_features_memory_is_every_map_of_a_session_once(no_bpf_leak):
+    """`features`' BPF memory is what a default session's maps take, each map once: the maps
+    every layer shares (gens, reqs, req_comm) were listed under each layer that uses them and
+    again under "shared", and all summed, nearly doubling the total.
+
+    The truth is a real default session: `bin/iostrata --duration 3`'s maps, told apart from
+    any other BPF user's by the map ids in its own /proc/PID/fdinfo, with their names and
+    memlock bytes from `bpftool map list -j` (the kernel's figure features reads from fdinfo).
+    The comparison is exact, name by name and byte by byte. Left out on both sides: libbpf's
+    internal .rodata/.bss maps (a dotted name), which features does not list by design."""
+    root = SCHEMA.parent.parent
+    out = subprocess.run(["bin/iostrata", "features", "-j"], capture_output=True, text=True,
+                         cwd=root)
+    assert out.returncode == 0, out.stderr
+    f = json.loads(out.stdout)
+    feats = Counter(m["map"][:15] for m in f["maps"])  # the kernel keeps 15 characters
+    assert not [n for n in ("gens", "reqs", "req_comm") if feats[n] != 1], f["maps"]
+
+    p = subprocess.Popen(["bin/iostrata", "--duration", "3"], cwd=root, text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        assert p.stdout.readline().startswith("interval"), "no first interval"  # attached
+        ids = set()
+        for fd in os.listdir(f"/proc/{p.pid}/fdinfo"):
+            try:
+                m = re.search(r"^map_id:\s*(\d+)", Path(f"/proc/{p.pid}/fdinfo/{fd}").read_text(),
+                              re.M)
+            except OSError:
+                continue
+            if m:
+                ids.add(int(m.group(1)))
+        maps = json.loads(subprocess.run(["bpftool", "map", "list", "-j"], capture_output=True,
+                                         text=True, check=True).stdout)
+    finally:
+        p.communicate(timeout=30)
+    live = [m for m in maps if m["id"] in ids and "." not in m["name"]]
+    assert live, "no map of the running session found"
+    assert feats == Counter(m["name"] for m in live)
+    assert sorted((m["map"][:15], m["bytes"]) for m in f["maps"]) == \
+        sorted((m["name"], m["bytes_memlock"]) for m in live)
+    assert f["bpf_memory_bytes"] == sum(m["bytes_memlock"] for m in live)

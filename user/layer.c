@@ -572,23 +572,36 @@ static bool is_spill(const struct layer_inst *l, const struct bpf_map *map)
 	return false;
 }
 
-/* Every map of the object but its .rodata/.bss and the session's shared ones: their memory. */
+/* Every map of the object but its .rodata/.bss and the session's shared ones: their memory.
+ * A shared map is told by its kernel id: bpf_map__reuse_fd() holds a dup() of the session's fd,
+ * so the object's fd never equals it, and the session lists those maps once (the total counts
+ * each map once). */
 static void report_maps(struct layer_inst *l)
 {
+	const int shared_fds[] = { l->shared->gen_fd, l->shared->reqs_fd, l->shared->comm_fd,
+				   l->shared->snoop_fd };
+	uint32_t shared[sizeof(shared_fds) / sizeof(shared_fds[0])];
 	struct layer_report *rep = &l->rep;
 	struct skel_head *h = l->skel;
 	struct bpf_map *map;
+	size_t k;
 
+	for (k = 0; k < sizeof(shared) / sizeof(shared[0]); k++)
+		shared[k] = shared_fds[k] >= 0 ? map_id(shared_fds[k]) : 0;
 	rep->nmaps = 0;
 	bpf_object__for_each_map(map, h->obj) {
 		struct map_mem *m;
 		int fd = bpf_map__fd(map);
+		uint32_t id = map_id(fd);
+		bool is_shared = false;
 
-		if (rep->nmaps == MAX_MAPS || bpf_map__is_internal(map) ||
-		    fd == l->shared->gen_fd || fd == l->shared->reqs_fd || fd == l->shared->comm_fd)
+		for (k = 0; k < sizeof(shared) / sizeof(shared[0]); k++)
+			is_shared |= id && id == shared[k];
+		if (rep->nmaps == MAX_MAPS || bpf_map__is_internal(map) || is_shared)
 			continue;
 		m = &rep->maps[rep->nmaps++];
 		snprintf(m->name, sizeof(m->name), "%s", bpf_map__name(map));
+		m->id = id;
 		m->bytes = map_memlock(fd);
 		switch (bpf_map__type(map)) {
 		case BPF_MAP_TYPE_PERCPU_HASH:

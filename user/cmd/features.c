@@ -112,19 +112,37 @@ static const char *disk_note(const struct disk_info *d)
 	return "request-based (blk-mq): every block stage";
 }
 
+/* The BPF memory the session takes: every map once, however many lists name it (a map's id is
+ * 0 only when nothing was loaded, and then every entry is a map of its own). */
+static uint64_t maps_total(const struct layer_report *reps, int n)
+{
+	uint64_t total = 0;
+	int l, i, l2, i2;
+
+	for (l = 0; l < n; l++)
+		for (i = 0; i < reps[l].nmaps; i++) {
+			const struct map_mem *m = &reps[l].maps[i];
+			bool seen = false;
+
+			for (l2 = 0; l2 <= l && !seen && m->id; l2++)
+				for (i2 = 0; i2 < (l2 == l ? i : reps[l2].nmaps) && !seen; i2++)
+					seen = reps[l2].maps[i2].id == m->id;
+			if (!seen)
+				total += m->bytes;
+		}
+	return total;
+}
+
 static int features_print(const struct layer_report *reps, const char *const *names, int n,
 			  bool verified, bool json, FILE *f)
 {
 	struct disk_info di[64];
 	struct utsname u;
-	uint64_t total = 0;
+	uint64_t total = maps_total(reps, n);
 	int i, l, nd = disk_infos(di, 64);
 	long bs = btf_size();
 
 	uname(&u);
-	for (l = 0; l < n; l++)
-		for (i = 0; i < reps[l].nmaps; i++)
-			total += reps[l].maps[i].bytes;
 
 	if (json) {
 		struct jw w;
@@ -331,7 +349,8 @@ int cmd_features(int argc, char **argv)
 		 * that cannot start says why in its report */
 		if (session_open(&cfg, true, &s, reps, tried))
 			return 1;
-		/* what every layer shares: the generation map and the request table */
+		/* what every layer shares: the generation map, the request table, the process
+		 * names; listed here once, not under the layers that use them */
 		names[n] = "shared";
 		session_shared_maps(s, &reps[n]);
 		n++;

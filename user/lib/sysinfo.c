@@ -24,10 +24,12 @@ uint64_t clock_ns(clockid_t clk)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-uint64_t map_memlock(int fd)
+/* The number after "key: " in /proc/self/fdinfo/FD (key with its colon), 0 when absent. */
+static unsigned long long fdinfo_field(int fd, const char *key)
 {
 	char path[64], line[256];
 	unsigned long long v = 0;
+	size_t klen = strlen(key);
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
@@ -35,10 +37,20 @@ uint64_t map_memlock(int fd)
 	if (!f)
 		return 0;
 	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "memlock: %llu", &v) == 1)
+		if (!strncmp(line, key, klen) && sscanf(line + klen, " %llu", &v) == 1)
 			break;
 	fclose(f);
 	return v;
+}
+
+uint64_t map_memlock(int fd)
+{
+	return fdinfo_field(fd, "memlock:");
+}
+
+uint32_t map_id(int fd)
+{
+	return (uint32_t)fdinfo_field(fd, "map_id:");
 }
 
 static struct btf *btf;

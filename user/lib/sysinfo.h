@@ -13,6 +13,8 @@ uint64_t clock_ns(clockid_t clk);
 
 /* The kernel's memlock figure for a BPF map fd (its /proc/self/fdinfo). */
 uint64_t map_memlock(int fd);
+/* The kernel's id of a BPF map fd (dup()s of one map share it); 0 when unknown. */
+uint32_t map_id(int fd);
 
 /* The kernel's BTF, loaded once; NULL when the kernel has none. */
 struct btf;
