@@ -419,3 +419,46 @@ def test_features_memory_is_every_map_of_a_session_once(no_bpf_leak):
     assert sorted((m["map"][:15], m["bytes"]) for m in f["maps"]) == \
         sorted((m["name"], m["bytes_memlock"]) for m in live)
     assert f["bpf_memory_bytes"] == sum(m["bytes_memlock"] for m in live)
+
+
+
+def bio_based_disk_without_slaves():
+    for d in sorted(Path("/sys/block").iterdir()):
+        if not (d / "mq").exists() and not any((d / "slaves").iterdir()):
+            return d.name
+    return None
+
+
+def test_features_says_which_bio_based_disks_have_disks_below(loopdev, no_bpf_leak):
+    """A bio-based disk stacked on others (dm, md) shows its I/O on the disks below it; one
+    with none below (zram, brd, pmem) has no disk where its I/O shows, as `-d` says. features
+    said "its I/O shows on the disks below it" for every bio-based disk, zram's too.
+
+    Checked on a bio-based disk of this host with nothing in its slaves (zram0 here), as it
+    is; then, this kernel having neither device-mapper nor md, the same disk made stacked on
+    the test's loop device where features looks: its /sys/block/NAME/slaves, a tmpfs holding
+    the loop device's name, mounted over it in a mount namespace of the test's own."""
+    bio = bio_based_disk_without_slaves()
+    if bio is None:
+        pytest.skip("no bio-based disk without disks below it (zram, brd, pmem) on this host")
+    root = SCHEMA.parent.parent
+    loop = Path(loopdev).name
+    out = subprocess.run(["bin/iostrata", "features", "-j"], capture_output=True, text=True,
+                         cwd=root)
+    assert out.returncode == 0, out.stderr
+    notes = {d["disk"]: d["note"] for d in json.loads(out.stdout)["disks"]}
+    assert notes[bio] == "bio-based, no disk below it: no block stage times its I/O"
+    assert notes[loop].startswith("request-based")
+    r = subprocess.run(["bin/iostrata", "-d", bio, "--duration", "1"], capture_output=True,
+                       text=True, cwd=root)
+    assert r.returncode != 0 and "no disk is below it" in r.stderr, r.stderr
+
+    slaves = f"/sys/block/{bio}/slaves"
+    out = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                          f"mount -t tmpfs none {slaves} && touch {slaves}/{loop} && "
+                          "bin/iostrata features -j"],
+                         capture_output=True, text=True, cwd=root, timeout=120)
+    assert out.returncode == 0, out.stderr
+    notes = {d["disk"]: d["note"] for d in json.loads(out.stdout)["disks"]}
+    assert notes[bio] == f"bio-based: no requests, its I/O shows on the disks below it: {loop}"
+    assert not os.listdir(slaves), "the namespace's mount reached the host"

@@ -44,6 +44,7 @@ static long btf_size(void)
 /* Per disk: does the kernel keep the request start time the wait stage starts from? */
 struct disk_info {
 	char name[32], sched[32];
+	char below[128];	/* a bio-based disk's disks below it (slaves), space-separated */
 	int iostats;
 	bool mq;
 };
@@ -98,6 +99,7 @@ static int disk_infos(struct disk_info *di, int max)
 		}
 		snprintf(path, sizeof(path), "/sys/block/%s/queue/iostats", de->d_name);
 		di[n].iostats = !read_str(path, line, sizeof(line)) ? line[0] == '1' : -1;
+		disk_below(de->d_name, di[n].below, sizeof(di[n].below));
 		n++;
 	}
 	closedir(d);
@@ -105,11 +107,17 @@ static int disk_infos(struct disk_info *di, int max)
 	return n;
 }
 
-static const char *disk_note(const struct disk_info *d)
+/* What the block layer sees of a disk: a bio-based one (dm, md, zram, brd, pmem) builds no
+ * requests; only a stacked one (dm, md) has disks below it, where its I/O shows. */
+static const char *disk_note(const struct disk_info *d, char *buf, size_t len)
 {
-	if (!d->mq)
-		return "bio-based: no requests, its I/O shows on the disks below it";
-	return "request-based (blk-mq): every block stage";
+	if (d->mq)
+		return "request-based (blk-mq): every block stage";
+	if (!d->below[0])
+		return "bio-based, no disk below it: no block stage times its I/O";
+	snprintf(buf, len, "bio-based: no requests, its I/O shows on the disks below it: %s",
+		 d->below);
+	return buf;
 }
 
 /* The BPF memory the session takes: every map once, however many lists name it (a map's id is
@@ -137,6 +145,7 @@ static int features_print(const struct layer_report *reps, const char *const *na
 			  bool verified, bool json, FILE *f)
 {
 	struct disk_info di[64];
+	char note[192];
 	struct utsname u;
 	uint64_t total = maps_total(reps, n);
 	int i, l, nd = disk_infos(di, 64);
@@ -195,7 +204,7 @@ static int features_print(const struct layer_report *reps, const char *const *na
 			jw_str(&w, "disk", di[i].name);
 			jw_str(&w, "scheduler", di[i].sched);
 			jw_i64(&w, "iostats", di[i].iostats);
-			jw_str(&w, "note", disk_note(&di[i]));
+			jw_str(&w, "note", disk_note(&di[i], note, sizeof(note)));
 			jw_end_obj(&w);
 		}
 		jw_end_arr(&w);
@@ -262,7 +271,7 @@ static int features_print(const struct layer_report *reps, const char *const *na
 	fprintf(f, "\ndisks\n");
 	for (i = 0; i < nd; i++)
 		fprintf(f, "  %-10s scheduler %-12s iostats %-2d %s\n", di[i].name, di[i].sched,
-			di[i].iostats, disk_note(&di[i]));
+			di[i].iostats, disk_note(&di[i], note, sizeof(note)));
 	if (total) {
 		fprintf(f, "\nBPF memory (kernel's memlock figures)\n");
 		for (l = 0; l < n; l++)

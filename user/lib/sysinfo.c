@@ -396,27 +396,40 @@ int disk_resolve(const char *name, uint32_t *dev)
 	return 0;
 }
 
-int disk_has_requests(const char *name)
+size_t disk_below(const char *name, char *buf, size_t len)
 {
-	char path[512], below[256] = "";
+	char path[512];
 	struct dirent **de = NULL;
 	size_t used = 0;
 	int n, i;
+
+	if (len)
+		buf[0] = '\0';
+	if (!strncmp(name, "/dev/", 5))
+		name += 5;
+	snprintf(path, sizeof(path), "/sys/class/block/%s/slaves", name);
+	n = scandir(path, &de, NULL, alphasort);	/* by name: sysfs lists in hash order */
+	for (i = 0; i < n; i++) {
+		if (de[i]->d_name[0] != '.' && used < len)
+			used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? " " : "",
+						 de[i]->d_name);
+		free(de[i]);
+	}
+	free(de);
+	return used;
+}
+
+int disk_has_requests(const char *name)
+{
+	char path[512], below[256];
+	size_t used;
 
 	if (!strncmp(name, "/dev/", 5))
 		name += 5;
 	snprintf(path, sizeof(path), "/sys/class/block/%s/mq", name);
 	if (!access(path, F_OK))
 		return 0;
-	snprintf(path, sizeof(path), "/sys/class/block/%s/slaves", name);
-	n = scandir(path, &de, NULL, alphasort);	/* by name: sysfs lists in hash order */
-	for (i = 0; i < n; i++) {
-		if (de[i]->d_name[0] != '.' && used < sizeof(below))
-			used += (size_t)snprintf(below + used, sizeof(below) - used, "%s%s",
-						 used ? " " : "", de[i]->d_name);
-		free(de[i]);
-	}
-	free(de);
+	used = disk_below(name, below, sizeof(below));
 	errorf("'%s' is bio-based (device-mapper, md, zram): it builds no block requests, so -d "
 	       "would time none; %s%s", name, used ? "its I/O shows on the disks below it: " :
 	       "no disk is below it", used ? below : "");

@@ -61,6 +61,9 @@ int disk_resolve(const char *name, uint32_t *dev);
 /* Does the disk build block requests (blk-mq: /sys/block/NAME/mq)? 0, or -1, said, for a
  * bio-based one (dm, md, zram), naming the disks below it. */
 int disk_has_requests(const char *name);
+/* The disks below disk name (/sys/class/block/NAME/slaves: a dm or md device's), by name,
+ * space-separated into buf; the length written, 0 when none is (zram, brd, pmem, any disk). */
+size_t disk_below(const char *name, char *buf, size_t len);
 /* dev's name: from /sys/block, read again for a dev not known yet; a disk gone keeps its name
  * from the last read that saw it, else "MAJ:MIN". */
 const char *disk_name(uint32_t dev, char *buf, size_t len);
