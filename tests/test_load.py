@@ -268,6 +268,21 @@ def test_aio_poll_probe():
     assert abs(p50 - 5e6) <= 0.05 * 5e6, p50
 
 
+def test_probes_default_to_their_one_engine():
+    """A probe runs on one engine only; without --engine it takes that one. `--op poll` was
+    refused ("needs --engine libaio") for the io_uring default, whose reads it does not do."""
+    doc = load_json("--op", "poll", "--latency", "4ms", "--ios", 30)
+    assert doc["global options"]["ioengine"] == "libaio"
+    t = doc["total"]["poll"]
+    assert t["total_ios"] == 30 and t["errors"] == 0
+    assert abs(t["lat_ns"]["percentile"]["50.000000"] - 4e6) <= 0.05 * 4e6
+    if io_uring_usable():
+        for op in (["--op", "timeout", "--latency", "1ms"], ["--op", "nop"]):
+            doc = load_json(*op, "--ios", 20)
+            assert doc["global options"]["ioengine"] == "io_uring", op
+            assert doc["total"][op[1]]["total_ios"] == 20
+
+
 def test_io_uring_nop():
     skip_without_uring("io_uring")
     doc = load_json("--engine", "io_uring", "--op", "nop", "--ios", 5000)
@@ -995,7 +1010,10 @@ def test_a_name_is_one_line_in_the_text_report(workdir):
     (["--sqpoll-cpu", "1"], "--sqpoll-cpu needs --sqpoll"),
     (["--op", "timeout"], "need --latency"),
     (["--op", "timeout", "--latency", "1ms", "--engine", "libaio"], "need --engine io_uring"),
-    (["--op", "poll", "--latency", "1ms"], "--op poll needs --engine libaio"),
+    # an engine given that cannot run the probe is refused, not replaced
+    (["--op", "poll", "--latency", "1ms", "--engine", "io_uring"],
+     "--op poll needs --engine libaio"),
+    (["--op", "nop", "--engine", "psync"], "need --engine io_uring"),
     (["--runtime", "soon"], "bad --runtime 'soon'"),
     # strtod's exponents, taken though never documented (1e3 was 1000 s), and what is no
     # time: a unit but ns, us, ms, s and m (minutes)

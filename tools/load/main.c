@@ -317,7 +317,8 @@ static const char usage[] =
 "histogram as iostrata). Default: io_uring, 4 KiB random O_DIRECT reads at qd 32\n"
 "for 10 s on a temporary 256 MiB file in $TMPDIR or /var/tmp.\n"
 "\n"
-"  --engine=E           psync, libaio, posixaio, io_uring or threadpool\n"
+"  --engine=E           psync, libaio, posixaio, io_uring (default) or threadpool;\n"
+"                       a probe (--op) defaults to the one engine it runs on\n"
 "  --rw=MODE            read, write, randread, randwrite, rw[:PCT], randrw[:PCT]\n"
 "                       (PCT: share of reads, default 50)\n"
 "  --bs=SIZE            block size (default 4k)\n"
@@ -356,7 +357,7 @@ static const char usage[] =
 "                       for the next (as from a kernel short of memory)\n"
 "threadpool:\n"
 "  --workers=N          threads doing the pread/pwrite (default 4)\n"
-"known-latency probes (no disk I/O):\n"
+"known-latency probes (no disk I/O), each on its one engine (--engine optional):\n"
 "  --op=nop             io_uring NOP\n"
 "  --op=timeout --latency=TIME   io_uring TIMEOUT requests of TIME\n"
 "  --op=poll --latency=TIME      libaio POLL on a pipe written TIME after submit\n"
@@ -610,7 +611,7 @@ static int need(bool cond, const char *what)
 /* 0 ok, 1 done (help/version), -1 usage error */
 static int parse_args(int argc, char **argv)
 {
-	bool eng_uring_opts = false, workers_set = false;
+	bool eng_uring_opts = false, workers_set = false, engine_set = false;
 	char msg[256];
 	uint64_t v;
 	int c, i;
@@ -627,6 +628,7 @@ static int parse_args(int argc, char **argv)
 				return -1;
 			}
 			lo.engine = (enum engine_id)i;
+			engine_set = true;
 			break;
 		case O_OP:
 			for (i = 0; i < 4 && strcmp(optarg, op_names[i]); i++)
@@ -764,6 +766,13 @@ static int parse_args(int argc, char **argv)
 		lerr("unexpected argument '%s' (see --help)", argv[optind]);
 		return -1;
 	}
+
+	/* a probe runs on one engine only: without --engine, that one; a --engine given that
+	 * cannot run it is refused below */
+	if (!engine_set && lo.op == OP_POLL)
+		lo.engine = ENG_LIBAIO;
+	else if (!engine_set && (lo.op == OP_NOP || lo.op == OP_TIMEOUT))
+		lo.engine = ENG_IO_URING;
 
 	/* combinations */
 	if (need(!(lo.sqpoll_cpu >= 0 && !lo.sqpoll), "--sqpoll-cpu needs --sqpoll") ||
