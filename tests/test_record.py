@@ -371,3 +371,23 @@ def test_a_view_that_cannot_be_written_is_said_and_the_recording_goes_on(tmp_pat
     assert (r.returncode, r.stderr) == (0, ""), r
     assert [json.loads(l)["type"] for l in lines_of(rec)] == ["meta", "interval", "interval",
                                                              "end"]
+
+
+def test_report_says_what_a_default_runs_empty_lists_mean(tmp_path, no_bpf_leak):
+    """A run without -l or --stages records `layers: []` and `stages: []`: every available
+    layer and every stage. The report's Recording section showed them raw, `[]`, as if
+    nothing had been traced; it says what they mean."""
+    rec, page = tmp_path / "r.ndjson", tmp_path / "r.html"
+    r = subprocess.run([str(IOSTRATA), "record", "-o", str(rec), "--duration", "1"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    opts = json.loads(rec.read_text().splitlines()[0])["options"]
+    assert opts["layers"] == [] and opts["stages"] == []
+    r = subprocess.run([str(IOSTRATA), "report", str(rec), "-o", str(page)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    html = page.read_text()
+    section = html[html.index('<section id="recording">'):]
+    assert "<dt>layers</dt><dd>every available layer (no -l)</dd>" in section
+    assert "<dt>stages</dt><dd>every stage of those layers (no --stages)</dd>" in section
+    assert "<dd>[]</dd>" not in section

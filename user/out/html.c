@@ -709,6 +709,24 @@ out:
 	free(st);
 }
 
+/* A recorded option's value as a reader takes it: the empty lists of a run without -l or
+ * --stages mean every layer, every stage, not none. */
+static const char *option_value(const char *key, const char *val)
+{
+	const char *p = val;
+
+	if (*p++ != '[')
+		return val;
+	p += strspn(p, " \t\n");
+	if (strcmp(p, "]"))
+		return val;
+	if (!strcmp(key, "layers"))
+		return "every available layer (no -l)";
+	if (!strcmp(key, "stages"))
+		return "every stage of those layers (no --stages)";
+	return val;
+}
+
 static void recording(const struct report *r, struct sbuf *b)
 {
 	size_t i, k;
@@ -742,7 +760,7 @@ static void recording(const struct report *r, struct sbuf *b)
 				sbuf_puts(b, "<dt>");
 				esc(b, f->meta.kv[k].key);
 				sbuf_puts(b, "</dt><dd>");
-				esc(b, f->meta.kv[k].val);
+				esc(b, option_value(f->meta.kv[k].key, f->meta.kv[k].val));
 				sbuf_puts(b, "</dd>");
 			}
 		} else {
