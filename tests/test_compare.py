@@ -174,6 +174,7 @@ def test_aa_on_independent_intervals(tmp_path):
     assert doc["splits"] == 100 and doc["intervals"] == 60 and doc["half"] == 30
     assert doc["false_positive_rate"] <= 0.05
     assert doc["rows"][0]["quantiles"][0]["compared"] == 100
+    assert doc["splits_judged"] == 100 and "reason" not in doc
     assert doc["drops"] == 0
     # a set that lost events says so: the check does not bound for them
     lossy = with_drops(s, tmp_path / "lossy.ndjson", {"complete_unseen": 2})
@@ -181,6 +182,23 @@ def test_aa_on_independent_intervals(tmp_path):
     r = compare(lossy, "--aa", "10")
     assert r.returncode == 0 and "DROPS: the tracer lost 120 events it saw" in r.stdout, r
     assert "DROPS" not in compare(s, "--aa", "10").stdout
+
+
+def test_aa_that_judged_nothing_has_no_rate(tmp_path):
+    """12 intervals: halves of 6, too few for any quantile in any split. No change was called
+    because none could be: the rate is undetermined (null, with why), not 0 %, and the check
+    is not decided (exit 4), as a gate that judged nothing. It had said "0 of 100 splits
+    called a change (0.0%)", exit 0: a trustworthy-looking machine that had judged nothing."""
+    s = lognormal_rec(tmp_path / "s.ndjson", 12, 1.0, seed=9)
+    r = compare(s, "--aa", "100")
+    assert r.returncode == 4, (r.returncode, r.stdout, r.stderr)
+    assert "false-positive rate: undetermined: no split had enough data for any quantile" \
+        in r.stdout and "A/A not decided: exit 4" in r.stdout, r.stdout
+    assert "(0.0%)" not in r.stdout, r.stdout
+    doc = compare_json(s, "--aa", "100", status=4)
+    assert all(q["compared"] == 0 for row in doc["rows"] for q in row["quantiles"]), doc
+    assert doc["false_positive_rate"] is None and doc["splits_judged"] == 0, doc
+    assert "noise is unknown" in doc["reason"], doc
 
 
 def test_one_interval_each_is_not_enough_data(tmp_path):
@@ -347,8 +365,8 @@ def test_json_labels_are_the_true_names(tmp_path):
     assert doc["only_b"] == [{"layer": "block", "stage": "wait", "labels": true}], doc
     doc = compare_json(d, a)
     assert doc["only_a"] == [{"layer": "block", "stage": "wait", "labels": true}], doc
-    r = compare(a, "--aa", "5", "-j")
-    assert r.returncode == 0, r.stderr
+    r = compare(a, "--aa", "5", "-j")   # halves of 5: no rate (exit 4), the rows all the same
+    assert r.returncode == 4 and r.stderr == "", (r.returncode, r.stderr)
     assert [row["labels"] for row in json.loads(r.stdout)["rows"]] == [true], r.stdout
     assert "\\u202e" in r.stdout and "\u202e" not in r.stdout, r.stdout  # escaped, not raw
     text = compare(a, b).stdout
@@ -1036,7 +1054,8 @@ def test_stdout_gone_or_full(tmp_path, args):
     (SIGPIPE once killed compare, 141). A full disk is an error, one line, and --html leaves no
     page: it is written only once the comparison is out (found by a helper's fuzzing: --aa
     said nothing and exited 1; the page stayed)."""
-    a = lognormal_rec(tmp_path / "a.ndjson", 8)
+    # the A/A check's halves need enough intervals for a rate (else exit 4, undetermined)
+    a = lognormal_rec(tmp_path / "a.ndjson", 30 if "--aa" in args else 8)
     b = lognormal_rec(tmp_path / "b.ndjson", 8, seed=2)
     sets = f"{a}" if "--aa" in args else f"{a} {b}"
     cmd = f"{IOSTRATA} compare {sets} {' '.join(args)}"

@@ -35,8 +35,10 @@ static const char usage_text[] =
 "--threshold.\n"
 "Exit status: 0; 3 when a stage named by --gate got slower; 4 when no gate got\n"
 "slower but one could not be decided: not enough data at its quantile, or events\n"
-"the tracer lost (drops) could change its verdict; 1 when the input cannot be\n"
-"read or compared or the --html file cannot be written; 2 for bad options.\n"
+"the tracer lost (drops) could change its verdict; with --aa, 4 when the rate is\n"
+"undetermined (fewer than half the splits had enough data for any quantile);\n"
+"1 when the input cannot be read or compared or the --html file cannot be\n"
+"written; 2 for bad options.\n"
 "\n"
 "      --threshold=PCT   the smallest change called, in percent (default 5)\n"
 "      --gate=L:S:Q      exit 3 if layer L, stage S is slower at quantile Q\n"
@@ -175,8 +177,10 @@ static int run_aa(const struct compare_args *a)
 {
 	struct cmp_set *s = load(a->a);
 	struct cmp_aa *aa;
+	char why[256];
+	int err, status;
+	double fpr;
 	struct jw w;
-	int err;
 
 	if (!s)
 		return 1;
@@ -197,8 +201,10 @@ static int run_aa(const struct compare_args *a)
 		cmp_aa_print_text(aa, stdout);
 		err = fflush(stdout) || ferror(stdout) ? -1 : 0;
 	}
+	/* a rate that could not be measured is "not decided", as a gate that judged nothing */
+	status = cmp_aa_rate(aa, &fpr, why, sizeof(why)) ? 0 : 4;
 	cmp_aa_free(aa);
-	return sink_written(err) > 0 ? 1 : 0;
+	return sink_written(err) > 0 ? 1 : status;
 }
 
 /*

@@ -1447,7 +1447,7 @@ static int aa_row_cmp(const void *x, const void *y)
 /* One split: its halves compared, row by row, as one family. 0, or -1 (out of memory). */
 static int aa_split(const struct cmp_set *s, int32_t **cell_of, const uint32_t *ivs,
 		    uint32_t half, const struct cmp_opts *o, uint64_t seed, struct cmp_aa *aa,
-		    struct cmp_cell *cells, struct family *fam, bool *any)
+		    struct cmp_cell *cells, struct family *fam, bool *any, bool *judged)
 {
 	double qa[CMP_NQ], qb[CMP_NQ], widen;
 	struct side A, B;
@@ -1474,6 +1474,7 @@ static int aa_split(const struct cmp_set *s, int32_t **cell_of, const uint32_t *
 			if (c->v == CMP_NOT_ENOUGH)
 				continue;
 			aa->rows[i].compared[k]++;
+			*judged = true;
 			if (c->v != CMP_SAME) {
 				aa->rows[i].changes[k]++;
 				*any = true;
@@ -1536,7 +1537,7 @@ struct cmp_aa *cmp_aa_run(const struct cmp_set *s, int nsplits, const struct cmp
 		perm[i] = i;
 	rng_seed(&rng, o->seed ^ 0x5eed5eed5eedULL);
 	for (sp = 0; sp < nsplits; sp++) {
-		bool any = false;
+		bool any = false, judged = false;
 
 		for (i = s->nintervals - 1; i > 0; i--) {	/* Fisher-Yates */
 			j = rng_below(&rng, i + 1);
@@ -1547,9 +1548,10 @@ struct cmp_aa *cmp_aa_run(const struct cmp_set *s, int nsplits, const struct cmp
 		/* each split its own resamples, the same for every row */
 		if (aa_split(s, cell_of, perm, half, o,
 			     o->seed + 0x9e3779b97f4a7c15ULL * (uint64_t)(sp + 1), aa, cells, &fam,
-			     &any))
+			     &any, &judged))
 			goto oom;
 		aa->any += any;
+		aa->judged += judged;
 	}
 	qsort(aa->rows, aa->nrows, sizeof(*aa->rows), aa_row_cmp);
 	for (r = 0; r < s->nrows; r++)
@@ -1573,6 +1575,23 @@ oom:
 	else
 		free(pool);
 	return NULL;
+}
+
+bool cmp_aa_rate(const struct cmp_aa *aa, double *rate, char *why, size_t len)
+{
+	*rate = NAN;
+	why[0] = '\0';
+	if (!aa->judged)
+		snprintf(why, len, "no split had enough data for any quantile (halves of %u "
+			 "intervals): the machine's noise is unknown; record longer or with shorter "
+			 "intervals", aa->intervals / 2);
+	else if (2 * aa->judged < aa->nsplits)
+		snprintf(why, len, "only %d of %d splits had enough data for any quantile (halves "
+			 "of %u intervals): the machine's noise is unknown; record longer or with "
+			 "shorter intervals", aa->judged, aa->nsplits, aa->intervals / 2);
+	else
+		*rate = (double)aa->any / aa->judged;
+	return !why[0];
 }
 
 void cmp_aa_free(struct cmp_aa *aa)

@@ -176,6 +176,7 @@ struct cmp_aa {
 	double limit;
 	int nsplits;
 	int any;		/* splits with any change called */
+	int judged;		/* splits with enough data for at least one quantile */
 	uint32_t intervals;	/* of the set; each half has intervals / 2 */
 	uint64_t drops;		/* events the set's tracer lost (cmp_result's a_drops) */
 	struct cmp_aa_row *rows;
@@ -184,6 +185,12 @@ struct cmp_aa {
 };
 
 struct cmp_aa *cmp_aa_run(const struct cmp_set *s, int nsplits, const struct cmp_opts *o);
+/*
+ * The false-positive rate, any over the splits that judged a quantile, is known only when at
+ * least half the splits judged one: a split that compared nothing could call nothing, and its
+ * silence is no evidence. true with the rate; false with the reason in why.
+ */
+bool cmp_aa_rate(const struct cmp_aa *aa, double *rate, char *why, size_t len);
 void cmp_aa_free(struct cmp_aa *aa);
 
 /* Renderers (user/out/compare.c, cmphtml.c). cmp_write_json writes members into the object

@@ -274,7 +274,8 @@ void cmp_write_json(const struct cmp_result *r, struct jw *w)
 void cmp_aa_print_text(const struct cmp_aa *aa, FILE *f)
 {
 	int wl = 6, ws = 5, n, k;
-	char rate[CMP_NQ][16];
+	char rate[CMP_NQ][16], why[256];
+	double fpr;
 	size_t i;
 
 	for (i = 0; i < aa->nrows; i++) {
@@ -308,12 +309,23 @@ void cmp_aa_print_text(const struct cmp_aa *aa, FILE *f)
 			utf8_field(row->labels, wl), row->labels,
 			rate[0], rate[1], rate[2], rate[3]);
 	}
-	fprintf(f, "false-positive rate: %d of %d splits called a change (%.1f%%); alpha %.0f%%\n",
-		aa->any, aa->nsplits, 100.0 * aa->any / aa->nsplits, 100 * aa->o.alpha);
+	if (!cmp_aa_rate(aa, &fpr, why, sizeof(why)))	/* nothing judged is no evidence */
+		fprintf(f, "false-positive rate: undetermined: %s; alpha %.0f%%\n"
+			"A/A not decided: exit 4\n", why, 100 * aa->o.alpha);
+	else if (aa->judged == aa->nsplits)
+		fprintf(f, "false-positive rate: %d of %d splits called a change (%.1f%%); "
+			"alpha %.0f%%\n", aa->any, aa->nsplits, 100 * fpr, 100 * aa->o.alpha);
+	else
+		fprintf(f, "false-positive rate: %d of the %d splits with enough data for a "
+			"quantile called a change (%.1f%%; %d of %d had none); alpha %.0f%%\n",
+			aa->any, aa->judged, 100 * fpr, aa->nsplits - aa->judged, aa->nsplits,
+			100 * aa->o.alpha);
 }
 
 void cmp_aa_write_json(const struct cmp_aa *aa, struct jw *w)
 {
+	char why[256];
+	double fpr;
 	size_t i;
 	int k;
 
@@ -326,7 +338,13 @@ void cmp_aa_write_json(const struct cmp_aa *aa, struct jw *w)
 	jw_f64(w, "alpha", aa->o.alpha);
 	jw_f64(w, "limit", aa->limit);
 	jw_u64(w, "splits_with_change", (uint64_t)aa->any);
-	jw_f64(w, "false_positive_rate", (double)aa->any / aa->nsplits);
+	jw_u64(w, "splits_judged", (uint64_t)aa->judged);
+	if (cmp_aa_rate(aa, &fpr, why, sizeof(why))) {
+		jw_f64(w, "false_positive_rate", fpr);
+	} else {	/* null: undetermined, and why */
+		jw_f64(w, "false_positive_rate", NAN);
+		jw_str(w, "reason", why);
+	}
 	jw_arr(w, "rows");
 	for (i = 0; i < aa->nrows; i++) {
 		jw_obj(w, NULL);
