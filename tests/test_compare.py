@@ -44,8 +44,10 @@ def compare(*args):
 
 
 def compare_json(*args, status=0):
+    """compare -j's document, checked against the schema; status None: any of 0, 3, 4."""
     r = compare(*args, "-j")
-    assert r.returncode == status and r.stderr == "", (r.returncode, r.stderr)
+    assert (r.returncode in (0, 3, 4) if status is None else r.returncode == status) \
+        and r.stderr == "", (r.returncode, r.stderr)
     doc = json.loads(r.stdout)
     schema_check(doc, CMP_SCHEMA)
     return doc
@@ -225,7 +227,8 @@ def test_one_interval_each_is_not_enough_data(tmp_path):
     assert r.returncode == 4, r.returncode
     doc = json.loads(r.stdout)
     assert doc["gates"] == [{"layer": "block", "stage": "device", "q": "p50", "regressed": False,
-                             "judged": False, "decided": False}], doc["gates"]
+                             "passed": False, "judged": False, "decided": False,
+                             "reason": "not enough data"}], doc["gates"]
     assert doc["gates_decided"] is False
 
 
@@ -382,7 +385,7 @@ def test_gate(tmp_path):
     assert "gate block:device:p50: REGRESSED" in r.stdout
     doc = compare_json(a, b, "--gate", "block:device:p90", status=3)
     assert doc["gates"] == [{"layer": "block", "stage": "device", "q": "p90", "regressed": True,
-                             "judged": True, "decided": True}]
+                             "passed": False, "judged": True, "decided": True}]
     assert compare(a, c, "--gate", "block:device:p50").returncode == 0   # faster passes
     assert compare(a, b).returncode == 0                                   # no gate, no 3
     # a regression found is the answer, whatever another gate could not decide: A lost 5
@@ -420,6 +423,46 @@ def test_gate(tmp_path):
     assert r.returncode == 1
 
 
+def test_gate_passes_only_when_a_regression_is_excluded(tmp_path):
+    """A gate passes when the data exclude a slowdown beyond the limit: every label set's
+    interval ends below 1 + limit. A "no change" whose interval reaches past it (10 intervals
+    of 60 samples: p90 1.037, 0.949..1.107) had passed, exit 0, and a CI job read "not
+    slower" where a 10 % regression was as consistent with the data as none: it is not
+    decided, exit 4, and says why."""
+    a = lognormal_rec(tmp_path / "a.ndjson", 10, 1.0, seed=1, per=60)
+    b = lognormal_rec(tmp_path / "b.ndjson", 10, 1.0, seed=2, per=60)
+    doc = compare_json(a, b, "--gate", "block:device:p90", status=4)
+    c, limit = cell(doc, "block", "device", "p90"), doc["method"]["limit"]
+    assert c["verdict"] == "no change" and c["ci_hi"] >= 1 + limit, c
+    assert doc["gates"] == [{"layer": "block", "stage": "device", "q": "p90", "regressed": False,
+                             "passed": False, "judged": True, "decided": False,
+                             "reason": doc["gates"][0]["reason"]}], doc["gates"]
+    assert "a slowdown beyond 1 + 6.25% is not excluded" in doc["gates"][0]["reason"]
+    assert doc["gates_decided"] is False
+    r = compare(a, b, "--gate", "block:device:p90")
+    assert r.returncode == 4, (r.returncode, r.stdout)
+    assert re.search(r"gate block:device:p90: not decided \(its interval reaches 1\.\d+: a "
+                     r"slowdown beyond 1 \+ 6\.25% is not excluded\)", r.stdout), r.stdout
+    assert "gates not decided: exit 4" in r.stdout and ": passed" not in r.stdout, r.stdout
+    # every gate passes exactly when its interval ends below 1 + limit; a raised threshold
+    # moves the bar (and the verdicts) with it
+    for extra in ([], ["--threshold", "20"]):
+        doc = compare_json(a, b, *extra, *[x for q in ("p50", "p90", "p99")
+                                           for x in ("--gate", f"block:device:{q}")],
+                           status=None)
+        for g in doc["gates"]:
+            c = cell(doc, "block", "device", g["q"])
+            below = c["ci_hi"] is not None and c["ci_hi"] < 1 + doc["method"]["limit"]
+            assert g["passed"] == (below and c["verdict"] != "slower"), (g, c)
+    assert compare(a, b, "--gate", "block:device:p90", "--threshold", "20").returncode == 0
+    # a clear "no change" (30 intervals of 400) passes, said as such
+    a30 = lognormal_rec(tmp_path / "a30.ndjson", 30, 1.0, seed=1)
+    b30 = lognormal_rec(tmp_path / "b30.ndjson", 30, 1.0, seed=2)
+    r = compare(a30, b30, "--gate", "block:device:p90")
+    assert r.returncode == 0 and \
+        "gate block:device:p90: passed (not slower beyond the limit)" in r.stdout, r.stdout
+
+
 def with_drops(src, dst, drops, unmeasured=0):
     """src's recording with every interval's drops set to `drops` (and its first row's
     unmeasured)."""
@@ -455,7 +498,8 @@ def test_drops_withhold_the_verdicts_they_could_change(tmp_path):
     doc = compare_json(a, lossy, "--gate", "block:device:p50", status=4)
     assert not doc["decided"] and doc["b"]["drops"] == 30 * 1000 and doc["a"]["drops"] == 0
     assert doc["gates"] == [{"layer": "block", "stage": "device", "q": "p50",
-                             "regressed": False, "judged": False, "decided": False}]
+                             "regressed": False, "passed": False, "judged": False,
+                             "decided": False, "reason": "events lost could change its verdict"}]
     assert doc["gates_decided"] is False
     for c in doc["rows"][0]["quantiles"]:
         assert c["verdict"] == "not enough data" and c["lost"] is True, c

@@ -252,12 +252,20 @@ def test_json_and_gate(disk, tmp_path):
              and row["stage"] == "total" for c in row["quantiles"] if c["q"] == "p99"]
     assert cells, doc["compare"]["rows"]
     judged = [c for c in cells if c["verdict"] != "not enough data"]
-    assert gate["decided"] == (doc["reliable"] and (gate["regressed"] or (
-        not any(c.get("lost") for c in cells) and bool(judged)))), doc
-    assert gate["judged"] == (gate["decided"] and bool(judged)), gate
+    lost = any(c.get("lost") for c in cells)
+    # a gate passes only when every interval with a verdict ends below 1 + limit: a "no
+    # change" reaching past it does not exclude the regression the gate is there to catch
+    limit = doc["compare"]["method"]["limit"]
+    excluded = bool(judged) and all(c["ci_hi"] < 1 + limit for c in judged)
+    assert gate["regressed"] == (doc["reliable"] and any(c["verdict"] == "slower"
+                                                         for c in cells)), doc
+    assert gate["judged"] == (doc["reliable"] and (gate["regressed"] or (
+        not lost and bool(judged)))), gate
+    assert gate["passed"] == (gate["judged"] and not gate["regressed"] and excluded), (gate, cells)
+    assert gate["decided"] == (gate["regressed"] or gate["passed"]), gate
     assert ("gates_decided" in doc) == (not gate["decided"]), doc
     if not gate["decided"]:
-        assert gate["judged"] is False and gate["regressed"] is False, gate
+        assert gate["passed"] is False and gate["regressed"] is False and gate["reason"], gate
     assert r.returncode == (4 if not gate["decided"] else 3 if gate["regressed"] else 0), \
         r.stderr
 

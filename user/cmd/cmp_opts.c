@@ -82,16 +82,21 @@ int cmp_gates_check(const struct cmp_gates *g, const struct cmp_result *r)
 }
 
 /*
- * A gate is decided when its verdict is known: slower in some label set (regressed), or judged
- * in at least one (passed). One whose quantile had not enough data in every label set, or whose
- * verdict the events lost could change (in some label set), or whose verdicts are unreliable,
- * is not decided: a gate that checked nothing does not pass.
+ * A gate is decided when its answer is known: slower in some label set (regressed), or not
+ * slower beyond the limit in every label set with a verdict, the upper end of each interval
+ * below 1 + limit (passed: the data exclude a regression the limit would call). A "no change"
+ * whose interval reaches past 1 + limit is no pass: the data do not exclude a slowdown the
+ * gate exists to catch (CI reads "passed" as "not slower"). One whose quantile had not enough data in every label set,
+ * or whose verdict the events lost could change (in some label set), or whose verdicts are
+ * unreliable, is not decided either: a gate that checked nothing does not pass.
  */
 int cmp_gates_say(const struct cmp_gates *g, const struct cmp_result *r, bool reliable,
 		  struct jw *w)
 {
-	bool found, slower, judged, decided, lost;
+	bool found, slower, judged, passed, decided, lost;
+	char why[160], hs[32];
 	int status = 0, i;
+	double hi;
 
 	if (w)
 		jw_arr(w, "gates");
@@ -102,24 +107,38 @@ int cmp_gates_say(const struct cmp_gates *g, const struct cmp_result *r, bool re
 		slower = reliable && cmp_regressed(r, x->layer, x->stage, x->q, &found);
 		lost = !slower && cmp_stage_lost(r, x->layer, x->stage, x->q);
 		judged = reliable && !lost && cmp_stage_compared(r, x->layer, x->stage, x->q) > 0;
-		decided = slower || judged;
+		hi = cmp_stage_hi(r, x->layer, x->stage, x->q);
+		passed = judged && !slower && hi < 1 + r->limit;
+		decided = slower || passed;
 		/* a regression found is the answer, whatever another gate could not decide */
 		status = slower ? 3 : !decided && status != 3 ? 4 : status;
+		if (!reliable)
+			snprintf(why, sizeof(why), "the verdicts are UNRELIABLE");
+		else if (lost)
+			snprintf(why, sizeof(why), "events lost could change its verdict");
+		else if (!judged)
+			snprintf(why, sizeof(why), "not enough data");
+		else
+			snprintf(why, sizeof(why), "its interval reaches %s: a slowdown beyond "
+				 "1 + %.2f%% is not excluded", cmp_ratio_str(hs, sizeof(hs), hi),
+				 100 * r->limit);
 		if (w) {
 			jw_obj(w, NULL);
 			jw_str(w, "layer", x->layer);
 			jw_str(w, "stage", x->stage);
 			jw_str(w, "q", cmp_q_name[x->q]);
 			jw_bool(w, "regressed", slower);
+			jw_bool(w, "passed", passed);
 			jw_bool(w, "judged", judged);
 			jw_bool(w, "decided", decided);
+			if (!decided)
+				jw_str(w, "reason", why);
 			jw_end_obj(w);
 		} else {
-			printf("gate %s:%s:%s: %s\n", x->layer, x->stage, cmp_q_name[x->q],
-			       !reliable ? "not decided (the verdicts are UNRELIABLE)" :
-			       lost ? "not decided (events lost could change its verdict)" :
+			printf("gate %s:%s:%s: %s%s%s\n", x->layer, x->stage, cmp_q_name[x->q],
 			       slower ? "REGRESSED (slower beyond the limit)" :
-			       judged ? "passed" : "not decided (not enough data)");
+			       passed ? "passed (not slower beyond the limit)" : "not decided (",
+			       decided ? "" : why, decided ? "" : ")");
 		}
 	}
 	if (w)

@@ -34,10 +34,13 @@ int cmp_opt(struct cmp_opts *o, struct cmp_gates *g, int opt, const char *arg);
 /* Does every gate name a layer and stage compared? 0, or -1 said. */
 int cmp_gates_check(const struct cmp_gates *g, const struct cmp_result *r);
 /*
- * The gates' outcome, printed (or into w under -j): 3 when one is slower, else 0. A gate is
- * "not decided", neither regressed nor judged, when reliable is false (verdicts the caller
- * found unreliable: every gate), when the events lost withheld its verdict (cmp_stage_lost), or
- * when no label set had enough data at its quantile (a gate that judged nothing does not pass);
+ * The gates' outcome, printed (or into w under -j): 3 when one is slower, else 0. A gate
+ * passes only when the upper end of every label set's interval at its quantile lies below
+ * 1 + limit (cmp_stage_hi): a regression beyond the limit is excluded. It is "not decided",
+ * neither regressed nor passed, when reliable is false (verdicts the caller found unreliable:
+ * every gate), when the events lost withheld its verdict (cmp_stage_lost), when no label set
+ * had enough data at its quantile (a gate that judged nothing does not pass), or when an
+ * interval reaches 1 + limit or beyond without being called slower;
  * then, unless a gate regressed, the status is 4 and "gates not decided: exit 4" is printed
  * too (under -j, "gates_decided": false).
  */

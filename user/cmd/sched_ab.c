@@ -119,9 +119,10 @@ static const char usage_text[] =
 "  -V, --version         show the version\n"
 "\n"
 "Exit status: 0, 3 when a --gate regressed, 4 when a --gate was given but the\n"
-"verdicts are UNRELIABLE, its quantile had not enough data, or events the\n"
-"tracer lost could change its verdict, 1 on an error or a signal, 2 for bad\n"
-"input (a scheduler DISK does not offer included).\n"
+"verdicts are UNRELIABLE, its quantile had not enough data, events the tracer\n"
+"lost could change its verdict, or its interval does not exclude a slowdown\n"
+"beyond the limit (a gate passes only then), 1 on an error or a signal, 2 for\n"
+"bad input (a scheduler DISK does not offer included).\n"
 "\n"
 "Example: is none faster than mq-deadline for 4 KiB random reads on sdb?\n"
 "  iostrata sched-ab -d sdb mq-deadline none -- --device /dev/sdb --force --rw randread\n";

@@ -1414,6 +1414,20 @@ int cmp_stage_compared(const struct cmp_result *r, const char *layer, const char
 	return n;
 }
 
+double cmp_stage_hi(const struct cmp_result *r, const char *layer, const char *stage, int qi)
+{
+	double hi = NAN;
+	size_t i;
+
+	if (qi < 0 || qi >= CMP_NQ)
+		return NAN;
+	for (i = 0; i < r->nrows; i++)
+		if (!strcmp(r->rows[i].layer, layer) && !strcmp(r->rows[i].stage, stage) &&
+		    r->rows[i].c[qi].v != CMP_NOT_ENOUGH && (isnan(hi) || r->rows[i].c[qi].hi > hi))
+			hi = r->rows[i].c[qi].hi;
+	return hi;
+}
+
 void cmp_result_free(struct cmp_result *r)
 {
 	size_t i;

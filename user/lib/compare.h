@@ -155,6 +155,11 @@ bool cmp_regressed(const struct cmp_result *r, const char *layer, const char *st
 		   bool *found);
 /* Label sets of layer:stage with a verdict at quantile qi (not "not enough data"). */
 int cmp_stage_compared(const struct cmp_result *r, const char *layer, const char *stage, int qi);
+/*
+ * The largest upper bound of B/A's interval at quantile qi over layer:stage's label sets with a
+ * verdict; NAN if none has one. Below 1 + limit, the data exclude a slowdown beyond the limit.
+ */
+double cmp_stage_hi(const struct cmp_result *r, const char *layer, const char *stage, int qi);
 /* The quantile index of "p50", "p90", "p99", "p99.9"; -1 if none. */
 int cmp_q_index(const char *name);
 void cmp_result_free(struct cmp_result *r);
