@@ -232,6 +232,33 @@ def test_one_interval_each_is_not_enough_data(tmp_path):
     assert doc["gates_decided"] is False
 
 
+def test_html_not_enough_data_shows_the_ratio_the_text_shows(tmp_path):
+    """A cell without enough data: the text table gives its ratio ("2.012 - not enough
+    data"); the page's heatmap said "n/a" for the same cell, as if there were none. It shows
+    the same ratio, greyed, its tooltip saying why it was not judged; "-" where the text has
+    "-" too (a 70 s open-ended quantile: no value)."""
+    rng = random.Random(5)
+    a = write_rec(tmp_path / "a.ndjson", [[hist("block", "device", [
+        int(100_000 * math.exp(rng.gauss(0, 0.3))) for _ in range(20000)])]])
+    b = write_rec(tmp_path / "b.ndjson", [[hist("block", "device", [
+        int(200_000 * math.exp(rng.gauss(0, 0.3))) for _ in range(20000)])]])
+    page = tmp_path / "c.html"
+    r = compare(a, b, "--html", page)
+    assert r.returncode == 0, r.stderr
+    shown = dict(re.findall(r"^\s.*?(p50|p90|p99\.9|p99)\s.*?\s(\S+)\s+-\s+not enough data$",
+                            r.stdout, re.M))
+    assert len(shown) == 4 and all(re.fullmatch(r"\d\.\d+", v) for v in shown.values()), \
+        r.stdout
+    html = page.read_text()
+    assert "n/a" not in html
+    for q, ratio in shown.items():
+        g = re.search(rf'<g data-q="{re.escape(q)}" data-verdict="not enough data"[^>]*>'
+                      r"<title>(.*?)</title>.*?<text[^>]*>([^<]*)</text></g>", html)
+        assert g, (q, html)
+        assert g.group(2) == ratio, (q, g.group(2), ratio)
+        assert f"B/A {ratio}" in g.group(1) and "not enough data (" in g.group(1), g.group(1)
+
+
 def test_unknown_quantiles_are_never_judged(tmp_path):
     """A quantile in the open-ended bucket (>= 68.7 s) is bounded below only: no value, no
     ratio, no verdict (an estimate spread over [bound, max] once called 70 s against 70 s

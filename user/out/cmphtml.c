@@ -33,6 +33,7 @@ static const char cmp_css[] =
 	"svg.cmp .grid{stroke:currentColor;stroke-opacity:.18}"
 	"svg.cmp .frame{stroke:currentColor;stroke-opacity:.35;fill:none}"
 	"svg.cmp text.in{fill:#1b1c1f}svg.cmp text.in.dark{fill:#fff}"
+	"svg.cmp text.na{font-style:italic}"
 	"svg.cdf .a{fill:none;stroke:#0072b2;stroke-width:2}"
 	"svg.cdf .b{fill:none;stroke:#d55e00;stroke-width:2;stroke-dasharray:6 3}"
 	".cdfs{display:grid;grid-template-columns:repeat(auto-fill,minmax(440px,1fr));"
@@ -209,10 +210,13 @@ static void heat_cell(const struct cmp_row *row, int k, double x, double y, doub
 	}
 	sbuf_puts(s, "</title>");
 	if (c->v == CMP_NOT_ENOUGH || !isfinite(c->ratio)) {
+		/* the ratio as the text table gives it ("-" where none), greyed: shown, not judged
+		 * (the tooltip says why); "n/a" had hidden a ratio the text printed */
 		sbuf_printf(s, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
-			    "fill=\"#888\" fill-opacity=\".18\"/><text x=\"%.1f\" y=\"%.1f\" "
-			    "text-anchor=\"middle\" fill-opacity=\".7\">n/a</text></g>",
-			    x, y, w, h, x + w / 2, y + h / 2 + 4);
+			    "fill=\"#888\" fill-opacity=\".18\"/><text class=\"na\" x=\"%.1f\" "
+			    "y=\"%.1f\" text-anchor=\"middle\" fill-opacity=\".6\">%s</text></g>",
+			    x, y, w, h, x + w / 2, y + h / 2 + 4, isfinite(c->ratio) ?
+			    cmp_ratio_str(rs, sizeof(rs), c->ratio) : "-");
 		return;
 	}
 	rgb = ratio_colour(c->ratio, &t);
@@ -256,8 +260,9 @@ static void heat_legend(const struct cmp_result *r, double x, double y, struct s
 			    x + w * (log2(ticks[i]) + 1) / 2, y + h + 14, ticks[i]);
 	sbuf_printf(s, "<text x=\"%.1f\" y=\"%.1f\">framed on the scale: no change, 1 &#177; "
 		    "%.2f%%</text><text x=\"%.1f\" y=\"%.1f\">a cell framed, with an arrow: a "
-		    "change called; faded: none called</text>", x - 90, y + h + 32, 100 * r->limit,
-		    x - 90, y + h + 48);
+		    "change called; faded: none called</text><text x=\"%.1f\" y=\"%.1f\">grey, "
+		    "the ratio in italics: not enough data, not judged</text>", x - 90, y + h + 32,
+		    100 * r->limit, x - 90, y + h + 48, x - 90, y + h + 64);
 }
 
 /*
@@ -330,7 +335,7 @@ static void heatmap(const struct cmp_result *r, struct sbuf *s)
 	}
 	lw = fmin(lw, 420);
 	width = fmax(lw + CMP_NQ * cw + 10, 480);	/* the legend's width at least */
-	height = top + rh * (double)r->nrows + 86;
+	height = top + rh * (double)r->nrows + 102;	/* the legend's 3 lines below */
 	sbuf_puts(s, "<section id=\"heatmap\"><h2>Ratios B/A</h2><div class=\"scroll\">");
 	sbuf_printf(s, "<svg class=\"cmp heat\" xmlns=\"http://www.w3.org/2000/svg\" "
 		    "viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" role=\"img\" data-rows=\"%zu\">"
