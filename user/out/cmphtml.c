@@ -113,8 +113,8 @@ static void header(const struct cmp_result *r, const char *a, const char *b, str
 		int lost = cmp_lost(r);
 
 		sbuf_printf(s, "<div class=\"drops\" id=\"drops\" role=\"alert\"><strong>Events "
-			    "were dropped</strong>: the tracer saw them and could not record them "
-			    "(A %" PRIu64 ", B %" PRIu64 "), so the histograms miss them. Each "
+			    "were lost</strong> (A %" PRIu64 ", B %" PRIu64 "), so the histograms "
+			    "miss them. Each "
 			    "interval holds whatever values they had; ", r->a_drops, r->b_drops);
 		if (lost)
 			sbuf_printf(s, "%d verdict%s they could change %s withheld (not enough "
@@ -123,7 +123,8 @@ static void header(const struct cmp_result *r, const char *a, const char *b, str
 				    lost == 1 ? "it" : "them");
 		else
 			sbuf_puts(s, "they change no verdict.");
-		sbuf_puts(s, " See <code>--inflight</code> in iostrata(8).</div>\n");
+		sbuf_puts(s, " What each reason is: <code>drops</code> under OUTPUT in iostrata(8) "
+			   "(<code>iostrata report</code> of each recording names them).</div>\n");
 	}
 	sbuf_printf(s, "<p class=\"help\">Ratios B/A of each quantile, with %.0f%% intervals from "
 		    "a bootstrap over whole intervals (%d resamples, seed %llu), simultaneous "

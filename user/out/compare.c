@@ -122,7 +122,7 @@ void cmp_print_text(const struct cmp_result *r, FILE *f)
 	if (r->a_drops || r->b_drops) {
 		int lost = cmp_lost(r);
 
-		fprintf(f, "DROPS: the tracer lost events it saw (A %" PRIu64 ", B %" PRIu64 "): "
+		fprintf(f, "DROPS: the tracer lost events (A %" PRIu64 ", B %" PRIu64 "): "
 			"the histograms miss them.\nEach interval below holds whatever values they "
 			"had; ", r->a_drops, r->b_drops);
 		if (lost)
@@ -288,7 +288,7 @@ void cmp_aa_print_text(const struct cmp_aa *aa, FILE *f)
 		"compare would (limit 1 +/- %.2f%%, %d resamples)\n", aa->nsplits, aa->intervals,
 		aa->intervals / 2, 100 * aa->limit, aa->o.resamples);
 	if (aa->drops)
-		fprintf(f, "DROPS: the tracer lost %" PRIu64 " events it saw: the halves' histograms "
+		fprintf(f, "DROPS: the tracer lost %" PRIu64 " events: the halves' histograms "
 			"miss them, and this check does not bound for them as compare A B does\n",
 			aa->drops);
 	fprintf(f, "  %-*s  %-*s  %12s  %12s  %12s  %12s\n", ws, "STAGE", wl, "LABELS", "P50",
