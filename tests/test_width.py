@@ -133,7 +133,10 @@ def test_names_in_any_script_keep_the_columns(tmp_path, loopdev, named_cgroups, 
     # compare --aa: the four rates end where P50 .. P99.9 do
     r = subprocess.run([str(IOSTRATA), "compare", str(rec), "--aa", "5"], capture_output=True,
                        text=True)
-    assert r.returncode == 0, r.stderr
+    # a recording this short may leave too little in a half to judge: its rate undetermined,
+    # said, exit 4; the table is laid out either way
+    undetermined = "false-positive rate: undetermined" in r.stdout
+    assert r.returncode == (4 if undetermined else 0), (r.returncode, r.stdout, r.stderr)
     lines = r.stdout.splitlines()
     at = next(i for i, ln in enumerate(lines) if ln.startswith("  STAGE "))
     rows = [ln for ln in lines[at + 1:] if ln.startswith("  ")]
