@@ -373,12 +373,16 @@ def test_a_view_that_cannot_be_written_is_said_and_the_recording_goes_on(tmp_pat
                                                              "end"]
 
 
-def test_report_says_what_a_default_runs_empty_lists_mean(tmp_path, no_bpf_leak):
+@pytest.mark.parametrize("disk", [False, True], ids=["default", "disk"])
+def test_report_says_what_a_default_runs_empty_lists_mean(tmp_path, loopdev, disk,
+                                                           no_bpf_leak):
     """A run without -l or --stages records `layers: []` and `stages: []`: every available
-    layer and every stage. The report's Recording section showed them raw, `[]`, as if
-    nothing had been traced; it says what they mean."""
+    layer and every stage, or with -d the block layer alone. The report's Recording section
+    showed them raw, `[]`, as if nothing had been traced; it says what they mean (and said
+    "every available layer" of a -d run, beside its one layer)."""
     rec, page = tmp_path / "r.ndjson", tmp_path / "r.html"
-    r = subprocess.run([str(IOSTRATA), "record", "-o", str(rec), "--duration", "1"],
+    where = ["-d", loopdev] if disk else []
+    r = subprocess.run([str(IOSTRATA), "record", "-o", str(rec), *where, "--duration", "1"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     opts = json.loads(rec.read_text().splitlines()[0])["options"]
@@ -388,6 +392,7 @@ def test_report_says_what_a_default_runs_empty_lists_mean(tmp_path, no_bpf_leak)
     assert r.returncode == 0, r.stderr
     html = page.read_text()
     section = html[html.index('<section id="recording">'):]
-    assert "<dt>layers</dt><dd>every available layer (no -l)</dd>" in section
+    said = "the block layer (-d without -l)" if disk else "every available layer (no -l)"
+    assert f"<dt>layers</dt><dd>{said}</dd>" in section, section[:2000]
     assert "<dt>stages</dt><dd>every stage of those layers (no --stages)</dd>" in section
     assert "<dd>[]</dd>" not in section

@@ -1402,6 +1402,21 @@ def test_a_waterfall_s_rows_go_in_the_order_stages_end(tmp_path):
     assert re.findall(r'<tr( class="sep")?><td class="l"', box) == ["", "", ' class="sep"'], box
 
 
+def test_a_bar_past_its_whole_blames_only_stages_it_holds(tmp_path):
+    """A bar of submit_cqe and cqe_reap past its total (a request whose reap was not measured
+    is in submit_cqe alone) was said to pass it for the bio stages' sake, none of them in it."""
+    ivs = [[uring_hist("submit_cqe", 1, 20, ns=100000), uring_hist("cqe_reap", 1, 20, ns=50000),
+            uring_hist("total", 1, 20, ns=120000)]] * 2
+    rec = write_rec(tmp_path / "r.ndjson", ivs)
+    report(rec, "-o", tmp_path / "r.html", check=True)
+    html = (tmp_path / "r.html").read_text()
+    segs, labels, line, notes, rows = wf_box(html, waterfall_heads(html)[0])
+    assert [s for s, _, _ in segs] == ["submit_cqe", "cqe_reap"] and line is not None, segs
+    over = [n for n in notes if "add up to" in n]
+    assert len(over) == 1 and "reap was not measured" in over[0], notes
+    assert "submit_bio" not in over[0], over
+
+
 def test_a_waterfall_s_bar_and_table_give_one_share(tmp_path):
     """The bar's labels were shares of the sum of its segments' means, the table's of the
     mean whole (total): wait showed 25% on the bar and 12.5% in the table, and without a

@@ -571,9 +571,12 @@ static void waterfall(const struct wf_group *g, const struct hist *st, size_t nu
 			sbuf_printf(b, "%s comes after it, which ends at the %s (no total was "
 				  "recorded). ", st[4].count ? wf_name(4) : wf_name(5),
 				  wk == 6 ? "CQE" : "completion");
-		else
+		else if (idx[0] < 4)	/* the bar holds bio stages */
 			sbuf_puts(b, "their means are of different requests (submit_bio, wait, device "
 				   "and device_cqe of the requests linked to their bios only). ");
+		else	/* a span and a reap: a request whose reap was not measured is in one */
+			sbuf_puts(b, "their means are of different requests (a request whose reap "
+				   "was not measured counts in the submit span only). ");
 		sbuf_puts(b, "Not rescaled to fit: the dashed line marks the whole.</p>");
 	}
 	sbuf_printf(b, "<div class=\"scroll\"><table><thead><tr><th class=\"l\">stage</th>"
@@ -710,18 +713,24 @@ out:
 }
 
 /* A recorded option's value as a reader takes it: the empty lists of a run without -l or
- * --stages mean every layer, every stage, not none. */
-static const char *option_value(const char *key, const char *val)
+ * --stages mean every layer (the block layer alone with -d), every stage, not none. */
+static const char *option_value(const struct recread_meta *m, const char *key, const char *val)
 {
 	const char *p = val;
+	size_t k;
 
 	if (*p++ != '[')
 		return val;
 	p += strspn(p, " \t\n");
 	if (strcmp(p, "]"))
 		return val;
-	if (!strcmp(key, "layers"))
+	if (!strcmp(key, "layers")) {
+		for (k = 0; k < m->nkv; k++)
+			if (!strcmp(m->kv[k].key, "disk") && *m->kv[k].val &&
+			    strcmp(m->kv[k].val, "null"))
+				return "the block layer (-d without -l)";
 		return "every available layer (no -l)";
+	}
 	if (!strcmp(key, "stages"))
 		return "every stage of those layers (no --stages)";
 	return val;
@@ -760,7 +769,8 @@ static void recording(const struct report *r, struct sbuf *b)
 				sbuf_puts(b, "<dt>");
 				esc(b, f->meta.kv[k].key);
 				sbuf_puts(b, "</dt><dd>");
-				esc(b, option_value(f->meta.kv[k].key, f->meta.kv[k].val));
+				esc(b, option_value(&f->meta, f->meta.kv[k].key,
+						    f->meta.kv[k].val));
 				sbuf_puts(b, "</dd>");
 			}
 		} else {
