@@ -601,7 +601,6 @@ static void report_maps(struct layer_inst *l)
 			continue;
 		m = &rep->maps[rep->nmaps++];
 		snprintf(m->name, sizeof(m->name), "%s", bpf_map__name(map));
-		m->id = id;
 		m->bytes = map_memlock(fd);
 		switch (bpf_map__type(map)) {
 		case BPF_MAP_TYPE_PERCPU_HASH:

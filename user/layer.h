@@ -174,7 +174,6 @@ struct stage_status {
 struct map_mem {
 	char name[32];
 	uint64_t bytes;		/* kernel's memlock figure (fdinfo), or our estimate */
-	uint32_t id;		/* the kernel's map id; 0 when nothing was loaded */
 	char note[96];
 };
 

@@ -672,13 +672,11 @@ void session_shared_maps(const struct session *s, struct layer_report *rep)
 	m = &rep->maps[rep->nmaps++];
 	snprintf(m->name, sizeof(m->name), "gens");
 	m->bytes = map_memlock(s->sh.gen_fd);
-	m->id = map_id(s->sh.gen_fd);
 	snprintf(m->note, sizeof(m->note), "the generation every layer's histograms carry");
 	if (s->sh.comm_fd >= 0) {
 		m = &rep->maps[rep->nmaps++];
 		snprintf(m->name, sizeof(m->name), "req_comm");
 		m->bytes = map_memlock(s->sh.comm_fd);
-		m->id = map_id(s->sh.comm_fd);
 		snprintf(m->note, sizeof(m->note), "%u process names (-P, snoop), every layer's",
 			 REQ_COMM_SLOTS);
 	}
@@ -686,7 +684,6 @@ void session_shared_maps(const struct session *s, struct layer_report *rep)
 		m = &rep->maps[rep->nmaps++];
 		snprintf(m->name, sizeof(m->name), "snoop_rb");
 		m->bytes = map_memlock(s->sh.snoop_fd);
-		m->id = map_id(s->sh.snoop_fd);
 		snprintf(m->note, sizeof(m->note), "snoop's ring buffer, every layer's");
 	}
 	if (s->sh.reqs_fd < 0)
@@ -694,7 +691,6 @@ void session_shared_maps(const struct session *s, struct layer_report *rep)
 	m = &rep->maps[rep->nmaps++];
 	snprintf(m->name, sizeof(m->name), "reqs");
 	m->bytes = map_memlock(s->sh.reqs_fd);
-	m->id = map_id(s->sh.reqs_fd);
 	snprintf(m->note, sizeof(m->note), "%u slots x %zu B: io_uring/aio requests in flight",
 		 s->cfg.inflight_slots, sizeof(struct ioreq));
 }

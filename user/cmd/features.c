@@ -120,24 +120,16 @@ static const char *disk_note(const struct disk_info *d, char *buf, size_t len)
 	return buf;
 }
 
-/* The BPF memory the session takes: every map once, however many lists name it (a map's id is
- * 0 only when nothing was loaded, and then every entry is a map of its own). */
+/* The BPF memory the session takes: each map is listed once (a layer's lists leave out the
+ * shared maps, told by their kernel id: report_maps in layer.c), so the sum counts it once. */
 static uint64_t maps_total(const struct layer_report *reps, int n)
 {
 	uint64_t total = 0;
-	int l, i, l2, i2;
+	int l, i;
 
 	for (l = 0; l < n; l++)
-		for (i = 0; i < reps[l].nmaps; i++) {
-			const struct map_mem *m = &reps[l].maps[i];
-			bool seen = false;
-
-			for (l2 = 0; l2 <= l && !seen && m->id; l2++)
-				for (i2 = 0; i2 < (l2 == l ? i : reps[l2].nmaps) && !seen; i2++)
-					seen = reps[l2].maps[i2].id == m->id;
-			if (!seen)
-				total += m->bytes;
-		}
+		for (i = 0; i < reps[l].nmaps; i++)
+			total += reps[l].maps[i].bytes;
 	return total;
 }
 
